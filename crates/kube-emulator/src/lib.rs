@@ -1,0 +1,1 @@
+//! Kubernetes API server emulator on loopback (built in its own issue).
