@@ -1,0 +1,157 @@
+//! What discovery found on disk, as plain data: global hooks, modules with their files, and the
+//! ordering and de-duplication rules that turn directory listings into the module set.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use crate::names::{HookName, ModuleName};
+
+/// An executable hook file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookFile {
+    pub name: HookName,
+    pub path: PathBuf,
+}
+
+/// A file read during discovery: where it is and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// The OpenAPI schema files of the global section or of one module.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenApiFiles {
+    /// `openapi/config-values.yaml`
+    pub config_values: Option<SourceFile>,
+    /// `openapi/values.yaml`
+    pub values: Option<SourceFile>,
+}
+
+/// The global hooks directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GlobalSource {
+    pub dir: PathBuf,
+    pub hooks: Vec<HookFile>,
+    pub openapi: OpenApiFiles,
+}
+
+/// One module directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleSource {
+    pub name: ModuleName,
+    pub order: u32,
+    pub path: PathBuf,
+    /// The module's own `values.yaml` (only its camelCase key and `<key>Enabled` are used).
+    pub values_yaml: Option<SourceFile>,
+    /// The `enabled` script, when it exists and is executable.
+    pub enabled_script: Option<PathBuf>,
+    pub openapi: OpenApiFiles,
+    /// `Chart.yaml` or `templates/` exists: the module has a Helm part.
+    pub has_chart: bool,
+    pub hooks: Vec<HookFile>,
+}
+
+/// Everything discovery found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Discovered {
+    pub global: GlobalSource,
+    /// `values.yaml` at the root of each modules directory, in directory order.
+    pub modules_values: Vec<SourceFile>,
+    /// Modules sorted by (order, name), without duplicates.
+    pub modules: Vec<ModuleSource>,
+    /// Things a person should look at that do not stop the operator.
+    pub warnings: Vec<String>,
+}
+
+/// Sorts modules by (order, name) and drops later duplicates of a name with a warning
+/// (modules found earlier, in an earlier modules directory, win).
+pub fn arrange_modules(found: Vec<ModuleSource>, warnings: &mut Vec<String>) -> Vec<ModuleSource> {
+    let mut seen = BTreeSet::new();
+    let mut unique = Vec::with_capacity(found.len());
+    for module in found {
+        if seen.insert(module.name.clone()) {
+            unique.push(module);
+        } else {
+            warnings.push(format!(
+                "module '{}' at {} is ignored: a module with the same name was found first",
+                module.name,
+                module.path.display()
+            ));
+        }
+    }
+    unique.sort_by(|a, b| (a.order, &a.name).cmp(&(b.order, &b.name)));
+    unique
+}
+
+/// The name of a hook at `rel` (a path relative to the directory that was searched, using `/`):
+/// from the last `hooks/` component on when the full path has one, otherwise `rel` itself.
+pub fn hook_name_for(full_path: &str, rel: &str) -> String {
+    match full_path.rfind("/hooks/") {
+        Some(i) => full_path[i + 1..].to_string(),
+        None => rel.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(name: &str, order: u32, path: &str) -> ModuleSource {
+        ModuleSource {
+            name: ModuleName::new(name).unwrap(),
+            order,
+            path: PathBuf::from(path),
+            values_yaml: None,
+            enabled_script: None,
+            openapi: OpenApiFiles::default(),
+            has_chart: false,
+            hooks: vec![],
+        }
+    }
+
+    #[test]
+    fn modules_are_sorted_by_order_then_name() {
+        let mut w = vec![];
+        let got = arrange_modules(
+            vec![
+                module("zeta", 1, "/a/zeta"),
+                module("beta", 20, "/a/020-beta"),
+                module("alpha", 20, "/a/020-alpha"),
+                module("gamma", 3, "/a/003-gamma"),
+            ],
+            &mut w,
+        );
+        let names: Vec<_> = got.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["zeta", "gamma", "alpha", "beta"]);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn duplicate_module_in_a_later_dir_is_ignored_with_a_warning() {
+        let mut w = vec![];
+        let got = arrange_modules(
+            vec![
+                module("web", 10, "/one/010-web"),
+                module("web", 5, "/two/005-web"),
+            ],
+            &mut w,
+        );
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].path, PathBuf::from("/one/010-web"));
+        assert!(w[0].contains("/two/005-web"), "{w:?}");
+    }
+
+    #[test]
+    fn hook_name_starts_at_the_hooks_dir() {
+        assert_eq!(
+            hook_name_for("/m/001-a/hooks/https/copy_cert.py", "https/copy_cert.py"),
+            "hooks/https/copy_cert.py"
+        );
+        assert_eq!(
+            hook_name_for("/gh/000-all-bindings/hook", "000-all-bindings/hook"),
+            "000-all-bindings/hook"
+        );
+    }
+}

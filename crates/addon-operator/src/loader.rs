@@ -1,0 +1,304 @@
+//! Filesystem discovery: finds global hooks, modules, their values, schemas and hooks on disk
+//! and returns them as `addon_core::discovery` data.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use addon_core::discovery::{
+    Discovered, GlobalSource, HookFile, ModuleSource, OpenApiFiles, SourceFile, arrange_modules,
+    hook_name_for,
+};
+use addon_core::names::{HookName, parse_module_dir_name};
+
+/// Where to look.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoaderConfig {
+    pub modules_dirs: Vec<PathBuf>,
+    pub global_hooks_dir: PathBuf,
+    /// Order of module directories without a numeric prefix.
+    pub unnumbered_order: u32,
+}
+
+/// A discovery problem that makes the tree invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("read directory {}", path.display())]
+    ReadDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("read file {}", path.display())]
+    ReadFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("module directory {}", path.display())]
+    ModuleName {
+        path: PathBuf,
+        #[source]
+        source: addon_core::names::NameError,
+    },
+    #[error("hook {}", path.display())]
+    HookName {
+        path: PathBuf,
+        #[source]
+        source: addon_core::names::NameError,
+    },
+}
+
+impl LoadError {
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::ReadDir { .. } | Self::ReadFile { .. } => "io",
+            Self::ModuleName { .. } | Self::HookName { .. } => "invalid_name",
+        }
+    }
+}
+
+/// File extensions that are never hooks, even when executable.
+const NOT_HOOK_EXTENSIONS: [&str; 4] = ["yaml", "json", "md", "txt"];
+
+/// Scans the configured directories. Returns what was found and every problem met on the way.
+pub fn load(config: &LoaderConfig) -> (Discovered, Vec<LoadError>) {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let global = load_global(&config.global_hooks_dir, &mut errors, &mut warnings);
+    let mut modules_values = Vec::new();
+    let mut found = Vec::new();
+    for dir in &config.modules_dirs {
+        if let Some(values) = read_optional(&dir.join("values.yaml"), &mut errors) {
+            modules_values.push(values);
+        }
+        for entry in sorted_entries(dir, &mut errors) {
+            match entry_kind(&entry) {
+                EntryKind::Dir => {
+                    let module =
+                        load_module(&entry, config.unnumbered_order, &mut errors, &mut warnings);
+                    found.extend(module);
+                }
+                EntryKind::File if file_name(&entry) == "values.yaml" => {}
+                EntryKind::File => warnings.push(format!(
+                    "{} is not a module directory and is ignored",
+                    entry.display()
+                )),
+                EntryKind::Dangling => warnings.push(format!(
+                    "{} is a broken symlink and is ignored",
+                    entry.display()
+                )),
+            }
+        }
+    }
+    let modules = arrange_modules(found, &mut warnings);
+    let discovered = Discovered {
+        global,
+        modules_values,
+        modules,
+        warnings,
+    };
+    (discovered, errors)
+}
+
+fn load_global(
+    dir: &Path,
+    errors: &mut Vec<LoadError>,
+    warnings: &mut Vec<String>,
+) -> GlobalSource {
+    let nested = dir.join("hooks");
+    let base = if nested.is_dir() {
+        nested
+    } else {
+        dir.to_path_buf()
+    };
+    GlobalSource {
+        dir: dir.to_path_buf(),
+        hooks: find_hooks(&base, errors, warnings),
+        openapi: load_openapi(dir, errors),
+    }
+}
+
+fn load_module(
+    path: &Path,
+    unnumbered_order: u32,
+    errors: &mut Vec<LoadError>,
+    warnings: &mut Vec<String>,
+) -> Option<ModuleSource> {
+    let parsed = match parse_module_dir_name(&file_name(path), unnumbered_order) {
+        Ok(parsed) => parsed,
+        Err(source) => {
+            errors.push(LoadError::ModuleName {
+                path: path.to_path_buf(),
+                source,
+            });
+            return None;
+        }
+    };
+    let hooks_dir = path.join("hooks");
+    let hooks = if hooks_dir.is_dir() {
+        find_hooks(&hooks_dir, errors, warnings)
+    } else {
+        Vec::new()
+    };
+    let enabled = path.join("enabled");
+    let enabled_script = match fs::metadata(&enabled) {
+        Ok(meta) if is_executable(&meta) => Some(enabled),
+        Ok(_) => {
+            warnings.push(format!(
+                "{} is not executable and is ignored (chmod +x it to use it)",
+                enabled.display()
+            ));
+            None
+        }
+        Err(_) => None,
+    };
+    Some(ModuleSource {
+        name: parsed.name,
+        order: parsed.order,
+        path: path.to_path_buf(),
+        values_yaml: read_optional(&path.join("values.yaml"), errors),
+        enabled_script,
+        openapi: load_openapi(path, errors),
+        has_chart: path.join("Chart.yaml").is_file() || path.join("templates").is_dir(),
+        hooks,
+    })
+}
+
+fn load_openapi(dir: &Path, errors: &mut Vec<LoadError>) -> OpenApiFiles {
+    let openapi = dir.join("openapi");
+    OpenApiFiles {
+        config_values: read_optional(&openapi.join("config-values.yaml"), errors),
+        values: read_optional(&openapi.join("values.yaml"), errors),
+    }
+}
+
+/// Recursively finds executable hooks under `base`, sorted by path.
+fn find_hooks(
+    base: &Path,
+    errors: &mut Vec<LoadError>,
+    warnings: &mut Vec<String>,
+) -> Vec<HookFile> {
+    let mut hooks = Vec::new();
+    let mut stack = vec![base.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in sorted_entries(&dir, errors) {
+            let name = file_name(&entry);
+            let Ok(meta) = fs::metadata(&entry) else {
+                warnings.push(format!(
+                    "{} is a broken symlink and is ignored",
+                    entry.display()
+                ));
+                continue;
+            };
+            if meta.is_dir() {
+                if name != "lib" && name != "venv" {
+                    stack.push(entry);
+                }
+            } else if is_hook_candidate(&name) {
+                if is_executable(&meta) {
+                    hooks.extend(hook_file(base, &entry, errors));
+                } else {
+                    warnings.push(format!(
+                        "{} is not executable and is not a hook (chmod +x it to make it one)",
+                        entry.display()
+                    ));
+                }
+            }
+        }
+    }
+    hooks.sort_by(|a, b| a.path.cmp(&b.path));
+    hooks
+}
+
+fn hook_file(base: &Path, path: &Path, errors: &mut Vec<LoadError>) -> Option<HookFile> {
+    let rel = path
+        .strip_prefix(base)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned();
+    let name = hook_name_for(&path.to_string_lossy(), &rel);
+    match HookName::new(&name) {
+        Ok(name) => Some(HookFile {
+            name,
+            path: path.to_path_buf(),
+        }),
+        Err(source) => {
+            errors.push(LoadError::HookName {
+                path: path.to_path_buf(),
+                source,
+            });
+            None
+        }
+    }
+}
+
+fn is_hook_candidate(name: &str) -> bool {
+    let ext = Path::new(name).extension().and_then(|e| e.to_str());
+    !ext.is_some_and(|e| NOT_HOOK_EXTENSIONS.contains(&e))
+}
+
+fn is_executable(meta: &fs::Metadata) -> bool {
+    meta.is_file() && meta.permissions().mode() & 0o111 != 0
+}
+
+enum EntryKind {
+    Dir,
+    File,
+    Dangling,
+}
+
+fn entry_kind(path: &Path) -> EntryKind {
+    match fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => EntryKind::Dir,
+        Ok(_) => EntryKind::File,
+        Err(_) => EntryKind::Dangling,
+    }
+}
+
+/// Entries of `dir` in lexical order, without dot-files.
+fn sorted_entries(dir: &Path, errors: &mut Vec<LoadError>) -> Vec<PathBuf> {
+    let read = match fs::read_dir(dir) {
+        Ok(read) => read,
+        Err(source) => {
+            errors.push(LoadError::ReadDir {
+                path: dir.to_path_buf(),
+                source,
+            });
+            return Vec::new();
+        }
+    };
+    let mut entries: Vec<PathBuf> = read
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| !file_name(p).starts_with('.'))
+        .collect();
+    entries.sort();
+    entries
+}
+
+fn read_optional(path: &Path, errors: &mut Vec<LoadError>) -> Option<SourceFile> {
+    match fs::read_to_string(path) {
+        Ok(text) => Some(SourceFile {
+            path: path.to_path_buf(),
+            text,
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => {
+            errors.push(LoadError::ReadFile {
+                path: path.to_path_buf(),
+                source,
+            });
+            None
+        }
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,189 @@
+//! Tests of filesystem discovery on temporary trees.
+
+use super::*;
+use std::os::unix::fs::symlink;
+
+fn write(path: &Path, text: &str, executable: bool) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+    let mode = if executable { 0o755 } else { 0o644 };
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn config(root: &Path) -> LoaderConfig {
+    LoaderConfig {
+        modules_dirs: vec![root.join("modules")],
+        global_hooks_dir: root.join("global-hooks"),
+        unnumbered_order: 1,
+    }
+}
+
+fn names(hooks: &[HookFile]) -> Vec<&str> {
+    hooks.iter().map(|h| h.name.as_str()).collect()
+}
+
+#[test]
+fn finds_modules_in_order_with_their_parts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    fs::create_dir_all(root.join("global-hooks")).unwrap();
+    write(&root.join("modules/values.yaml"), "global: {a: 1}\n", false);
+    write(
+        &root.join("modules/020-web/Chart.yaml"),
+        "name: web\n",
+        false,
+    );
+    write(
+        &root.join("modules/020-web/values.yaml"),
+        "web: {x: 1}\n",
+        false,
+    );
+    write(&root.join("modules/020-web/enabled"), "#!/bin/sh\n", true);
+    write(
+        &root.join("modules/020-web/hooks/b.sh"),
+        "#!/bin/sh\n",
+        true,
+    );
+    write(
+        &root.join("modules/020-web/hooks/sub/a.py"),
+        "#!/bin/sh\n",
+        true,
+    );
+    write(
+        &root.join("modules/020-web/openapi/values.yaml"),
+        "type: object\n",
+        false,
+    );
+    write(&root.join("modules/005-db/hooks/h"), "#!/bin/sh\n", true);
+    write(&root.join("modules/plain/templates/cm.yaml"), "", false);
+
+    let (found, errors) = load(&config(root));
+    assert!(errors.is_empty(), "{errors:?}");
+    let modules: Vec<_> = found
+        .modules
+        .iter()
+        .map(|m| (m.name.as_str(), m.order))
+        .collect();
+    assert_eq!(modules, [("plain", 1), ("db", 5), ("web", 20)]);
+    let web = &found.modules[2];
+    assert!(web.has_chart && web.enabled_script.is_some());
+    assert!(web.values_yaml.as_ref().unwrap().text.contains("x: 1"));
+    assert!(web.openapi.values.is_some() && web.openapi.config_values.is_none());
+    assert_eq!(names(&web.hooks), ["hooks/b.sh", "hooks/sub/a.py"]);
+    assert!(
+        !found.modules[1].has_chart,
+        "db has neither Chart.yaml nor templates/"
+    );
+    assert!(found.modules[0].has_chart, "templates/ alone makes a chart");
+    assert_eq!(found.modules_values.len(), 1);
+}
+
+#[test]
+fn skips_dot_files_lib_dirs_and_data_files_and_warns_on_non_executables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(&root.join("global-hooks/.hidden"), "#!/bin/sh\n", true);
+    write(
+        &root.join("global-hooks/lib/common.sh"),
+        "#!/bin/sh\n",
+        true,
+    );
+    write(&root.join("global-hooks/config.yaml"), "", true);
+    write(&root.join("global-hooks/README.md"), "", true);
+    write(&root.join("global-hooks/notes"), "", false);
+    write(
+        &root.join("global-hooks/000-start/hook"),
+        "#!/bin/sh\n",
+        true,
+    );
+    fs::create_dir_all(root.join("modules/.git")).unwrap();
+
+    let (found, errors) = load(&config(root));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(names(&found.global.hooks), ["000-start/hook"]);
+    assert!(found.modules.is_empty());
+    assert_eq!(found.warnings.len(), 1, "{:?}", found.warnings);
+    assert!(found.warnings[0].contains("notes"));
+}
+
+#[test]
+fn global_hooks_in_a_hooks_subdir_are_named_from_hooks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        &root.join("global-hooks/hooks/startup.sh"),
+        "#!/bin/sh\n",
+        true,
+    );
+    write(
+        &root.join("global-hooks/openapi/config-values.yaml"),
+        "type: object\n",
+        false,
+    );
+    fs::create_dir_all(root.join("modules")).unwrap();
+
+    let (found, errors) = load(&config(root));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(names(&found.global.hooks), ["hooks/startup.sh"]);
+    assert!(found.global.openapi.config_values.is_some());
+}
+
+#[test]
+fn symlinked_module_takes_the_link_name_and_several_dirs_are_scanned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    fs::create_dir_all(root.join("global-hooks")).unwrap();
+    write(
+        &root.join("elsewhere/real-dir/hooks/h"),
+        "#!/bin/sh\n",
+        true,
+    );
+    fs::create_dir_all(root.join("modules")).unwrap();
+    symlink(
+        root.join("elsewhere/real-dir"),
+        root.join("modules/030-linked"),
+    )
+    .unwrap();
+    symlink(root.join("nowhere"), root.join("modules/040-dangling")).unwrap();
+    fs::create_dir_all(root.join("more/010-extra")).unwrap();
+    let mut cfg = config(root);
+    cfg.modules_dirs.push(root.join("more"));
+
+    let (found, errors) = load(&cfg);
+    assert!(errors.is_empty(), "{errors:?}");
+    let modules: Vec<_> = found.modules.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(modules, ["extra", "linked"]);
+    assert_eq!(names(&found.modules[1].hooks), ["hooks/h"]);
+    assert!(found.warnings.iter().any(|w| w.contains("040-dangling")));
+}
+
+#[test]
+fn bad_module_names_and_missing_dirs_are_all_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    fs::create_dir_all(root.join("modules/001-Bad_Name")).unwrap();
+    fs::create_dir_all(root.join("modules/002-module-1")).unwrap();
+    fs::create_dir_all(root.join("modules/003-good")).unwrap();
+
+    let (found, errors) = load(&config(root));
+    let text: Vec<String> = errors.iter().map(error_chain).collect();
+    assert_eq!(errors.len(), 3, "{text:?}");
+    assert!(text.iter().any(|e| e.contains("global-hooks")));
+    assert!(text.iter().any(|e| e.contains("001-Bad_Name")));
+    assert!(
+        text.iter()
+            .any(|e| e.contains("module-1") && e.contains("module1"))
+    );
+    assert_eq!(found.modules.len(), 1);
+}
+
+fn error_chain(e: &LoadError) -> String {
+    let mut out = e.to_string();
+    let mut cur: &dyn std::error::Error = e;
+    while let Some(next) = cur.source() {
+        out.push_str(": ");
+        out.push_str(&next.to_string());
+        cur = next;
+    }
+    out
+}
