@@ -4,5 +4,6 @@
 pub mod check;
 pub mod cli;
 pub mod dirs;
+pub mod helm;
 pub mod loader;
 pub mod logging;

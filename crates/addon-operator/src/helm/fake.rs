@@ -1,0 +1,151 @@
+//! An in-memory Helm for runtime tests: releases in a map, every call recorded, failures scripted.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+
+use super::{Helm, HelmError, UpgradeRequest};
+
+/// A recorded call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HelmCall {
+    Upgrade {
+        release: String,
+        values_yaml: String,
+    },
+    Uninstall {
+        release: String,
+    },
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// release → checksum of the last upgrade
+    releases: BTreeMap<String, String>,
+    calls: Vec<HelmCall>,
+    /// releases whose next upgrades fail, one entry per failure
+    failures: VecDeque<String>,
+}
+
+/// A cheap-to-clone handle on shared fake state.
+#[derive(Debug, Clone, Default)]
+pub struct FakeHelm {
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeHelm {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A release that exists before the operator starts (e.g. of a module that was removed).
+    pub fn with_release(self, release: &str) -> Self {
+        self.lock()
+            .releases
+            .insert(release.to_string(), String::new());
+        self
+    }
+
+    /// Makes the next upgrade of `release` fail.
+    pub fn fail_next_upgrade(&self, release: &str) {
+        self.lock().failures.push_back(release.to_string());
+    }
+
+    pub fn calls(&self) -> Vec<HelmCall> {
+        self.lock().calls.clone()
+    }
+
+    pub fn release_names(&self) -> Vec<String> {
+        self.lock().releases.keys().cloned().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Helm for FakeHelm {
+    fn releases(&self) -> BoxFuture<'_, Result<Vec<String>, HelmError>> {
+        let names = self.release_names();
+        Box::pin(async move { Ok(names) })
+    }
+
+    fn should_upgrade<'a>(
+        &'a self,
+        req: &'a UpgradeRequest,
+    ) -> BoxFuture<'a, Result<bool, HelmError>> {
+        let changed = self.lock().releases.get(&req.release) != Some(&req.checksum);
+        Box::pin(async move { Ok(changed) })
+    }
+
+    fn upgrade<'a>(&'a self, req: &'a UpgradeRequest) -> BoxFuture<'a, Result<(), HelmError>> {
+        let mut state = self.lock();
+        state.calls.push(HelmCall::Upgrade {
+            release: req.release.clone(),
+            values_yaml: req.values_yaml.clone(),
+        });
+        let fail = state.failures.front() == Some(&req.release);
+        let result = if fail {
+            state.failures.pop_front();
+            Err(HelmError::Command {
+                operation: "upgrade",
+                release: req.release.clone(),
+                message: "scripted failure".into(),
+            })
+        } else {
+            state
+                .releases
+                .insert(req.release.clone(), req.checksum.clone());
+            Ok(())
+        };
+        Box::pin(async move { result })
+    }
+
+    fn uninstall<'a>(&'a self, release: &'a str) -> BoxFuture<'a, Result<(), HelmError>> {
+        let mut state = self.lock();
+        state.calls.push(HelmCall::Uninstall {
+            release: release.to_string(),
+        });
+        state.releases.remove(release);
+        Box::pin(async move { Ok(()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn req(checksum: &str) -> UpgradeRequest {
+        UpgradeRequest {
+            release: "web".into(),
+            chart_dir: PathBuf::from("/m/web"),
+            values_yaml: "web: {}\n".into(),
+            checksum: checksum.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn upgrade_is_needed_only_when_the_checksum_changes() {
+        let helm = FakeHelm::new();
+        assert!(helm.should_upgrade(&req("a")).await.unwrap());
+        helm.upgrade(&req("a")).await.unwrap();
+        assert!(!helm.should_upgrade(&req("a")).await.unwrap());
+        assert!(helm.should_upgrade(&req("b")).await.unwrap());
+        assert_eq!(helm.releases().await.unwrap(), ["web"]);
+    }
+
+    #[tokio::test]
+    async fn scripted_failure_fails_once_and_records_the_call() {
+        let helm = FakeHelm::new();
+        helm.fail_next_upgrade("web");
+        assert!(helm.upgrade(&req("a")).await.is_err());
+        assert!(helm.upgrade(&req("a")).await.is_ok());
+        helm.uninstall("web").await.unwrap();
+        assert_eq!(helm.calls().len(), 3);
+        assert!(helm.releases().await.unwrap().is_empty());
+    }
+}
