@@ -1,0 +1,4 @@
+//! Library side of the `addon-operator` binary: the runtime and its edges (hook processes, config
+//! store, cron), shared by `main` and the integration tests.
+
+pub mod exec;
