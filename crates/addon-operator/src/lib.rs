@@ -1,9 +1,10 @@
 //! The addon-operator application: command line, runtime, and the edges it talks to (filesystem,
-//! hook processes, Helm, Kubernetes, HTTP).
+//! hook processes, Helm, Kubernetes, config store, HTTP), shared by `main` and the integration tests.
 
 pub mod check;
 pub mod cli;
 pub mod dirs;
+pub mod exec;
 pub mod helm;
 pub mod loader;
 pub mod logging;

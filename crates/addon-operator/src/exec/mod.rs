@@ -1,0 +1,4 @@
+//! Running hook processes: a generic child-process runner and the hook I/O contract on top of it.
+
+pub mod process;
+pub mod usage;

@@ -1,0 +1,639 @@
+//! Runs one child process in its own process group: timeout (SIGTERM, then SIGKILL after a grace
+//! period), cancellation, stdout/stderr logged line by line with the hook's fields, resource usage.
+
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, waitid};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+use super::usage;
+pub use super::usage::ResourceUsage;
+
+/// Longest line of hook output written to the log (upstream truncates at 10000 characters too).
+const MAX_LOG_LINE: usize = 10_000;
+/// How much of stderr is kept for the error message of a failed run.
+const STDERR_TAIL_BYTES: usize = 16 * 1024;
+/// Captured stdout beyond this is dropped (a `--config` answer is a few KiB).
+const MAX_CAPTURED_STDOUT: usize = 64 * 1024 * 1024;
+/// After the process exits, how long its output pipes may stay open (held by a background child).
+const OUTPUT_DRAIN: Duration = Duration::from_secs(1);
+/// How often the peak memory of the running process is sampled.
+const RSS_SAMPLE_INTERVAL: Duration = Duration::from_millis(25);
+/// Spawning a script that another thread has just written may fail with ETXTBSY for a moment.
+const SPAWN_ATTEMPTS: u32 = 5;
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// Added to (or overriding) the operator's own environment, which the child inherits.
+    pub env: Vec<(String, String)>,
+    /// After this the process group gets SIGTERM.
+    pub timeout: Duration,
+    /// After SIGTERM (timeout or cancellation), how long until SIGKILL.
+    pub kill_grace: Duration,
+    /// Return stdout in [`ProcessOutput::stdout`] instead of logging it.
+    pub capture_stdout: bool,
+}
+
+/// The fields every log line of the process carries.
+#[derive(Debug, Clone, Default)]
+pub struct LogFields {
+    pub hook: String,
+    pub module: String,
+    pub binding: String,
+}
+
+/// How the process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum ExitKind {
+    Code(i32),
+    Signal(i32),
+    /// Killed by us after [`ProcessSpec::timeout`].
+    TimedOut,
+    /// Killed by us because the cancellation token fired (shutdown).
+    Cancelled,
+}
+
+impl std::fmt::Display for ExitKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Code(code) => write!(f, "exit status {code}"),
+            Self::Signal(signal) => write!(f, "killed by signal {signal}"),
+            Self::TimedOut => write!(f, "timed out"),
+            Self::Cancelled => write!(f, "cancelled"),
+        }
+    }
+}
+
+/// The result of a finished process.
+#[derive(Debug, Clone)]
+pub struct ProcessOutput {
+    pub exit: ExitKind,
+    /// The whole stdout when [`ProcessSpec::capture_stdout`], else empty.
+    pub stdout: String,
+    /// The last 16 KiB of stderr.
+    pub stderr_tail: String,
+    pub duration: Duration,
+    pub usage: ResourceUsage,
+}
+
+impl ProcessOutput {
+    /// Exit code 0.
+    pub fn succeeded(&self) -> bool {
+        self.exit == ExitKind::Code(0)
+    }
+
+    /// The error text of a failed run, like upstream: stderr if any, else how it ended.
+    pub fn failure_message(&self) -> String {
+        let stderr = self.stderr_tail.trim();
+        if stderr.is_empty() {
+            self.exit.to_string()
+        } else {
+            stderr.to_string()
+        }
+    }
+}
+
+/// A process that could not be run or waited for.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("cannot start '{program}'", program = program.display())]
+    Spawn {
+        program: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot wait for '{program}' (pid {pid})", program = program.display())]
+    Wait {
+        program: PathBuf,
+        pid: i32,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ExecError {
+    /// A stable label for metrics.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::Spawn { .. } => "spawn",
+            Self::Wait { .. } => "wait",
+        }
+    }
+}
+
+/// Runs the process to completion or timeout. Dropping the future kills the process group.
+pub async fn run(spec: &ProcessSpec, log: &LogFields) -> Result<ProcessOutput, ExecError> {
+    run_until_cancelled(spec, log, &CancellationToken::new()).await
+}
+
+/// Like [`run`]; when `cancel` fires the process group gets SIGTERM, then SIGKILL after
+/// [`ProcessSpec::kill_grace`], and the output says [`ExitKind::Cancelled`].
+pub async fn run_until_cancelled(
+    spec: &ProcessSpec,
+    log: &LogFields,
+    cancel: &CancellationToken,
+) -> Result<ProcessOutput, ExecError> {
+    let started = Instant::now();
+    let mut child = spawn(spec).await?;
+    let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+        return Err(wait_error(spec, 0, std::io::ErrorKind::NotFound.into()));
+    };
+    let mut group = GroupGuard {
+        pgid: Pid::from_raw(pid),
+        armed: true,
+    };
+    let stdout = spawn_reader(child.stdout.take(), "stdout", spec.capture_stdout, log);
+    let stderr = spawn_reader(child.stderr.take(), "stderr", false, log);
+
+    let supervised = supervise(pid, spec, cancel, &group).await;
+    let (user, sys) = usage::cpu_times(pid).unwrap_or_default();
+    let status = child
+        .wait()
+        .await
+        .map_err(|source| wait_error(spec, pid, source))?;
+    let (stopped_by_us, max_rss_kb) = supervised.map_err(|source| wait_error(spec, pid, source))?;
+    if stopped_by_us.is_some() {
+        group.signal(Signal::SIGKILL);
+    }
+    group.armed = false;
+
+    let (stdout, _) = drain(stdout).await;
+    let (_, stderr_tail) = drain(stderr).await;
+    Ok(ProcessOutput {
+        exit: stopped_by_us.unwrap_or_else(|| exit_kind(status)),
+        stdout,
+        stderr_tail,
+        duration: started.elapsed(),
+        usage: ResourceUsage {
+            user,
+            sys,
+            max_rss_kb,
+        },
+    })
+}
+
+async fn spawn(spec: &ProcessSpec) -> Result<tokio::process::Child, ExecError> {
+    let mut attempt = 1;
+    loop {
+        match command(spec).spawn() {
+            Ok(child) => return Ok(child),
+            Err(source)
+                if attempt < SPAWN_ATTEMPTS
+                    && source.raw_os_error() == Some(nix::errno::Errno::ETXTBSY as i32) =>
+            {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(source) => {
+                return Err(ExecError::Spawn {
+                    program: spec.program.clone(),
+                    source,
+                });
+            }
+        }
+    }
+}
+
+fn command(spec: &ProcessSpec) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .envs(spec.env.iter().map(|(name, value)| (name, value)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(false);
+    command
+}
+
+fn wait_error(spec: &ProcessSpec, pid: i32, source: std::io::Error) -> ExecError {
+    ExecError::Wait {
+        program: spec.program.clone(),
+        pid,
+        source,
+    }
+}
+
+fn exit_kind(status: ExitStatus) -> ExitKind {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => ExitKind::Code(code),
+        (None, Some(signal)) => ExitKind::Signal(signal),
+        (None, None) => ExitKind::Code(-1),
+    }
+}
+
+/// Kills the whole process group when dropped while armed (the run's future was dropped).
+struct GroupGuard {
+    pgid: Pid,
+    armed: bool,
+}
+
+impl GroupGuard {
+    fn signal(&self, signal: Signal) {
+        // ESRCH: the group is already gone, which is what we want.
+        let _ = killpg(self.pgid, signal);
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            self.signal(Signal::SIGKILL);
+        }
+    }
+}
+
+enum Stage {
+    Running,
+    Terminating,
+    Killed,
+}
+
+/// Waits until the process exits (without reaping it, so its CPU times stay readable), enforcing
+/// the timeout and cancellation. Returns why we stopped it, if we did, and the peak RSS seen.
+async fn supervise(
+    pid: i32,
+    spec: &ProcessSpec,
+    cancel: &CancellationToken,
+    group: &GroupGuard,
+) -> Result<(Option<ExitKind>, u64), std::io::Error> {
+    let mut exited = tokio::task::spawn_blocking(move || wait_exited(pid));
+    let deadline = tokio::time::sleep(spec.timeout);
+    tokio::pin!(deadline);
+    let mut samples = tokio::time::interval(RSS_SAMPLE_INTERVAL);
+    samples.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut stage = Stage::Running;
+    let mut stopped_by_us = None;
+    let mut max_rss_kb = 0;
+    loop {
+        tokio::select! {
+            result = &mut exited => {
+                return match result {
+                    Ok(Ok(())) => Ok((stopped_by_us, max_rss_kb)),
+                    Ok(Err(errno)) => Err(errno.into()),
+                    Err(join) => Err(std::io::Error::other(join)),
+                };
+            }
+            _ = samples.tick() => {
+                max_rss_kb = max_rss_kb.max(usage::peak_rss_kb(pid).unwrap_or(0));
+            }
+            () = cancel.cancelled(), if matches!(stage, Stage::Running) => {
+                stopped_by_us = Some(ExitKind::Cancelled);
+                group.signal(Signal::SIGTERM);
+                deadline.as_mut().reset(Instant::now() + spec.kill_grace);
+                stage = Stage::Terminating;
+            }
+            () = &mut deadline, if !matches!(stage, Stage::Killed) => {
+                if matches!(stage, Stage::Running) {
+                    stopped_by_us = Some(ExitKind::TimedOut);
+                    group.signal(Signal::SIGTERM);
+                    deadline.as_mut().reset(Instant::now() + spec.kill_grace);
+                    stage = Stage::Terminating;
+                } else {
+                    group.signal(Signal::SIGKILL);
+                    stage = Stage::Killed;
+                }
+            }
+        }
+    }
+}
+
+/// Blocks until `pid` has exited, leaving it a zombie (`WNOWAIT`) for `child.wait()` to reap.
+fn wait_exited(pid: i32) -> Result<(), nix::errno::Errno> {
+    loop {
+        match waitid(
+            Id::Pid(Pid::from_raw(pid)),
+            WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
+        ) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(errno) => return Err(errno),
+            Ok(_) => return Ok(()),
+        }
+    }
+}
+
+/// Captured stdout and the stderr tail collected by a reader task.
+type Collected = (String, String);
+
+fn spawn_reader<R>(
+    pipe: Option<R>,
+    stream: &'static str,
+    capture: bool,
+    log: &LogFields,
+) -> Option<JoinHandle<Collected>>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    let log = log.clone();
+    pipe.map(|pipe| tokio::spawn(read_lines(pipe, stream, capture, log)))
+}
+
+async fn read_lines<R: AsyncRead + Unpin>(
+    pipe: R,
+    stream: &'static str,
+    capture: bool,
+    log: LogFields,
+) -> Collected {
+    let mut reader = BufReader::new(pipe);
+    let mut captured = Vec::new();
+    let mut tail = Vec::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if capture {
+            if captured.len() + line.len() <= MAX_CAPTURED_STDOUT {
+                captured.extend_from_slice(&line);
+            }
+            continue;
+        }
+        log_line(&log, stream, &line);
+        if stream == "stderr" {
+            keep_tail(&mut tail, &line);
+        }
+    }
+    (
+        String::from_utf8_lossy(&captured).into_owned(),
+        String::from_utf8_lossy(&tail).into_owned(),
+    )
+}
+
+fn keep_tail(tail: &mut Vec<u8>, line: &[u8]) {
+    tail.extend_from_slice(line);
+    if tail.len() > STDERR_TAIL_BYTES {
+        let excess = tail.len() - STDERR_TAIL_BYTES;
+        tail.drain(..excess);
+    }
+}
+
+fn log_line(log: &LogFields, stream: &'static str, line: &[u8]) {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end_matches(['\n', '\r']);
+    let text = match text.char_indices().nth(MAX_LOG_LINE) {
+        Some((cut, _)) => &text[..cut],
+        None => text,
+    };
+    tracing::info!(
+        hook = %log.hook,
+        module = %log.module,
+        binding = %log.binding,
+        output = stream,
+        "{text}"
+    );
+}
+
+async fn drain(reader: Option<JoinHandle<Collected>>) -> Collected {
+    let Some(mut reader) = reader else {
+        return Collected::default();
+    };
+    match tokio::time::timeout(OUTPUT_DRAIN, &mut reader).await {
+        Ok(Ok(collected)) => collected,
+        Ok(Err(_)) => Collected::default(),
+        Err(_) => {
+            reader.abort();
+            Collected::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn spec(program: PathBuf, timeout: Duration) -> ProcessSpec {
+        ProcessSpec {
+            cwd: program.parent().unwrap().to_path_buf(),
+            program,
+            args: vec![],
+            env: vec![],
+            timeout,
+            kill_grace: Duration::from_millis(300),
+            capture_stdout: true,
+        }
+    }
+
+    fn is_alive(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => !stat.contains(") Z "),
+            Err(_) => false,
+        }
+    }
+
+    async fn wait_for_pid_file(path: &Path) -> i32 {
+        for _ in 0..200 {
+            if let Ok(text) = std::fs::read_to_string(path)
+                && let Ok(pid) = text.trim().parse()
+            {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{} was never written", path.display());
+    }
+
+    async fn assert_dies_soon(pid: i32) {
+        for _ in 0..200 {
+            if !is_alive(pid) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("process {pid} is still alive");
+    }
+
+    #[tokio::test]
+    async fn exit_code_and_captured_stdout_are_returned() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "echo '{\"configVersion\":\"v1\"}'; exit 3",
+        );
+        let mut spec = spec(hook, Duration::from_secs(10));
+        spec.args = vec!["--config".into()];
+        let output = run(&spec, &LogFields::default()).await.unwrap();
+        assert_eq!(output.exit, ExitKind::Code(3));
+        assert_eq!(output.stdout, "{\"configVersion\":\"v1\"}\n");
+        assert!(!output.succeeded());
+        assert_eq!(output.failure_message(), "exit status 3");
+    }
+
+    #[tokio::test]
+    async fn arguments_are_passed_to_the_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(dir.path(), "hook", "echo \"$1\"");
+        let mut spec = spec(hook, Duration::from_secs(10));
+        spec.args = vec!["--config".into()];
+        let output = run(&spec, &LogFields::default()).await.unwrap();
+        assert!(output.succeeded());
+        assert_eq!(output.stdout, "--config\n");
+    }
+
+    #[tokio::test]
+    async fn stderr_is_kept_as_the_failure_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "echo line1 >&2; echo 'bad thing' >&2; exit 1",
+        );
+        let output = run(&spec(hook, Duration::from_secs(10)), &LogFields::default())
+            .await
+            .unwrap();
+        assert_eq!(output.stderr_tail, "line1\nbad thing\n");
+        assert_eq!(output.failure_message(), "line1\nbad thing");
+    }
+
+    #[tokio::test]
+    async fn the_environment_is_inherited_and_extended_and_cwd_is_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "echo \"$EXTRA|${PATH:+has-path}|$(pwd)\"",
+        );
+        let mut spec = spec(hook, Duration::from_secs(10));
+        spec.env = vec![("EXTRA".into(), "value".into())];
+        let output = run(&spec, &LogFields::default()).await.unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        assert_eq!(output.stdout, format!("value|has-path|{}\n", cwd.display()));
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_process_and_its_children_quickly() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "sleep 100 &\necho $! > child.pid\nsleep 100",
+        );
+        let started = std::time::Instant::now();
+        let output = run(
+            &spec(hook, Duration::from_millis(300)),
+            &LogFields::default(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(output.exit, ExitKind::TimedOut);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_dies_soon(wait_for_pid_file(&dir.path().join("child.pid")).await).await;
+    }
+
+    #[tokio::test]
+    async fn a_process_ignoring_sigterm_is_killed_after_the_grace_period() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "trap '' TERM\nwhile :; do sleep 0.05; done",
+        );
+        let started = std::time::Instant::now();
+        let output = run(
+            &spec(hook, Duration::from_millis(200)),
+            &LogFields::default(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(output.exit, ExitKind::TimedOut);
+        assert!(started.elapsed() >= Duration::from_millis(500));
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn cancellation_terminates_the_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(dir.path(), "hook", "echo $$ > hook.pid\nsleep 100");
+        let cancel = CancellationToken::new();
+        let spec = spec(hook, Duration::from_secs(100));
+        let pid_file = dir.path().join("hook.pid");
+        let trigger = cancel.clone();
+        tokio::spawn(async move {
+            wait_for_pid_file(&pid_file).await;
+            trigger.cancel();
+        });
+        let output = run_until_cancelled(&spec, &LogFields::default(), &cancel)
+            .await
+            .unwrap();
+        assert_eq!(output.exit, ExitKind::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn dropping_the_run_kills_the_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "sleep 100 &\necho $! > child.pid\nsleep 100",
+        );
+        let spec = spec(hook, Duration::from_secs(100));
+        let running = tokio::spawn(async move { run(&spec, &LogFields::default()).await });
+        let child = wait_for_pid_file(&dir.path().join("child.pid")).await;
+        running.abort();
+        assert_dies_soon(child).await;
+    }
+
+    #[tokio::test]
+    async fn cpu_time_of_a_busy_hook_is_measured() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
+        );
+        let output = run(&spec(hook, Duration::from_secs(60)), &LogFields::default())
+            .await
+            .unwrap();
+        assert!(output.succeeded());
+        assert!(
+            output.usage.user + output.usage.sys > Duration::ZERO,
+            "{:?}",
+            output.usage
+        );
+        assert!(output.usage.max_rss_kb > 0, "{:?}", output.usage);
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_is_a_spawn_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = spec(dir.path().join("absent"), Duration::from_secs(1));
+        let error = run(&spec, &LogFields::default()).await.unwrap_err();
+        assert_eq!(error.category(), "spawn");
+    }
+
+    #[tokio::test]
+    async fn stdout_is_logged_when_not_captured() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(dir.path(), "hook", "echo to-the-log");
+        let mut spec = spec(hook, Duration::from_secs(10));
+        spec.capture_stdout = false;
+        let output = run(&spec, &LogFields::default()).await.unwrap();
+        assert!(output.succeeded());
+        assert_eq!(output.stdout, "");
+    }
+}
