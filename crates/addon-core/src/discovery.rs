@@ -11,6 +11,9 @@ use crate::names::{HookName, ModuleName};
 pub struct HookFile {
     pub name: HookName,
     pub path: PathBuf,
+    /// The hooks directory that was searched; hooks get it as `$WORKING_DIR` (for
+    /// `source $WORKING_DIR/lib/common.sh`).
+    pub working_dir: PathBuf,
 }
 
 /// A file read during discovery: where it is and what it holds.

@@ -6,5 +6,6 @@ pub mod cli;
 pub mod dirs;
 pub mod exec;
 pub mod helm;
+pub mod hook_configs;
 pub mod loader;
 pub mod logging;

@@ -222,6 +222,7 @@ fn hook_file(base: &Path, path: &Path, errors: &mut Vec<LoadError>) -> Option<Ho
         Ok(name) => Some(HookFile {
             name,
             path: path.to_path_buf(),
+            working_dir: base.to_path_buf(),
         }),
         Err(source) => {
             errors.push(LoadError::HookName {

@@ -70,6 +70,7 @@ fn finds_modules_in_order_with_their_parts() {
     assert!(web.values_yaml.as_ref().unwrap().text.contains("x: 1"));
     assert!(web.openapi.values.is_some() && web.openapi.config_values.is_none());
     assert_eq!(names(&web.hooks), ["hooks/b.sh", "hooks/sub/a.py"]);
+    assert_eq!(web.hooks[1].working_dir, root.join("modules/020-web/hooks"));
     assert!(
         !found.modules[1].has_chart,
         "db has neither Chart.yaml nor templates/"
