@@ -148,8 +148,8 @@ fn read_v1(obj: &Obj<'_>, p: &mut Problems) -> Option<KubernetesBinding> {
     let kind = obj.required("kind", |o, k, p| o.non_empty_string(k, p), p);
     let mut b = KubernetesBinding::new(name, kind.unwrap_or_default(), false);
     b.api_version = obj.string("apiVersion", p);
-    if let Some(api_version) = &b.api_version {
-        if !is_group_version(api_version) {
+    if let Some(api_version) = b.api_version.as_ref().filter(|v| !is_group_version(v)) {
+        {
             p.push(
                 obj.path_of("apiVersion"),
                 format!(

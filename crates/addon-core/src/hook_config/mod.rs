@@ -355,8 +355,8 @@ fn read_orders(obj: &Obj<'_>, scope: HookScope, p: &mut Problems) -> BTreeMap<Bi
         if obj.get(key).is_none() {
             continue;
         }
-        if let Some(only) = binding.only_in() {
-            if only != scope {
+        if let Some(only) = binding.only_in().filter(|only| *only != scope) {
+            {
                 let where_ = match only {
                     HookScope::Global => "global",
                     HookScope::Module => "module",
