@@ -2,5 +2,7 @@
 //! configuration, binding contexts, values, schemas and module enablement. No I/O lives here.
 
 pub mod discovery;
+pub mod hook_config;
+pub mod jq;
 pub mod names;
 pub mod yaml;
