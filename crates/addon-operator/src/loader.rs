@@ -62,13 +62,19 @@ impl LoadError {
 const NOT_HOOK_EXTENSIONS: [&str; 4] = ["yaml", "json", "md", "txt"];
 
 /// Scans the configured directories. Returns what was found and every problem met on the way.
+/// Relative directories are made absolute first, so hooks can run from their own directory.
 pub fn load(config: &LoaderConfig) -> (Discovered, Vec<LoadError>) {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    let global = load_global(&config.global_hooks_dir, &mut errors, &mut warnings);
+    let global = load_global(
+        &absolute(&config.global_hooks_dir),
+        &mut errors,
+        &mut warnings,
+    );
     let mut modules_values = Vec::new();
     let mut found = Vec::new();
-    for dir in &config.modules_dirs {
+    for dir in config.modules_dirs.iter().map(|d| absolute(d)) {
+        let dir = &dir;
         if let Some(values) = read_optional(&dir.join("values.yaml"), &mut errors) {
             modules_values.push(values);
         }
@@ -293,6 +299,10 @@ fn read_optional(path: &Path, errors: &mut Vec<LoadError>) -> Option<SourceFile>
             None
         }
     }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 fn file_name(path: &Path) -> String {

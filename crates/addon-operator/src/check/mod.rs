@@ -1,6 +1,7 @@
 //! `addon-operator check`: discovers a module tree, asks every hook for its bindings, loads and
 //! validates config and values, computes enabled modules, and reports every problem found.
 
+mod configs;
 pub mod report;
 
 use std::process::ExitCode;
@@ -9,8 +10,10 @@ use anyhow::Context as _;
 
 use crate::cli::{CheckArgs, OutputFormat};
 use crate::dirs;
+use crate::hook_configs::ConfigRunOptions;
 use crate::loader::{self, LoaderConfig};
-use report::{CheckReport, HookReport, ModuleReport};
+use configs::HookConfigs;
+use report::{CheckReport, ModuleReport};
 
 /// Runs `check` for the command line and prints the report.
 pub fn run_cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
@@ -44,14 +47,13 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
         errors: load_errors.iter().map(|e| error_chain(e)).collect(),
         ..Default::default()
     };
+    let configs = HookConfigs::fetch(&found, &ConfigRunOptions::new(args.hook_timeout)).await;
+    report.errors.extend(configs.errors.iter().cloned());
     report.global_hooks = found
         .global
         .hooks
         .iter()
-        .map(|h| HookReport {
-            name: h.name.to_string(),
-            bindings: Vec::new(),
-        })
+        .map(|h| configs.report(h))
         .collect();
     report.modules = found
         .modules
@@ -63,14 +65,7 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
             values_key: m.name.values_key(),
             enabled: false,
             helm: m.has_chart,
-            hooks: m
-                .hooks
-                .iter()
-                .map(|h| HookReport {
-                    name: h.name.to_string(),
-                    bindings: Vec::new(),
-                })
-                .collect(),
+            hooks: m.hooks.iter().map(|h| configs.report(h)).collect(),
         })
         .collect();
     report
