@@ -1,5 +1,9 @@
 //! Pure domain model and decisions of addon-operator: names, module and hook definitions, hook
 //! configuration, binding contexts, values, schemas and module enablement. No I/O lives here.
 
+pub mod config;
+pub mod enablement;
 pub mod names;
+pub mod schema;
+pub mod values;
 pub mod yaml;
