@@ -1,8 +1,12 @@
 //! Pure domain model and decisions of addon-operator: names, module and hook definitions, hook
 //! configuration, binding contexts, values, schemas and module enablement. No I/O lives here.
 
+pub mod config;
 pub mod discovery;
+pub mod enablement;
 pub mod hook_config;
 pub mod jq;
 pub mod names;
+pub mod schema;
+pub mod values;
 pub mod yaml;

@@ -1,0 +1,280 @@
+//! OpenAPI schemas of a scope (global or a module): `openapi/config-values.yaml` and
+//! `openapi/values.yaml` loaded into Draft 4 validators, with defaults and Helm-only requirements.
+
+pub mod defaults;
+pub mod transform;
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::yaml::{self, YamlError};
+
+pub use defaults::apply_defaults;
+
+/// The usual file names, as given to [`ScopeSchemas::load`] by the loader.
+pub const CONFIG_VALUES_FILE: &str = "openapi/config-values.yaml";
+pub const VALUES_FILE: &str = "openapi/values.yaml";
+
+/// A schema that could not be loaded, or values that do not match one.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    #[error("{scope}: cannot parse schema {file}")]
+    ParseSchema {
+        scope: String,
+        file: String,
+        #[source]
+        source: YamlError,
+    },
+    #[error(
+        "{scope}: schema {file} has 'x-extend: {{schema: {target}}}' but only config-values.yaml can be extended and it must exist"
+    )]
+    ExtendTarget {
+        scope: String,
+        file: String,
+        target: String,
+    },
+    #[error("{scope}: schema {file} is not a valid JSON Schema (Draft 4): {message}")]
+    CompileSchema {
+        scope: String,
+        file: String,
+        message: String,
+    },
+    #[error("{scope}: {what} do not match schema {file}: {}", issues.join("; "))]
+    Validate {
+        scope: String,
+        file: String,
+        what: &'static str,
+        /// One `path: message` line per problem, the path a JSON pointer into the document.
+        issues: Vec<String>,
+    },
+}
+
+impl SchemaError {
+    /// A stable label for metrics.
+    pub fn category(&self) -> &'static str {
+        match self {
+            SchemaError::Validate { .. } => "values_invalid",
+            _ => "schema_invalid",
+        }
+    }
+}
+
+/// Which check a schema serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaKind {
+    /// `config-values.yaml`: the user's config.
+    Config,
+    /// `values.yaml` (extended): merged values after each hook.
+    Values,
+    /// `values.yaml` plus `x-required-for-helm`: values right before Helm.
+    Helm,
+}
+
+impl SchemaKind {
+    fn what(self) -> &'static str {
+        match self {
+            SchemaKind::Config => "config values",
+            SchemaKind::Values => "values",
+            SchemaKind::Helm => "values for Helm",
+        }
+    }
+}
+
+/// One compiled schema and the effective document it was compiled from.
+pub struct Schema {
+    kind: SchemaKind,
+    file: String,
+    effective: Value,
+    validator: jsonschema::Validator,
+}
+
+impl fmt::Debug for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Schema")
+            .field("kind", &self.kind)
+            .field("file", &self.file)
+            .field("effective", &self.effective)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Schema {
+    /// The schema after `x-extend`, `nullable`, `additionalProperties` and Helm rewrites.
+    pub fn effective(&self) -> &Value {
+        &self.effective
+    }
+
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+}
+
+/// The schemas of one scope. `label` names the scope in messages (`global`, `module 'x'`) and
+/// `key` is its top-level values key (`global`, `certManager`), used to prefix error paths.
+#[derive(Debug, Default)]
+pub struct ScopeSchemas {
+    label: String,
+    key: String,
+    config: Option<Schema>,
+    values: Option<Schema>,
+    helm: Option<Schema>,
+}
+
+/// A schema file's name (for messages) and its text.
+#[derive(Debug, Clone, Copy)]
+pub struct SchemaFile<'a> {
+    pub file: &'a str,
+    pub text: &'a str,
+}
+
+impl ScopeSchemas {
+    /// A scope without schemas: nothing is validated and no defaults are applied.
+    pub fn none(label: &str, key: &str) -> Self {
+        Self {
+            label: label.to_string(),
+            key: key.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// Loads the config and values schema texts of a scope; either may be missing.
+    pub fn load(
+        label: &str,
+        key: &str,
+        config: Option<SchemaFile<'_>>,
+        values: Option<SchemaFile<'_>>,
+    ) -> Result<Self, SchemaError> {
+        let mut out = Self::none(label, key);
+        let config_doc = match config {
+            Some(f) => Some((f.file, out.parse(f)?)),
+            None => None,
+        };
+        if let Some((file, doc)) = &config_doc {
+            let mut effective = doc.clone();
+            prepare(&mut effective);
+            out.config = Some(out.compile(SchemaKind::Config, file, effective)?);
+        }
+        if let Some(f) = values {
+            let mut doc = out.parse(f)?;
+            if let Some(target) = doc.get("x-extend") {
+                let target = target.get("schema").and_then(Value::as_str).unwrap_or("");
+                match &config_doc {
+                    Some((_, parent)) if target == "config-values.yaml" => {
+                        transform::extend(&mut doc, parent);
+                    }
+                    _ => {
+                        return Err(SchemaError::ExtendTarget {
+                            scope: out.label.clone(),
+                            file: f.file.to_string(),
+                            target: target.to_string(),
+                        });
+                    }
+                }
+            }
+            prepare(&mut doc);
+            let mut helm = doc.clone();
+            transform::merge_required_for_helm(&mut helm);
+            out.values = Some(out.compile(SchemaKind::Values, f.file, doc)?);
+            out.helm = Some(out.compile(SchemaKind::Helm, f.file, helm)?);
+        }
+        Ok(out)
+    }
+
+    fn parse(&self, f: SchemaFile<'_>) -> Result<Value, SchemaError> {
+        yaml::parse(f.text).map_err(|source| SchemaError::ParseSchema {
+            scope: self.label.clone(),
+            file: f.file.to_string(),
+            source,
+        })
+    }
+
+    fn compile(
+        &self,
+        kind: SchemaKind,
+        file: &str,
+        effective: Value,
+    ) -> Result<Schema, SchemaError> {
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft4)
+            .build(&effective)
+            .map_err(|e| SchemaError::CompileSchema {
+                scope: self.label.clone(),
+                file: file.to_string(),
+                message: e.to_string(),
+            })?;
+        Ok(Schema {
+            kind,
+            file: file.to_string(),
+            effective,
+            validator,
+        })
+    }
+
+    pub fn config(&self) -> Option<&Schema> {
+        self.config.as_ref()
+    }
+
+    pub fn values(&self) -> Option<&Schema> {
+        self.values.as_ref()
+    }
+
+    pub fn helm(&self) -> Option<&Schema> {
+        self.helm.as_ref()
+    }
+
+    /// Fills missing keys with the config schema's defaults.
+    pub fn apply_config_defaults(&self, values: &mut Value) {
+        if let Some(s) = &self.config {
+            apply_defaults(&s.effective, values);
+        }
+    }
+
+    /// Fills missing keys with the config schema's defaults, then the values schema's.
+    pub fn apply_values_defaults(&self, values: &mut Value) {
+        self.apply_config_defaults(values);
+        if let Some(s) = &self.values {
+            apply_defaults(&s.effective, values);
+        }
+    }
+
+    /// Checks config values (with defaults) against `config-values.yaml`.
+    pub fn validate_config(&self, values: &Value) -> Result<(), SchemaError> {
+        self.validate(self.config.as_ref(), values)
+    }
+
+    /// Checks merged values against `values.yaml`.
+    pub fn validate_values(&self, values: &Value) -> Result<(), SchemaError> {
+        self.validate(self.values.as_ref(), values)
+    }
+
+    /// Checks values against `values.yaml` with `x-required-for-helm`.
+    pub fn validate_helm(&self, values: &Value) -> Result<(), SchemaError> {
+        self.validate(self.helm.as_ref(), values)
+    }
+
+    fn validate(&self, schema: Option<&Schema>, values: &Value) -> Result<(), SchemaError> {
+        let Some(schema) = schema else { return Ok(()) };
+        let issues: Vec<String> = schema
+            .validator
+            .iter_errors(values)
+            .map(|e| format!("/{}{}: {}", self.key, e.instance_path(), e))
+            .collect();
+        if issues.is_empty() {
+            return Ok(());
+        }
+        Err(SchemaError::Validate {
+            scope: self.label.clone(),
+            file: schema.file.clone(),
+            what: schema.kind.what(),
+            issues,
+        })
+    }
+}
+
+/// The rewrites shared by config and values schemas.
+fn prepare(schema: &mut Value) {
+    transform::rewrite_nullable(schema);
+    transform::default_additional_properties(schema);
+    transform::drop_empty_required(schema);
+}

@@ -1,0 +1,566 @@
+//! JSON patches from hooks (RFC 6902): parsing with the seeds' legacy forms, scope rules, strict
+//! application, lenient re-application over fresh layers and compaction of remembered patches.
+
+use std::fmt;
+
+use json_patch::PatchOperation;
+use serde_json::Value;
+
+use crate::names::{HookName, ModuleName};
+
+/// Whose values a hook or document belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    Global,
+    Module(ModuleName),
+}
+
+impl Scope {
+    /// The top-level key of this scope in values documents: `global` or the module's camelCase key.
+    pub fn key(&self) -> String {
+        match self {
+            Scope::Global => "global".to_string(),
+            Scope::Module(m) => m.values_key(),
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::Global => f.write_str("global"),
+            Scope::Module(m) => write!(f, "module '{m}'"),
+        }
+    }
+}
+
+/// A hook and the scope it belongs to; the scope decides which paths its patches may touch.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HookRef {
+    pub scope: Scope,
+    pub hook: HookName,
+}
+
+impl HookRef {
+    pub fn global(hook: HookName) -> Self {
+        Self {
+            scope: Scope::Global,
+            hook,
+        }
+    }
+
+    pub fn module(module: ModuleName, hook: HookName) -> Self {
+        Self {
+            scope: Scope::Module(module),
+            hook,
+        }
+    }
+}
+
+impl fmt::Display for HookRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.scope {
+            Scope::Global => write!(f, "global hook '{}'", self.hook),
+            Scope::Module(m) => write!(f, "hook '{}' of module '{m}'", self.hook),
+        }
+    }
+}
+
+/// Which of the two patch files a patch came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchKind {
+    /// `$CONFIG_VALUES_JSON_PATCH_PATH`: persisted to the config store.
+    Config,
+    /// `$VALUES_JSON_PATCH_PATH`: kept in memory.
+    Values,
+}
+
+impl fmt::Display for PatchKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PatchKind::Config => f.write_str("config values patch"),
+            PatchKind::Values => f.write_str("values patch"),
+        }
+    }
+}
+
+/// A patch that was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    #[error("{hook}: {kind} is not valid JSON")]
+    ParseJson {
+        hook: String,
+        kind: PatchKind,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{hook}: {kind} must be a JSON array of operations, got {got}")]
+    NotAList {
+        hook: String,
+        kind: PatchKind,
+        got: &'static str,
+    },
+    #[error("{hook}: {kind} operation #{index} is not a valid RFC 6902 operation")]
+    ParseOperation {
+        hook: String,
+        kind: PatchKind,
+        index: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{hook}: {kind} may not touch path '{path}' (allowed: {allowed})")]
+    OutOfScope {
+        hook: String,
+        kind: PatchKind,
+        path: String,
+        allowed: String,
+    },
+    #[error("{hook}: {kind} could not be applied")]
+    Apply {
+        hook: String,
+        kind: PatchKind,
+        #[source]
+        source: json_patch::PatchError,
+    },
+    #[error("{hook}: {kind} sets '{key}' to {value}, but an enable flag must be true or false")]
+    EnabledFlagNotBool {
+        hook: String,
+        kind: PatchKind,
+        key: String,
+        value: String,
+    },
+    #[error("{hook}: {kind} leaves '{key}' as {value}, but values of a scope must be an object")]
+    SectionNotObject {
+        hook: String,
+        kind: PatchKind,
+        key: String,
+        value: String,
+    },
+}
+
+impl PatchError {
+    /// A stable label for metrics.
+    pub fn category(&self) -> &'static str {
+        match self {
+            PatchError::ParseJson { .. }
+            | PatchError::NotAList { .. }
+            | PatchError::ParseOperation { .. } => "patch_parse",
+            PatchError::OutOfScope { .. } => "patch_scope",
+            PatchError::Apply { .. } => "patch_apply",
+            PatchError::EnabledFlagNotBool { .. } | PatchError::SectionNotObject { .. } => {
+                "patch_result"
+            }
+        }
+    }
+}
+
+/// A parsed patch: RFC 6902 operations plus warnings about legacy forms that were accepted.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ValuesPatch {
+    pub ops: Vec<PatchOperation>,
+    /// One message per legacy form, naming the hook and the RFC form to use instead.
+    pub warnings: Vec<String>,
+}
+
+impl ValuesPatch {
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Parses the text a hook wrote into a patch file. An empty file is an empty patch. Besides
+    /// the RFC form (one JSON array) it accepts, with a warning, a single operation object, a
+    /// stream of several arrays/objects, and dotted paths without a leading `/`.
+    pub fn parse(hook: &HookRef, kind: PatchKind, text: &str) -> Result<Self, PatchError> {
+        let mut raw_ops = Vec::new();
+        let mut warnings = Vec::new();
+        let mut documents = 0;
+        for doc in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+            let doc = doc.map_err(|source| PatchError::ParseJson {
+                hook: hook.to_string(),
+                kind,
+                source,
+            })?;
+            documents += 1;
+            match doc {
+                Value::Array(items) => raw_ops.extend(items),
+                Value::Object(_) => {
+                    warnings.push(format!(
+                        "{hook}: {kind} holds a single operation object; write a JSON array of operations (RFC 6902): [{{\"op\": ...}}]"
+                    ));
+                    raw_ops.push(doc);
+                }
+                other => {
+                    return Err(PatchError::NotAList {
+                        hook: hook.to_string(),
+                        kind,
+                        got: json_kind(&other),
+                    });
+                }
+            }
+        }
+        if documents > 1 {
+            warnings.push(format!(
+                "{hook}: {kind} holds {documents} JSON documents; write one JSON array of operations (RFC 6902)"
+            ));
+        }
+        let mut ops = Vec::with_capacity(raw_ops.len());
+        for (index, mut raw) in raw_ops.into_iter().enumerate() {
+            fix_legacy_paths(hook, kind, &mut raw, &mut warnings);
+            let op = serde_json::from_value::<PatchOperation>(raw).map_err(|source| {
+                PatchError::ParseOperation {
+                    hook: hook.to_string(),
+                    kind,
+                    index,
+                    source,
+                }
+            })?;
+            ops.push(op);
+        }
+        Ok(Self { ops, warnings })
+    }
+}
+
+/// Rewrites `a.b.c` (no leading `/`) in `path` and `from` to `/a/b/c`, with a warning.
+fn fix_legacy_paths(hook: &HookRef, kind: PatchKind, raw: &mut Value, warnings: &mut Vec<String>) {
+    let Value::Object(map) = raw else { return };
+    for field in ["path", "from"] {
+        if let Some(Value::String(path)) = map.get_mut(field)
+            && !path.is_empty()
+            && !path.starts_with('/')
+        {
+            let fixed = format!("/{}", path.replace('.', "/"));
+            warnings.push(format!(
+                "{hook}: {kind} uses the dotted path '{path}'; write a JSON pointer (RFC 6901): '{fixed}'"
+            ));
+            *path = fixed;
+        }
+    }
+}
+
+pub(crate) fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The top-level key an operation writes to (and reads from, for `move`/`copy`).
+fn touched_roots(op: &PatchOperation) -> Vec<Option<String>> {
+    let root = |p: &json_patch::jsonptr::Pointer| p.first().map(|t| t.decoded().into_owned());
+    match op {
+        PatchOperation::Move(m) => vec![root(&m.from), root(&m.path)],
+        PatchOperation::Copy(c) => vec![root(&c.from), root(&c.path)],
+        other => vec![root(other.path())],
+    }
+}
+
+/// Checks that every operation stays inside what `hook` may touch: its module's camelCase key for
+/// a module hook; `global` and `<module>Enabled` flags for a global hook.
+pub fn check_scope(
+    hook: &HookRef,
+    kind: PatchKind,
+    ops: &[PatchOperation],
+) -> Result<(), PatchError> {
+    for op in ops {
+        for root in touched_roots(op) {
+            let allowed = match (&hook.scope, root.as_deref()) {
+                (Scope::Global, Some("global")) => true,
+                (Scope::Global, Some(key)) => enabled_flag_module(key).is_some(),
+                (Scope::Module(m), Some(key)) => key == m.values_key(),
+                (_, None) => false,
+            };
+            if !allowed {
+                return Err(PatchError::OutOfScope {
+                    hook: hook.to_string(),
+                    kind,
+                    path: op.path().to_string(),
+                    allowed: allowed_paths(&hook.scope),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn allowed_paths(scope: &Scope) -> String {
+    match scope {
+        Scope::Global => "'/global/...' and '/<moduleName>Enabled'".to_string(),
+        Scope::Module(m) => format!("'/{}/...'", m.values_key()),
+    }
+}
+
+/// The module whose enable flag `key` is (`certManagerEnabled` → `cert-manager`).
+pub fn enabled_flag_module(key: &str) -> Option<ModuleName> {
+    let camel = key.strip_suffix("Enabled")?;
+    ModuleName::from_values_key(camel).ok()
+}
+
+/// Applies `ops` to `doc` all-or-nothing; any failing operation (including `test`) is an error.
+pub fn apply_strict(
+    hook: &HookRef,
+    kind: PatchKind,
+    doc: &mut Value,
+    ops: &[PatchOperation],
+) -> Result<(), PatchError> {
+    json_patch::patch(doc, ops).map_err(|source| PatchError::Apply {
+        hook: hook.to_string(),
+        kind,
+        source,
+    })
+}
+
+/// Re-applies remembered operations over fresh layers one by one, skipping those that no longer
+/// apply (their parent disappeared after a config change, say). Returns how many were skipped.
+pub fn apply_lenient(doc: &mut Value, ops: &[PatchOperation]) -> usize {
+    let mut skipped = 0;
+    for op in ops {
+        if json_patch::patch(doc, std::slice::from_ref(op)).is_err() {
+            skipped += 1;
+        }
+    }
+    skipped
+}
+
+/// Appends `new` to the remembered operations of a scope, dropping `test` operations and earlier
+/// writes that a later write to an enclosing object key makes irrelevant.
+pub fn compact_into(stored: &mut Vec<PatchOperation>, new: &[PatchOperation]) {
+    for op in new {
+        if matches!(op, PatchOperation::Test(_)) {
+            continue;
+        }
+        if overwrites_subtree(op) && stored.iter().all(|s| !is_move_or_copy(s)) {
+            let prefix = op.path();
+            stored.retain(|s| !s.path().starts_with(prefix));
+        }
+        stored.push(op.clone());
+    }
+}
+
+fn is_move_or_copy(op: &PatchOperation) -> bool {
+    matches!(op, PatchOperation::Move(_) | PatchOperation::Copy(_))
+}
+
+/// True for add/replace/remove at a path made of object keys only (no array indexes, no `-`), so
+/// that the operation's result does not depend on what earlier operations wrote below it.
+fn overwrites_subtree(op: &PatchOperation) -> bool {
+    let writes = matches!(
+        op,
+        PatchOperation::Add(_) | PatchOperation::Replace(_) | PatchOperation::Remove(_)
+    );
+    writes
+        && op.path().tokens().count() > 1
+        && op.path().tokens().all(|t| {
+            let s = t.decoded();
+            s != "-" && !s.chars().all(|c| c.is_ascii_digit())
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn module_hook() -> HookRef {
+        HookRef::module(
+            ModuleName::new("simple-one-module").unwrap(),
+            HookName::new("hooks/module-hooks.sh").unwrap(),
+        )
+    }
+
+    fn global_hook() -> HookRef {
+        HookRef::global(HookName::new("hooks/global.sh").unwrap())
+    }
+
+    fn parse(hook: &HookRef, text: &str) -> Result<ValuesPatch, PatchError> {
+        ValuesPatch::parse(hook, PatchKind::Values, text)
+    }
+
+    #[test]
+    fn empty_file_is_an_empty_patch() {
+        let p = parse(&module_hook(), "  \n").unwrap();
+        assert!(p.is_empty());
+        assert!(p.warnings.is_empty());
+    }
+
+    #[test]
+    fn all_six_rfc_operations_parse_without_warnings() {
+        let text = r#"[
+          {"op":"add","path":"/a/b","value":1},
+          {"op":"remove","path":"/a/b"},
+          {"op":"replace","path":"/a/c","value":"x"},
+          {"op":"move","from":"/a/c","path":"/a/d"},
+          {"op":"copy","from":"/a/d","path":"/a/e"},
+          {"op":"test","path":"/a/e","value":"x"}
+        ]"#;
+        let p = parse(&module_hook(), text).unwrap();
+        assert_eq!(p.ops.len(), 6);
+        assert!(p.warnings.is_empty());
+    }
+
+    #[test]
+    fn single_object_with_dotted_path_is_accepted_with_warnings_naming_the_hook() {
+        let text =
+            r#"{"op": "replace", "path":"simpleOneModule.param2", "value":"patchedValue_2"}"#;
+        let p = parse(&module_hook(), text).unwrap();
+        assert_eq!(p.ops.len(), 1);
+        assert_eq!(p.ops[0].path().as_str(), "/simpleOneModule/param2");
+        assert_eq!(p.warnings.len(), 2);
+        assert!(
+            p.warnings
+                .iter()
+                .all(|w| w.contains("hooks/module-hooks.sh"))
+        );
+        assert!(p.warnings[0].contains("RFC 6902"));
+        assert!(p.warnings[1].contains("'/simpleOneModule/param2'"));
+    }
+
+    #[test]
+    fn invalid_json_is_refused_naming_the_hook() {
+        let err = parse(&module_hook(), "[{\"op\": ").unwrap_err();
+        assert_eq!(err.category(), "patch_parse");
+        assert!(err.to_string().contains("hooks/module-hooks.sh"), "{err}");
+    }
+
+    #[test]
+    fn unknown_op_is_refused() {
+        let err = parse(&module_hook(), r#"[{"op":"merge","path":"/x","value":1}]"#).unwrap_err();
+        assert!(
+            matches!(err, PatchError::ParseOperation { index: 0, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn scalar_document_is_refused() {
+        let err = parse(&module_hook(), "42").unwrap_err();
+        assert!(matches!(err, PatchError::NotAList { .. }), "{err}");
+    }
+
+    #[test]
+    fn module_hook_may_not_touch_global_values() {
+        let h = module_hook();
+        let p = parse(&h, r#"[{"op":"add","path":"/global/x","value":1}]"#).unwrap();
+        let err = check_scope(&h, PatchKind::Values, &p.ops).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("hooks/module-hooks.sh") && msg.contains("/global/x"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn module_hook_may_not_move_values_out_of_another_module() {
+        let h = module_hook();
+        let p = parse(
+            &h,
+            r#"[{"op":"copy","from":"/otherModule/x","path":"/simpleOneModule/x"}]"#,
+        )
+        .unwrap();
+        assert!(check_scope(&h, PatchKind::Values, &p.ops).is_err());
+    }
+
+    #[test]
+    fn module_hook_may_not_set_enable_flags() {
+        let h = module_hook();
+        let p = parse(
+            &h,
+            r#"[{"op":"add","path":"/simpleOneModuleEnabled","value":true}]"#,
+        )
+        .unwrap();
+        assert!(check_scope(&h, PatchKind::Values, &p.ops).is_err());
+    }
+
+    #[test]
+    fn global_hook_may_touch_global_and_enable_flags_only() {
+        let h = global_hook();
+        let ok = parse(
+            &h,
+            r#"[{"op":"add","path":"/global/a","value":1},{"op":"add","path":"/certManagerEnabled","value":false}]"#,
+        )
+        .unwrap();
+        check_scope(&h, PatchKind::Values, &ok.ops).unwrap();
+        let bad = parse(&h, r#"[{"op":"add","path":"/certManager/a","value":1}]"#).unwrap();
+        let err = check_scope(&h, PatchKind::Values, &bad.ops).unwrap_err();
+        assert!(err.to_string().contains("/certManager/a"), "{err}");
+    }
+
+    #[test]
+    fn root_path_is_out_of_scope() {
+        let h = global_hook();
+        let p = parse(&h, r#"[{"op":"replace","path":"","value":{}}]"#).unwrap();
+        assert!(check_scope(&h, PatchKind::Values, &p.ops).is_err());
+    }
+
+    #[test]
+    fn add_under_missing_parent_fails_strictly() {
+        let h = global_hook();
+        let p = parse(&h, r#"[{"op":"add","path":"/global/no/such","value":1}]"#).unwrap();
+        let mut doc = json!({"global": {}});
+        let err = apply_strict(&h, PatchKind::Values, &mut doc, &p.ops).unwrap_err();
+        assert_eq!(err.category(), "patch_apply");
+        assert_eq!(doc, json!({"global": {}}));
+    }
+
+    #[test]
+    fn failing_test_op_rejects_the_whole_patch() {
+        let h = global_hook();
+        let p = parse(
+            &h,
+            r#"[{"op":"add","path":"/global/a","value":1},{"op":"test","path":"/global/a","value":2}]"#,
+        )
+        .unwrap();
+        let mut doc = json!({"global": {}});
+        assert!(apply_strict(&h, PatchKind::Values, &mut doc, &p.ops).is_err());
+        assert_eq!(doc, json!({"global": {}}));
+    }
+
+    #[test]
+    fn lenient_reapply_skips_operations_whose_parent_vanished() {
+        let h = global_hook();
+        let p = parse(
+            &h,
+            r#"[{"op":"add","path":"/global/gone/x","value":1},{"op":"add","path":"/global/b","value":2}]"#,
+        )
+        .unwrap();
+        let mut doc = json!({"global": {}});
+        assert_eq!(apply_lenient(&mut doc, &p.ops), 1);
+        assert_eq!(doc, json!({"global": {"b": 2}}));
+    }
+
+    #[test]
+    fn compaction_drops_earlier_writes_below_a_later_write_and_tests() {
+        let h = global_hook();
+        let first = parse(
+            &h,
+            r#"[{"op":"add","path":"/global/a","value":{"x":1}},{"op":"add","path":"/global/a/y","value":2},{"op":"test","path":"/global/a/y","value":2}]"#,
+        )
+        .unwrap();
+        let second = parse(
+            &h,
+            r#"[{"op":"replace","path":"/global/a","value":{"z":3}}]"#,
+        )
+        .unwrap();
+        let mut stored = Vec::new();
+        compact_into(&mut stored, &first.ops);
+        assert_eq!(stored.len(), 2);
+        compact_into(&mut stored, &second.ops);
+        assert_eq!(stored, second.ops);
+    }
+
+    #[test]
+    fn compaction_keeps_array_index_writes() {
+        let h = global_hook();
+        let p = parse(
+            &h,
+            r#"[{"op":"add","path":"/global/l/0","value":1},{"op":"add","path":"/global/l/0","value":2}]"#,
+        )
+        .unwrap();
+        let mut stored = Vec::new();
+        compact_into(&mut stored, &p.ops);
+        assert_eq!(stored.len(), 2);
+    }
+}

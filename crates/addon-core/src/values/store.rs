@@ -1,0 +1,620 @@
+//! `ValuesStore`: the single-writer owner of static values, config, schemas and remembered values
+//! patches, producing the documents each hook kind, `enabled` script and Helm receive.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use json_patch::PatchOperation;
+use serde_json::{Map, Value};
+
+use crate::config::{Config, ConfigChange};
+use crate::enablement::FlagLayers;
+use crate::names::ModuleName;
+use crate::schema::{SchemaError, ScopeSchemas};
+use crate::values::checksum::checksum;
+use crate::values::merge::merged;
+use crate::values::patch::{
+    self, HookRef, PatchError, PatchKind, Scope, ValuesPatch, enabled_flag_module,
+};
+use crate::values::static_values::{ModuleStatic, Section, StaticError, StaticLayer};
+
+/// An operation on the values store that failed; the store is unchanged.
+#[derive(Debug, thiserror::Error)]
+pub enum ValuesError {
+    #[error("cannot load static values")]
+    LoadStaticValues {
+        #[source]
+        source: StaticError,
+    },
+    #[error("module '{module}' is not registered in the values store")]
+    UnknownModule { module: ModuleName },
+    #[error("patch refused")]
+    ApplyPatch {
+        #[source]
+        source: PatchError,
+    },
+    #[error("{}", Invalid(errors))]
+    Validate { errors: Vec<SchemaError> },
+}
+
+struct Invalid<'a>(&'a [SchemaError]);
+
+impl fmt::Display for Invalid<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lines: Vec<String> = self.0.iter().map(|e| e.to_string()).collect();
+        f.write_str(&lines.join("; "))
+    }
+}
+
+impl ValuesError {
+    /// A stable label for metrics.
+    pub fn category(&self) -> &'static str {
+        match self {
+            ValuesError::LoadStaticValues { .. } => "static_values",
+            ValuesError::UnknownModule { .. } => "unknown_module",
+            ValuesError::ApplyPatch { source } => source.category(),
+            ValuesError::Validate { .. } => "values_invalid",
+        }
+    }
+}
+
+/// The two files a hook or `enabled` script reads: `$CONFIG_VALUES_PATH` and `$VALUES_PATH`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookValues {
+    pub config_values: Value,
+    pub values: Value,
+}
+
+/// The result of a values patch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PatchOutcome {
+    /// The values of the hook's scope changed (by checksum).
+    pub values_changed: bool,
+    /// Modules whose dynamic enable flag changed (global hooks only).
+    pub enabled_changed: Vec<ModuleName>,
+}
+
+/// The result of a config patch; write `ValuesStore::config().to_data()` to the config store.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigPatchOutcome {
+    /// The merged values of the hook's scope changed (by checksum).
+    pub values_changed: bool,
+    /// What changed in the config.
+    pub config_change: ConfigChange,
+}
+
+struct ModuleEntry {
+    name: ModuleName,
+    file: ModuleStatic,
+    schemas: ScopeSchemas,
+    patches: Vec<PatchOperation>,
+}
+
+/// Values of the global scope and every module; pure data, owned by one writer.
+pub struct ValuesStore {
+    common: StaticLayer,
+    global_schemas: ScopeSchemas,
+    global_patches: Vec<PatchOperation>,
+    modules: Vec<ModuleEntry>,
+    config: Config,
+    dynamic_enabled: BTreeMap<ModuleName, bool>,
+}
+
+impl Default for ValuesStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ValuesStore {
+    pub fn new() -> Self {
+        Self {
+            common: StaticLayer {
+                global: Value::Object(Map::new()),
+                ..Default::default()
+            },
+            global_schemas: ScopeSchemas::none("global", "global"),
+            global_patches: Vec::new(),
+            modules: Vec::new(),
+            config: Config::empty(),
+            dynamic_enabled: BTreeMap::new(),
+        }
+    }
+
+    /// Adds `<modules dir>/values.yaml`; call once per modules directory, in order.
+    pub fn add_common_values(&mut self, file: &str, text: &str) -> Result<(), ValuesError> {
+        let layer = StaticLayer::parse(file, text)
+            .map_err(|source| ValuesError::LoadStaticValues { source })?;
+        self.common.merge(layer);
+        Ok(())
+    }
+
+    /// Sets the global OpenAPI schemas.
+    pub fn set_global_schemas(&mut self, schemas: ScopeSchemas) {
+        self.global_schemas = schemas;
+    }
+
+    /// Registers a module in module order, with its own `values.yaml` (`(file name, text)`) and
+    /// schemas. Registering a name again replaces it and forgets its patches.
+    pub fn add_module(
+        &mut self,
+        name: ModuleName,
+        values_file: Option<(&str, &str)>,
+        schemas: ScopeSchemas,
+    ) -> Result<(), ValuesError> {
+        let file = match values_file {
+            Some((file, text)) => ModuleStatic::parse(file, text, &name)
+                .map_err(|source| ValuesError::LoadStaticValues { source })?,
+            None => ModuleStatic::default(),
+        };
+        let entry = ModuleEntry {
+            name,
+            file,
+            schemas,
+            patches: Vec::new(),
+        };
+        match self.modules.iter_mut().find(|m| m.name == entry.name) {
+            Some(existing) => *existing = entry,
+            None => self.modules.push(entry),
+        }
+        Ok(())
+    }
+
+    /// Registered modules in module order.
+    pub fn modules(&self) -> Vec<ModuleName> {
+        self.modules.iter().map(|m| m.name.clone()).collect()
+    }
+
+    fn module(&self, name: &ModuleName) -> Result<&ModuleEntry, ValuesError> {
+        self.modules
+            .iter()
+            .find(|m| &m.name == name)
+            .ok_or_else(|| ValuesError::UnknownModule {
+                module: name.clone(),
+            })
+    }
+
+    fn module_mut(&mut self, name: &ModuleName) -> Result<&mut ModuleEntry, ValuesError> {
+        self.modules
+            .iter_mut()
+            .find(|m| &m.name == name)
+            .ok_or_else(|| ValuesError::UnknownModule {
+                module: name.clone(),
+            })
+    }
+
+    /// The current config.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Dynamic `*Enabled` flags set by global hooks' values patches.
+    pub fn dynamic_enabled(&self) -> &BTreeMap<ModuleName, bool> {
+        &self.dynamic_enabled
+    }
+
+    // ---- layers ---------------------------------------------------------------------------
+
+    fn global_config_with(&self, config: &Config) -> Value {
+        let mut v = config.global_values();
+        self.global_schemas.apply_config_defaults(&mut v);
+        v
+    }
+
+    fn global_values_with(&self, config: &Config, patches: &[PatchOperation]) -> Value {
+        let mut v = merged([&self.common.global, &config.global_values()]);
+        self.global_schemas.apply_values_defaults(&mut v);
+        apply_remembered(&Scope::Global.key(), v, patches)
+    }
+
+    fn module_config_with(&self, m: &ModuleEntry, config: &Config) -> Value {
+        let mut v = config.module_values(&m.name);
+        m.schemas.apply_config_defaults(&mut v);
+        v
+    }
+
+    fn module_values_with(
+        &self,
+        m: &ModuleEntry,
+        config: &Config,
+        patches: &[PatchOperation],
+    ) -> Value {
+        let key = m.name.values_key();
+        let common = self.common.sections.get(&key).and_then(Section::values);
+        let file = m.file.section.as_ref().and_then(Section::values);
+        let cfg = config.module_values(&m.name);
+        let mut v = merged(common.into_iter().chain(file).chain([&cfg]));
+        m.schemas.apply_values_defaults(&mut v);
+        apply_remembered(&key, v, patches)
+    }
+
+    /// `global` config values: the config's `global` section plus config-schema defaults.
+    pub fn global_config_values(&self) -> Value {
+        self.global_config_with(&self.config)
+    }
+
+    /// Merged global values: `global` of the static files, of the config, schema defaults, then
+    /// values patches of global hooks.
+    pub fn global_values(&self) -> Value {
+        self.global_values_with(&self.config, &self.global_patches)
+    }
+
+    /// A module's config values: its config section plus config-schema defaults.
+    pub fn module_config_values(&self, module: &ModuleName) -> Result<Value, ValuesError> {
+        let m = self.module(module)?;
+        Ok(self.module_config_with(m, &self.config))
+    }
+
+    /// Merged module values: its section of `<modules dir>/values.yaml`, of its own
+    /// `values.yaml`, of the config, schema defaults, then its hooks' values patches.
+    pub fn module_values(&self, module: &ModuleName) -> Result<Value, ValuesError> {
+        let m = self.module(module)?;
+        Ok(self.module_values_with(m, &self.config, &m.patches))
+    }
+
+    /// Merged values of a scope.
+    pub fn scope_values(&self, scope: &Scope) -> Result<Value, ValuesError> {
+        match scope {
+            Scope::Global => Ok(self.global_values()),
+            Scope::Module(m) => self.module_values(m),
+        }
+    }
+
+    /// Checksum of a scope's merged values.
+    pub fn checksum(&self, scope: &Scope) -> Result<String, ValuesError> {
+        Ok(checksum(&self.scope_values(scope)?))
+    }
+
+    /// Remembered values patches of a scope (compacted), for the debug API.
+    pub fn values_patches(&self, scope: &Scope) -> Result<&[PatchOperation], ValuesError> {
+        match scope {
+            Scope::Global => Ok(&self.global_patches),
+            Scope::Module(m) => Ok(&self.module(m)?.patches),
+        }
+    }
+
+    /// Forgets a module's values patches (when it becomes enabled again).
+    pub fn reset_module_patches(&mut self, module: &ModuleName) -> Result<(), ValuesError> {
+        self.module_mut(module)?.patches.clear();
+        Ok(())
+    }
+
+    // ---- documents ------------------------------------------------------------------------
+
+    /// `$CONFIG_VALUES_PATH` and `$VALUES_PATH` of a global hook: `{"global": ...}`.
+    pub fn global_hook_values(&self) -> HookValues {
+        HookValues {
+            config_values: document([("global".into(), self.global_config_values())]),
+            values: document([("global".into(), self.global_values())]),
+        }
+    }
+
+    /// `$CONFIG_VALUES_PATH` and `$VALUES_PATH` of a module hook, with `global.enabledModules`.
+    pub fn module_hook_values(
+        &self,
+        module: &ModuleName,
+        enabled_modules: &[ModuleName],
+    ) -> Result<HookValues, ValuesError> {
+        let key = module.values_key();
+        let mut global = self.global_values();
+        if let Value::Object(map) = &mut global {
+            let list = enabled_modules
+                .iter()
+                .map(|m| Value::String(m.to_string()))
+                .collect();
+            map.insert("enabledModules".into(), Value::Array(list));
+        }
+        Ok(HookValues {
+            config_values: document([
+                ("global".into(), self.global_config_values()),
+                (key.clone(), self.module_config_values(module)?),
+            ]),
+            values: document([
+                ("global".into(), global),
+                (key, self.module_values(module)?),
+            ]),
+        })
+    }
+
+    /// The files of an `enabled` script: like a module hook's, with `global.enabledModules` =
+    /// the modules enabled so far in this pass.
+    pub fn enabled_script_values(
+        &self,
+        module: &ModuleName,
+        enabled_so_far: &[ModuleName],
+    ) -> Result<HookValues, ValuesError> {
+        self.module_hook_values(module, enabled_so_far)
+    }
+
+    /// Helm values (`{"global": ..., "<camelKey>": ...}`, no `enabledModules`), checked against
+    /// the global and module schemas with `x-required-for-helm`.
+    pub fn helm_values(&self, module: &ModuleName) -> Result<Value, ValuesError> {
+        let m = self.module(module)?;
+        let global = self.global_values();
+        let values = self.module_values_with(m, &self.config, &m.patches);
+        let errors: Vec<SchemaError> = [
+            self.global_schemas.validate_helm(&global),
+            m.schemas.validate_helm(&values),
+        ]
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+        if !errors.is_empty() {
+            return Err(ValuesError::Validate { errors });
+        }
+        Ok(document([
+            ("global".into(), global),
+            (module.values_key(), values),
+        ]))
+    }
+
+    // ---- config ---------------------------------------------------------------------------
+
+    /// Validates `config` as it would be used: global config and values, and config and values of
+    /// `modules` (the enabled ones; config of other modules is kept unchecked). All errors.
+    pub fn check_config(&self, config: &Config, modules: &[ModuleName]) -> Result<(), ValuesError> {
+        let mut errors = Vec::new();
+        let global_config = self.global_config_with(config);
+        let global_values = self.global_values_with(config, &self.global_patches);
+        errors.extend(self.global_schemas.validate_config(&global_config).err());
+        errors.extend(self.global_schemas.validate_values(&global_values).err());
+        for name in modules {
+            let m = self.module(name)?;
+            let cfg = self.module_config_with(m, config);
+            let values = self.module_values_with(m, config, &m.patches);
+            errors.extend(m.schemas.validate_config(&cfg).err());
+            errors.extend(m.schemas.validate_values(&values).err());
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ValuesError::Validate { errors })
+        }
+    }
+
+    /// Replaces the config (check it first with [`Self::check_config`]) and says what changed.
+    pub fn set_config(&mut self, config: Config) -> ConfigChange {
+        let change = self.config.diff(&config);
+        self.config = config;
+        change
+    }
+
+    // ---- patches --------------------------------------------------------------------------
+
+    /// Applies a hook's `$CONFIG_VALUES_JSON_PATCH_PATH` patch to the config strictly, validates
+    /// the scope's config and values, and keeps the new config. Global hooks may also set
+    /// `/<module>Enabled` flags in the config.
+    pub fn apply_config_patch(
+        &mut self,
+        hook: &HookRef,
+        patch: &ValuesPatch,
+    ) -> Result<ConfigPatchOutcome, ValuesError> {
+        if patch.is_empty() {
+            return Ok(ConfigPatchOutcome::default());
+        }
+        let kind = PatchKind::Config;
+        let wrap = |source| ValuesError::ApplyPatch { source };
+        patch::check_scope(hook, kind, &patch.ops).map_err(wrap)?;
+        let key = hook.scope.key();
+        let mut doc = Map::new();
+        let current = match &hook.scope {
+            Scope::Global => self.config.global_values(),
+            Scope::Module(m) => self.config.module_values(m),
+        };
+        doc.insert(key.clone(), current);
+        if hook.scope == Scope::Global {
+            for (m, cfg) in &self.config.modules {
+                if let Some(flag) = cfg.enabled {
+                    doc.insert(m.enabled_key(), Value::Bool(flag));
+                }
+            }
+        }
+        let mut doc = Value::Object(doc);
+        patch::apply_strict(hook, kind, &mut doc, &patch.ops).map_err(wrap)?;
+        let (section, flags) = split_result(hook, kind, &key, doc).map_err(wrap)?;
+        let mut config = self.config.clone();
+        match &hook.scope {
+            Scope::Global => {
+                config.set_global(section);
+                let known: Vec<ModuleName> = config.modules.keys().cloned().collect();
+                for m in known {
+                    if !flags.contains_key(&m) {
+                        config.set_module_enabled(&m, None);
+                    }
+                }
+                for (m, flag) in &flags {
+                    config.set_module_enabled(m, Some(*flag));
+                }
+            }
+            Scope::Module(m) => config.set_module_values(m, section),
+        }
+        let scope_modules: Vec<ModuleName> = match &hook.scope {
+            Scope::Global => Vec::new(),
+            Scope::Module(m) => vec![m.clone()],
+        };
+        self.check_config(&config, &scope_modules)?;
+        let before = self.checksum(&hook.scope)?;
+        let config_change = self.set_config(config);
+        let after = self.checksum(&hook.scope)?;
+        Ok(ConfigPatchOutcome {
+            values_changed: before != after,
+            config_change,
+        })
+    }
+
+    /// Applies a hook's `$VALUES_JSON_PATCH_PATH` patch strictly over the current values,
+    /// validates the result and remembers the patch; global hooks' `/<module>Enabled` operations
+    /// set dynamic enable flags instead.
+    pub fn apply_values_patch(
+        &mut self,
+        hook: &HookRef,
+        patch: &ValuesPatch,
+    ) -> Result<PatchOutcome, ValuesError> {
+        if patch.is_empty() {
+            return Ok(PatchOutcome::default());
+        }
+        let kind = PatchKind::Values;
+        let wrap = |source| ValuesError::ApplyPatch { source };
+        patch::check_scope(hook, kind, &patch.ops).map_err(wrap)?;
+        let key = hook.scope.key();
+        let before_values = self.scope_values(&hook.scope)?;
+        let mut doc = Map::new();
+        doc.insert(key.clone(), before_values.clone());
+        if hook.scope == Scope::Global {
+            for (m, flag) in &self.dynamic_enabled {
+                doc.insert(m.enabled_key(), Value::Bool(*flag));
+            }
+        }
+        let mut doc = Value::Object(doc);
+        patch::apply_strict(hook, kind, &mut doc, &patch.ops).map_err(wrap)?;
+        let (section, flags) = split_result(hook, kind, &key, doc).map_err(wrap)?;
+        let schemas = match &hook.scope {
+            Scope::Global => &self.global_schemas,
+            Scope::Module(m) => &self.module(m)?.schemas,
+        };
+        schemas
+            .validate_values(&section)
+            .map_err(|e| ValuesError::Validate { errors: vec![e] })?;
+        let own: Vec<PatchOperation> = patch
+            .ops
+            .iter()
+            .filter(|op| only_under(op, &key))
+            .cloned()
+            .collect();
+        match &hook.scope {
+            Scope::Global => patch::compact_into(&mut self.global_patches, &own),
+            Scope::Module(m) => patch::compact_into(&mut self.module_mut(m)?.patches, &own),
+        }
+        let mut enabled_changed = Vec::new();
+        if hook.scope == Scope::Global {
+            let all: Vec<ModuleName> = self
+                .dynamic_enabled
+                .keys()
+                .chain(flags.keys())
+                .cloned()
+                .collect();
+            for m in all {
+                if self.dynamic_enabled.get(&m) != flags.get(&m) && !enabled_changed.contains(&m) {
+                    enabled_changed.push(m);
+                }
+            }
+            self.dynamic_enabled = flags;
+        }
+        let after = self.scope_values(&hook.scope)?;
+        Ok(PatchOutcome {
+            values_changed: checksum(&before_values) != checksum(&after),
+            enabled_changed,
+        })
+    }
+
+    // ---- enablement inputs ----------------------------------------------------------------
+
+    /// The `*Enabled` flags of every layer for a module, and whether its section is `false`.
+    pub fn flag_layers(&self, module: &ModuleName) -> Result<FlagLayers, ValuesError> {
+        let m = self.module(module)?;
+        let key = module.values_key();
+        let sections = [
+            self.common.sections.get(&key),
+            m.file.section.as_ref(),
+            self.config
+                .modules
+                .get(module)
+                .and_then(|c| c.section.as_ref()),
+        ];
+        let last_section = sections.into_iter().flatten().last();
+        Ok(FlagLayers {
+            common: self.common.enabled.get(module).copied(),
+            module_file: m.file.enabled,
+            config: self.config.module_enabled(module),
+            dynamic: self.dynamic_enabled.get(module).copied(),
+            section_disabled: matches!(last_section, Some(Section::Disabled)),
+        })
+    }
+
+    /// Every module in order with its flag layers: the input of enablement.
+    pub fn all_flag_layers(&self) -> Vec<(ModuleName, FlagLayers)> {
+        self.modules
+            .iter()
+            .filter_map(|m| Some((m.name.clone(), self.flag_layers(&m.name).ok()?)))
+            .collect()
+    }
+}
+
+/// Re-applies remembered patches to `{key: values}` and returns the values again.
+fn apply_remembered(key: &str, values: Value, patches: &[PatchOperation]) -> Value {
+    if patches.is_empty() {
+        return values;
+    }
+    let mut doc = document([(key.to_string(), values)]);
+    let skipped = patch::apply_lenient(&mut doc, patches);
+    if skipped > 0 {
+        tracing::debug!(
+            scope = key,
+            skipped,
+            "remembered values patch operations skipped"
+        );
+    }
+    match doc {
+        Value::Object(mut map) => map.remove(key).unwrap_or_else(|| Value::Object(Map::new())),
+        _ => Value::Object(Map::new()),
+    }
+}
+
+fn document(entries: impl IntoIterator<Item = (String, Value)>) -> Value {
+    Value::Object(entries.into_iter().collect())
+}
+
+/// True when every path the operation touches is under `/<key>`.
+fn only_under(op: &PatchOperation, key: &str) -> bool {
+    let under = |p: &json_patch::jsonptr::Pointer| p.first().is_some_and(|t| t.decoded() == key);
+    match op {
+        PatchOperation::Move(m) => under(&m.from) && under(&m.path),
+        PatchOperation::Copy(c) => under(&c.from) && under(&c.path),
+        other => under(other.path()),
+    }
+}
+
+/// Splits a patched document into the scope's section (must be an object; absent ⇒ `{}`) and
+/// the `*Enabled` flags left in it (must be booleans).
+fn split_result(
+    hook: &HookRef,
+    kind: PatchKind,
+    key: &str,
+    doc: Value,
+) -> Result<(Value, BTreeMap<ModuleName, bool>), PatchError> {
+    let Value::Object(mut map) = doc else {
+        return Ok((Value::Object(Map::new()), BTreeMap::new()));
+    };
+    let section = match map.remove(key) {
+        None => Value::Object(Map::new()),
+        Some(v @ Value::Object(_)) => v,
+        Some(other) => {
+            return Err(PatchError::SectionNotObject {
+                hook: hook.to_string(),
+                kind,
+                key: key.to_string(),
+                value: other.to_string(),
+            });
+        }
+    };
+    let mut flags = BTreeMap::new();
+    for (flag_key, value) in map {
+        let Some(module) = enabled_flag_module(&flag_key) else {
+            continue;
+        };
+        match value {
+            Value::Bool(b) => {
+                flags.insert(module, b);
+            }
+            other => {
+                return Err(PatchError::EnabledFlagNotBool {
+                    hook: hook.to_string(),
+                    kind,
+                    key: flag_key,
+                    value: other.to_string(),
+                });
+            }
+        }
+    }
+    Ok((section, flags))
+}
