@@ -1,4 +1,6 @@
 //! Running hook processes: a generic child-process runner and the hook I/O contract on top of it.
 
+pub mod hook_run;
 pub mod process;
+pub mod tmp_files;
 pub mod usage;

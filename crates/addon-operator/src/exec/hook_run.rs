@@ -1,0 +1,385 @@
+//! One hook or `enabled`-script invocation with the upstream I/O contract: input JSON files, empty
+//! output files, the env vars naming them, and the raw output text read back after exit 0.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::process::{self, ExecError, LogFields, ProcessOutput, ProcessSpec};
+use super::tmp_files::{self, TmpFileError, TmpFiles};
+
+/// Upstream default tmp dir (`--tmp-dir`).
+pub const DEFAULT_TMP_DIR: &str = "/tmp/addon-operator";
+/// Our own edge: upstream has no hook timeout at all.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// Between SIGTERM and SIGKILL on timeout or shutdown.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(10);
+
+/// How every hook is run; built from flags before any run.
+#[derive(Debug, Clone)]
+pub struct HookRunSettings {
+    pub tmp_dir: PathBuf,
+    /// `--debug-keep-tmp-files` / `DEBUG_KEEP_TMP_FILES`.
+    pub keep_tmp_files: bool,
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+}
+
+impl Default for HookRunSettings {
+    fn default() -> Self {
+        Self {
+            tmp_dir: PathBuf::from(DEFAULT_TMP_DIR),
+            keep_tmp_files: false,
+            timeout: DEFAULT_HOOK_TIMEOUT,
+            kill_grace: DEFAULT_KILL_GRACE,
+        }
+    }
+}
+
+/// Whose hook it is; decides the tmp file names (`global-hook-...` or `<module>.module-hook-...`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookOwner {
+    Global,
+    Module(String),
+}
+
+/// Everything one hook run needs. Values are the full `{"global": ..., "<camelModule>": ...}`
+/// documents the core built.
+#[derive(Debug, Clone)]
+pub struct HookInvocation<'a> {
+    pub owner: HookOwner,
+    /// The hook's name (its path relative to the hooks dir); used in file names and logs.
+    pub hook_name: &'a str,
+    /// The executable; it runs in its own directory.
+    pub hook_path: &'a Path,
+    /// `WORKING_DIR`: the base dir of the hooks (global hooks dir or the module dir).
+    pub working_dir: &'a Path,
+    /// Binding name for the log fields.
+    pub binding: &'a str,
+    pub binding_context: &'a Value,
+    pub config_values: &'a Value,
+    pub values: &'a Value,
+    /// More variables (for example `KUBECONFIG`, `PYTHONHOME`).
+    pub extra_env: &'a [(String, String)],
+}
+
+/// The raw text of the files the hook wrote; parsing belongs to the core.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookOutputs {
+    pub config_values_patch: String,
+    pub values_patch: String,
+    pub metrics: String,
+    pub kubernetes_patch: String,
+}
+
+/// The result of a hook run. `outputs` is `None` unless the hook exited with 0.
+#[derive(Debug, Clone)]
+pub struct HookRunOutput {
+    pub process: ProcessOutput,
+    pub outputs: Option<HookOutputs>,
+}
+
+/// What an `enabled` script needs.
+#[derive(Debug, Clone)]
+pub struct EnabledScriptInvocation<'a> {
+    pub module: &'a str,
+    pub script_path: &'a Path,
+    pub config_values: &'a Value,
+    pub values: &'a Value,
+    pub extra_env: &'a [(String, String)],
+}
+
+/// The raw result of an `enabled` script; `result`/`reason` are `None` unless it exited with 0.
+#[derive(Debug, Clone)]
+pub struct EnabledScriptOutput {
+    pub process: ProcessOutput,
+    /// Content of `$MODULE_ENABLED_RESULT` (upstream expects `true` or `false`).
+    pub result: Option<String>,
+    /// Content of `$MODULE_ENABLED_REASON` (optional explanation).
+    pub reason: Option<String>,
+    /// The last non-empty line of stdout (for scripts that echo their answer).
+    pub stdout_last_line: Option<String>,
+}
+
+/// A hook run that could not be prepared, executed or read back.
+#[derive(Debug, thiserror::Error)]
+pub enum HookRunError {
+    #[error("cannot serialize the {what} of hook '{hook}'")]
+    SerializeInput {
+        hook: String,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("cannot prepare the tmp files of hook '{hook}'")]
+    PrepareFiles {
+        hook: String,
+        #[source]
+        source: TmpFileError,
+    },
+    #[error("cannot run hook '{hook}'")]
+    Execute {
+        hook: String,
+        #[source]
+        source: ExecError,
+    },
+    #[error("cannot read the output files of hook '{hook}'")]
+    ReadOutputs {
+        hook: String,
+        #[source]
+        source: TmpFileError,
+    },
+}
+
+impl HookRunError {
+    /// A stable label for metrics.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::SerializeInput { .. } => "hook_input",
+            Self::PrepareFiles { source, .. } | Self::ReadOutputs { source, .. } => {
+                source.category()
+            }
+            Self::Execute { source, .. } => source.category(),
+        }
+    }
+}
+
+/// File name prefixes of one owner, following upstream.
+struct Names {
+    context: String,
+    config_values: String,
+    values: String,
+    config_patch: String,
+    values_patch: String,
+    metrics: String,
+    kube_patch: String,
+}
+
+impl Names {
+    fn new(owner: &HookOwner, hook: &str) -> Self {
+        let hook = tmp_files::safe_name(hook);
+        let (owner_prefix, kind) = match owner {
+            HookOwner::Global => ("global-".to_string(), "global-hook"),
+            HookOwner::Module(module) => (
+                format!("{}.module-", tmp_files::safe_name(module)),
+                "module-hook",
+            ),
+        };
+        Self {
+            context: format!("{owner_prefix}hook-{hook}-binding-context-"),
+            config_values: format!("{owner_prefix}config-values-"),
+            values: format!("{owner_prefix}values-"),
+            config_patch: format!("{hook}.{kind}-config-values-"),
+            values_patch: format!("{hook}.{kind}-values-"),
+            metrics: format!("{hook}.{kind}-metrics-"),
+            kube_patch: format!("{hook}-object-patch-"),
+        }
+    }
+}
+
+fn to_json(hook: &str, what: &'static str, value: &Value) -> Result<Vec<u8>, HookRunError> {
+    serde_json::to_vec(value).map_err(|source| HookRunError::SerializeInput {
+        hook: hook.to_string(),
+        what,
+        source,
+    })
+}
+
+fn path_env(name: &str, path: &Path) -> (String, String) {
+    (name.to_string(), path.to_string_lossy().into_owned())
+}
+
+fn hook_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Runs one hook. Dropping the future kills it and removes its files.
+pub async fn run_hook(
+    settings: &HookRunSettings,
+    invocation: &HookInvocation<'_>,
+    cancel: &CancellationToken,
+) -> Result<HookRunOutput, HookRunError> {
+    let hook = invocation.hook_name;
+    let names = Names::new(&invocation.owner, hook);
+    let context = to_json(hook, "binding context", invocation.binding_context)?;
+    let config_values = to_json(hook, "config values", invocation.config_values)?;
+    let values = to_json(hook, "values", invocation.values)?;
+    let prepare = |source| HookRunError::PrepareFiles {
+        hook: hook.to_string(),
+        source,
+    };
+
+    let mut files = TmpFiles::new(&settings.tmp_dir, settings.keep_tmp_files).map_err(prepare)?;
+    let context_path = files
+        .create(&names.context, ".json", &context)
+        .map_err(prepare)?;
+    let config_path = files
+        .create(&names.config_values, ".json", &config_values)
+        .map_err(prepare)?;
+    let values_path = files
+        .create(&names.values, ".json", &values)
+        .map_err(prepare)?;
+    let config_patch = files
+        .create(&names.config_patch, ".json-patch", b"")
+        .map_err(prepare)?;
+    let values_patch = files
+        .create(&names.values_patch, ".json-patch", b"")
+        .map_err(prepare)?;
+    let metrics = files
+        .create(&names.metrics, ".json", b"")
+        .map_err(prepare)?;
+    let kube_patch = files.create(&names.kube_patch, "", b"").map_err(prepare)?;
+
+    let mut env = vec![
+        path_env("BINDING_CONTEXT_PATH", &context_path),
+        path_env("CONFIG_VALUES_PATH", &config_path),
+        path_env("VALUES_PATH", &values_path),
+        path_env("CONFIG_VALUES_JSON_PATCH_PATH", &config_patch),
+        path_env("VALUES_JSON_PATCH_PATH", &values_patch),
+        path_env("METRICS_PATH", &metrics),
+        path_env("KUBERNETES_PATCH_PATH", &kube_patch),
+        path_env("WORKING_DIR", invocation.working_dir),
+    ];
+    env.extend(invocation.extra_env.iter().cloned());
+    let spec = ProcessSpec {
+        program: invocation.hook_path.to_path_buf(),
+        args: Vec::new(),
+        cwd: hook_dir(invocation.hook_path),
+        env,
+        timeout: settings.timeout,
+        kill_grace: settings.kill_grace,
+        capture_stdout: false,
+    };
+    let log = LogFields {
+        hook: hook.to_string(),
+        module: module_of(&invocation.owner).to_string(),
+        binding: invocation.binding.to_string(),
+    };
+    let process = process::run_until_cancelled(&spec, &log, cancel)
+        .await
+        .map_err(|source| HookRunError::Execute {
+            hook: hook.to_string(),
+            source,
+        })?;
+
+    let outputs = if process.succeeded() {
+        let read = |source| HookRunError::ReadOutputs {
+            hook: hook.to_string(),
+            source,
+        };
+        Some(HookOutputs {
+            config_values_patch: tmp_files::read_output(&config_patch).map_err(read)?,
+            values_patch: tmp_files::read_output(&values_patch).map_err(read)?,
+            metrics: tmp_files::read_output(&metrics).map_err(read)?,
+            kubernetes_patch: tmp_files::read_output(&kube_patch).map_err(read)?,
+        })
+    } else {
+        None
+    };
+    files.finish();
+    Ok(HookRunOutput { process, outputs })
+}
+
+fn module_of(owner: &HookOwner) -> &str {
+    match owner {
+        HookOwner::Global => "",
+        HookOwner::Module(module) => module,
+    }
+}
+
+/// Runs a module's `enabled` script.
+pub async fn run_enabled_script(
+    settings: &HookRunSettings,
+    invocation: &EnabledScriptInvocation<'_>,
+    cancel: &CancellationToken,
+) -> Result<EnabledScriptOutput, HookRunError> {
+    let hook = format!("{}/enabled", invocation.module);
+    let module = tmp_files::safe_name(invocation.module);
+    let config_values = to_json(&hook, "config values", invocation.config_values)?;
+    let values = to_json(&hook, "values", invocation.values)?;
+    let prepare = |source| HookRunError::PrepareFiles {
+        hook: hook.clone(),
+        source,
+    };
+
+    let mut files = TmpFiles::new(&settings.tmp_dir, settings.keep_tmp_files).map_err(prepare)?;
+    let config_path = files
+        .create(
+            &format!("{module}.module-config-values-"),
+            ".json",
+            &config_values,
+        )
+        .map_err(prepare)?;
+    let values_path = files
+        .create(&format!("{module}.module-values-"), ".json", &values)
+        .map_err(prepare)?;
+    let result_path = files
+        .create(&format!("{module}.module-enabled-result-"), "", b"")
+        .map_err(prepare)?;
+    let reason_path = files
+        .create(&format!("{module}.module-enabled-reason-"), "", b"")
+        .map_err(prepare)?;
+
+    let mut env = vec![
+        path_env("CONFIG_VALUES_PATH", &config_path),
+        path_env("VALUES_PATH", &values_path),
+        path_env("MODULE_ENABLED_RESULT", &result_path),
+        path_env("MODULE_ENABLED_REASON", &reason_path),
+    ];
+    env.extend(invocation.extra_env.iter().cloned());
+    let spec = ProcessSpec {
+        program: invocation.script_path.to_path_buf(),
+        args: Vec::new(),
+        cwd: hook_dir(invocation.script_path),
+        env,
+        timeout: settings.timeout,
+        kill_grace: settings.kill_grace,
+        capture_stdout: true,
+    };
+    let log = LogFields {
+        hook: "enabled".to_string(),
+        module: invocation.module.to_string(),
+        binding: String::new(),
+    };
+    let process = process::run_until_cancelled(&spec, &log, cancel)
+        .await
+        .map_err(|source| HookRunError::Execute {
+            hook: hook.clone(),
+            source,
+        })?;
+
+    let read = |source| HookRunError::ReadOutputs {
+        hook: hook.clone(),
+        source,
+    };
+    let (result, reason) = if process.succeeded() {
+        (
+            Some(tmp_files::read_output(&result_path).map_err(read)?),
+            Some(tmp_files::read_output(&reason_path).map_err(read)?),
+        )
+    } else {
+        (None, None)
+    };
+    let stdout_last_line = process
+        .stdout
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .map(|line| line.trim().to_string());
+    files.finish();
+    Ok(EnabledScriptOutput {
+        process,
+        result,
+        reason,
+        stdout_last_line,
+    })
+}
+
+#[cfg(test)]
+#[path = "hook_run_tests.rs"]
+mod tests;

@@ -1,0 +1,339 @@
+//! Tests of the hook I/O contract with real `#!/bin/sh` scripts.
+
+use super::*;
+use serde_json::json;
+use std::os::unix::fs::PermissionsExt;
+
+const OUTPUT_VARS: [&str; 4] = [
+    "CONFIG_VALUES_JSON_PATCH_PATH",
+    "VALUES_JSON_PATCH_PATH",
+    "METRICS_PATH",
+    "KUBERNETES_PATCH_PATH",
+];
+const INPUT_VARS: [&str; 3] = ["BINDING_CONTEXT_PATH", "CONFIG_VALUES_PATH", "VALUES_PATH"];
+
+struct Fixture {
+    root: tempfile::TempDir,
+    settings: HookRunSettings,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let settings = HookRunSettings {
+            tmp_dir: root.path().join("tmp"),
+            keep_tmp_files: false,
+            timeout: Duration::from_secs(20),
+            kill_grace: Duration::from_millis(200),
+        };
+        Self { root, settings }
+    }
+
+    fn module_dir(&self) -> PathBuf {
+        self.root.path().join("modules/001-my-module")
+    }
+
+    fn hook(&self, body: &str) -> PathBuf {
+        let dir = self.module_dir().join("hooks/sub");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("hook.sh");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    async fn run(&self, hook_path: &Path) -> HookRunOutput {
+        let module_dir = self.module_dir();
+        let context = json!([{"binding": "onStartup"}]);
+        let config_values = json!({"global": {}, "myModule": {"a": 1}});
+        let values = json!({"global": {"x": true}, "myModule": {"a": 1, "b": 2}});
+        let invocation = HookInvocation {
+            owner: HookOwner::Module("my-module".into()),
+            hook_name: "hooks/sub/hook.sh",
+            hook_path,
+            working_dir: &module_dir,
+            binding: "onStartup",
+            binding_context: &context,
+            config_values: &config_values,
+            values: &values,
+            extra_env: &[("EXTRA_VAR".into(), "extra".into())],
+        };
+        run_hook(&self.settings, &invocation, &CancellationToken::new())
+            .await
+            .unwrap()
+    }
+
+    fn tmp_file_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.settings.tmp_dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn report(&self) -> String {
+        std::fs::read_to_string(self.module_dir().join("hooks/sub/report")).unwrap()
+    }
+}
+
+/// A script line that appends `NAME=<value> <mode>` for each variable to `report`.
+fn report_vars(vars: &[&str]) -> String {
+    vars.iter()
+        .map(|var| format!("echo \"{var}=${var} $(stat -c %a ${var})\" >> report\n"))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_hook_gets_every_io_variable_and_private_files() {
+    let fixture = Fixture::new();
+    let mut vars = INPUT_VARS.to_vec();
+    vars.extend(OUTPUT_VARS);
+    let hook = fixture.hook(&report_vars(&vars));
+    let output = fixture.run(&hook).await;
+    assert!(
+        output.process.succeeded(),
+        "{}",
+        output.process.failure_message()
+    );
+    let report = fixture.report();
+    for var in vars {
+        let line = report
+            .lines()
+            .find(|line| line.starts_with(&format!("{var}=")))
+            .unwrap();
+        assert!(line.ends_with(" 600"), "{line}");
+        assert!(
+            line.contains(&fixture.settings.tmp_dir.display().to_string()),
+            "{line}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn inputs_hold_the_json_documents_and_the_hook_runs_in_its_directory() {
+    let fixture = Fixture::new();
+    let hook = fixture.hook(
+        "{ cat \"$BINDING_CONTEXT_PATH\"; echo; cat \"$CONFIG_VALUES_PATH\"; echo; \
+         cat \"$VALUES_PATH\"; echo; echo \"$WORKING_DIR\"; pwd; echo \"$EXTRA_VAR\"; } > report",
+    );
+    let output = fixture.run(&hook).await;
+    assert!(output.process.succeeded());
+    let report = fixture.report();
+    let lines: Vec<&str> = report.lines().collect();
+    assert_eq!(lines[0], r#"[{"binding":"onStartup"}]"#);
+    assert_eq!(lines[1], r#"{"global":{},"myModule":{"a":1}}"#);
+    assert_eq!(
+        lines[2],
+        r#"{"global":{"x":true},"myModule":{"a":1,"b":2}}"#
+    );
+    assert_eq!(lines[3], fixture.module_dir().display().to_string());
+    let hook_dir = fixture
+        .module_dir()
+        .join("hooks/sub")
+        .canonicalize()
+        .unwrap();
+    assert_eq!(lines[4], hook_dir.display().to_string());
+    assert_eq!(lines[5], "extra");
+}
+
+#[tokio::test]
+async fn outputs_are_read_back_after_success() {
+    let fixture = Fixture::new();
+    let hook = fixture.hook(
+        "echo '[{\"op\":\"add\",\"path\":\"/myModule/c\",\"value\":1}]' > \"$VALUES_JSON_PATCH_PATH\"\n\
+         echo '[]' > \"$CONFIG_VALUES_JSON_PATCH_PATH\"\n\
+         echo '{\"name\":\"m\",\"set\":1}' > \"$METRICS_PATH\"\n\
+         echo 'operation: Delete' > \"$KUBERNETES_PATCH_PATH\"",
+    );
+    let outputs = fixture.run(&hook).await.outputs.unwrap();
+    assert_eq!(
+        outputs.values_patch,
+        "[{\"op\":\"add\",\"path\":\"/myModule/c\",\"value\":1}]\n"
+    );
+    assert_eq!(outputs.config_values_patch, "[]\n");
+    assert_eq!(outputs.metrics, "{\"name\":\"m\",\"set\":1}\n");
+    assert_eq!(outputs.kubernetes_patch, "operation: Delete\n");
+}
+
+#[tokio::test]
+async fn untouched_outputs_read_as_empty_strings() {
+    let fixture = Fixture::new();
+    let hook = fixture.hook("exit 0");
+    assert_eq!(
+        fixture.run(&hook).await.outputs,
+        Some(HookOutputs::default())
+    );
+}
+
+#[tokio::test]
+async fn every_tmp_file_is_removed_after_the_run() {
+    let fixture = Fixture::new();
+    let hook = fixture.hook("echo '[]' > \"$VALUES_JSON_PATCH_PATH\"");
+    fixture.run(&hook).await;
+    assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn tmp_files_are_kept_with_upstream_names_when_debugging() {
+    let mut fixture = Fixture::new();
+    fixture.settings.keep_tmp_files = true;
+    let hook = fixture.hook("exit 0");
+    fixture.run(&hook).await;
+    let names = fixture.tmp_file_names();
+    let expected = [
+        ("hooks-sub-hook.sh-object-patch-", ""),
+        (
+            "hooks-sub-hook.sh.module-hook-config-values-",
+            ".json-patch",
+        ),
+        ("hooks-sub-hook.sh.module-hook-metrics-", ".json"),
+        ("hooks-sub-hook.sh.module-hook-values-", ".json-patch"),
+        ("my-module.module-config-values-", ".json"),
+        (
+            "my-module.module-hook-hooks-sub-hook.sh-binding-context-",
+            ".json",
+        ),
+        ("my-module.module-values-", ".json"),
+    ];
+    assert_eq!(names.len(), expected.len(), "{names:?}");
+    for (name, (prefix, suffix)) in names.iter().zip(expected) {
+        assert!(
+            name.starts_with(prefix) && name.ends_with(suffix),
+            "{name} vs {prefix}*{suffix}"
+        );
+        assert_eq!(name.len(), prefix.len() + 16 + suffix.len(), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn outputs_of_a_failed_hook_are_ignored() {
+    let fixture = Fixture::new();
+    let hook = fixture.hook("echo '[]' > \"$VALUES_JSON_PATCH_PATH\"\necho 'it broke' >&2\nexit 2");
+    let output = fixture.run(&hook).await;
+    assert_eq!(output.process.exit, process::ExitKind::Code(2));
+    assert_eq!(output.outputs, None);
+    assert_eq!(output.process.failure_message(), "it broke");
+    assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_hook_and_its_child_quickly() {
+    let mut fixture = Fixture::new();
+    fixture.settings.timeout = Duration::from_millis(300);
+    let hook = fixture.hook("sleep 100 &\necho $! > report\nsleep 100");
+    let started = std::time::Instant::now();
+    let output = fixture.run(&hook).await;
+    assert_eq!(output.process.exit, process::ExitKind::TimedOut);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let child: i32 = fixture.report().trim().parse().unwrap();
+    for _ in 0..200 {
+        let alive = std::fs::read_to_string(format!("/proc/{child}/stat"))
+            .map(|stat| !stat.contains(") Z "))
+            .unwrap_or(false);
+        if !alive {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the hook's child {child} survived the timeout");
+}
+
+#[tokio::test]
+async fn heavy_stderr_does_not_break_a_successful_run() {
+    let fixture = Fixture::new();
+    let hook = fixture.hook(
+        "i=0; while [ $i -lt 2000 ]; do echo \"warning line $i\" >&2; i=$((i+1)); done\n\
+         printf 'no newline at the end' >&2\n\
+         echo '[]' > \"$VALUES_JSON_PATCH_PATH\"",
+    );
+    let output = fixture.run(&hook).await;
+    assert!(output.process.succeeded());
+    assert_eq!(output.outputs.unwrap().values_patch, "[]\n");
+    assert!(
+        output
+            .process
+            .stderr_tail
+            .ends_with("warning line 1999\nno newline at the end")
+    );
+}
+
+#[tokio::test]
+async fn the_enabled_script_returns_its_result_file_and_last_stdout_line() {
+    let fixture = Fixture::new();
+    let script = fixture.hook(
+        "cat \"$VALUES_PATH\" > report\necho checking\necho false\necho false > \"$MODULE_ENABLED_RESULT\"\n\
+         echo 'no nodes' > \"$MODULE_ENABLED_REASON\"",
+    );
+    let values = json!({"global": {"enabledModules": []}, "myModule": {}});
+    let invocation = EnabledScriptInvocation {
+        module: "my-module",
+        script_path: &script,
+        config_values: &json!({}),
+        values: &values,
+        extra_env: &[],
+    };
+    let output = run_enabled_script(&fixture.settings, &invocation, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(output.result.as_deref(), Some("false\n"));
+    assert_eq!(output.reason.as_deref(), Some("no nodes\n"));
+    assert_eq!(output.stdout_last_line.as_deref(), Some("false"));
+    assert_eq!(
+        fixture.report(),
+        r#"{"global":{"enabledModules":[]},"myModule":{}}"#
+    );
+    assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_failing_enabled_script_has_no_result() {
+    let fixture = Fixture::new();
+    let script = fixture.hook("echo true > \"$MODULE_ENABLED_RESULT\"\nexit 1");
+    let invocation = EnabledScriptInvocation {
+        module: "my-module",
+        script_path: &script,
+        config_values: &json!({}),
+        values: &json!({}),
+        extra_env: &[],
+    };
+    let output = run_enabled_script(&fixture.settings, &invocation, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(output.result, None);
+    assert!(!output.process.succeeded());
+}
+
+#[tokio::test]
+async fn global_hooks_get_global_file_names() {
+    let mut fixture = Fixture::new();
+    fixture.settings.keep_tmp_files = true;
+    let hook = fixture.hook("exit 0");
+    let context = json!([]);
+    let invocation = HookInvocation {
+        owner: HookOwner::Global,
+        hook_name: "010-hook.sh",
+        hook_path: &hook,
+        working_dir: fixture.root.path(),
+        binding: "beforeAll",
+        binding_context: &context,
+        config_values: &context,
+        values: &context,
+        extra_env: &[],
+    };
+    run_hook(&fixture.settings, &invocation, &CancellationToken::new())
+        .await
+        .unwrap();
+    let names = fixture.tmp_file_names();
+    assert!(
+        names
+            .iter()
+            .any(|name| name.starts_with("global-hook-010-hook.sh-binding-context-"))
+    );
+    assert!(
+        names
+            .iter()
+            .any(|name| name.starts_with("010-hook.sh.global-hook-values-"))
+    );
+    assert!(names.iter().any(|name| name.starts_with("global-values-")));
+}
