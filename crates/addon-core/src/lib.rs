@@ -8,5 +8,6 @@ pub mod hook_config;
 pub mod jq;
 pub mod names;
 pub mod schema;
+pub mod setup;
 pub mod values;
 pub mod yaml;

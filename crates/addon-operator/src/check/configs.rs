@@ -48,21 +48,21 @@ impl HookConfigs {
         output: Result<String, hook_configs::ConfigRunError>,
     ) {
         let place = if module.is_empty() {
-            "global hook".to_string()
+            String::new()
         } else {
-            format!("module '{module}':")
+            format!("module '{module}': ")
         };
         match output {
             Err(e) => self
                 .errors
-                .push(format!("{place} {}", super::error_chain(&e))),
+                .push(format!("{place}{}", super::error_chain(&e))),
             Ok(stdout) => match hook_config::parse(&hook.name, scope, &stdout) {
                 Ok(config) => {
                     self.by_path.insert(hook.path.clone(), config);
                 }
                 Err(errors) => self
                     .errors
-                    .extend(errors.errors.iter().map(|e| format!("{place} {e}"))),
+                    .extend(errors.errors.iter().map(|e| format!("{place}{e}"))),
             },
         }
     }

@@ -3,6 +3,7 @@
 
 mod configs;
 pub mod report;
+mod values;
 
 use std::process::ExitCode;
 
@@ -10,6 +11,7 @@ use anyhow::Context as _;
 
 use crate::cli::{CheckArgs, OutputFormat};
 use crate::dirs;
+use crate::exec::hook_run::HookRunSettings;
 use crate::hook_configs::ConfigRunOptions;
 use crate::loader::{self, LoaderConfig};
 use configs::HookConfigs;
@@ -55,6 +57,18 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
         .iter()
         .map(|h| configs.report(h))
         .collect();
+    let tmp = tempfile::tempdir();
+    let settings = HookRunSettings {
+        tmp_dir: tmp
+            .as_ref()
+            .map_or_else(|_| std::env::temp_dir(), |t| t.path().to_path_buf()),
+        timeout: args.hook_timeout,
+        ..HookRunSettings::default()
+    };
+    let stage = values::evaluate(&found, args.config_file.as_deref(), &settings).await;
+    report.errors.extend(stage.errors.iter().cloned());
+    report.warnings.extend(stage.warnings.iter().cloned());
+    report.values = stage.merged_values();
     report.modules = found
         .modules
         .iter()
@@ -63,7 +77,7 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
             order: m.order,
             path: m.path.display().to_string(),
             values_key: m.name.values_key(),
-            enabled: false,
+            enabled: stage.enabled.contains(&m.name),
             helm: m.has_chart,
             hooks: m.hooks.iter().map(|h| configs.report(h)).collect(),
         })
@@ -71,13 +85,22 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
     report
 }
 
-/// An error with its causes, on one line.
+/// An error with its causes, on one line (multi-line messages such as YAML snippets keep only
+/// their first line).
 pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
+    let first_line = |e: &dyn std::error::Error| {
+        let text = e.to_string();
+        text.lines()
+            .next()
+            .unwrap_or_default()
+            .trim_end()
+            .to_string()
+    };
+    let mut out = first_line(err);
     let mut cur = err.source();
     while let Some(next) = cur {
         out.push_str(": ");
-        out.push_str(&next.to_string());
+        out.push_str(&first_line(next));
         cur = next.source();
     }
     out

@@ -1,0 +1,186 @@
+//! Builds the values store from what discovery found: common `values.yaml` files, the global and
+//! module schemas, and each module's own `values.yaml`.
+
+use crate::discovery::{Discovered, OpenApiFiles, SourceFile};
+use crate::schema::{SchemaError, SchemaFile, ScopeSchemas};
+use crate::values::store::{ValuesError, ValuesStore};
+
+/// A file that could not be turned into values or a schema.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Values(#[from] ValuesError),
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+}
+
+impl SetupError {
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::Values(e) => e.category(),
+            Self::Schema(e) => e.category(),
+        }
+    }
+}
+
+/// The store for `found`, and every file that had to be skipped. A module whose schemas are
+/// broken is still registered (without schemas) so the rest of the tree can be checked.
+pub fn build_store(found: &Discovered) -> (ValuesStore, Vec<SetupError>) {
+    let mut store = ValuesStore::new();
+    let mut errors = Vec::new();
+    for file in &found.modules_values {
+        if let Err(e) = store.add_common_values(&display(file), &file.text) {
+            errors.push(e.into());
+        }
+    }
+    match load_schemas("global", "global", &found.global.openapi) {
+        Ok(schemas) => store.set_global_schemas(schemas),
+        Err(e) => errors.push(e.into()),
+    }
+    for module in &found.modules {
+        let key = module.name.values_key();
+        let schemas =
+            load_schemas(module.name.as_str(), &key, &module.openapi).unwrap_or_else(|e| {
+                errors.push(e.into());
+                ScopeSchemas::none(module.name.as_str(), &key)
+            });
+        let values = module
+            .values_yaml
+            .as_ref()
+            .map(|f| (display(f), f.text.as_str()));
+        let values = values.as_ref().map(|(file, text)| (file.as_str(), *text));
+        if let Err(e) = store.add_module(module.name.clone(), values, schemas) {
+            errors.push(e.into());
+        }
+    }
+    (store, errors)
+}
+
+fn load_schemas(label: &str, key: &str, files: &OpenApiFiles) -> Result<ScopeSchemas, SchemaError> {
+    let config_file = files.config_values.as_ref().map(display);
+    let values_file = files.values.as_ref().map(display);
+    let config = files.config_values.as_ref().zip(config_file.as_ref());
+    let values = files.values.as_ref().zip(values_file.as_ref());
+    ScopeSchemas::load(
+        label,
+        key,
+        config.map(|(f, name)| SchemaFile {
+            file: name,
+            text: &f.text,
+        }),
+        values.map(|(f, name)| SchemaFile {
+            file: name,
+            text: &f.text,
+        }),
+    )
+}
+
+fn display(file: &SourceFile) -> String {
+    file.path.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::{GlobalSource, ModuleSource};
+    use crate::names::ModuleName;
+    use serde_json::json;
+    use std::path::PathBuf;
+
+    fn file(path: &str, text: &str) -> SourceFile {
+        SourceFile {
+            path: PathBuf::from(path),
+            text: text.to_string(),
+        }
+    }
+
+    fn module(name: &str, values: Option<SourceFile>, openapi: OpenApiFiles) -> ModuleSource {
+        ModuleSource {
+            name: ModuleName::new(name).unwrap(),
+            order: 1,
+            path: PathBuf::from(format!("/m/{name}")),
+            values_yaml: values,
+            enabled_script: None,
+            openapi,
+            has_chart: false,
+            hooks: vec![],
+        }
+    }
+
+    #[test]
+    fn store_gets_common_and_module_values_and_schema_defaults() {
+        let found = Discovered {
+            global: GlobalSource::default(),
+            modules_values: vec![file(
+                "/m/values.yaml",
+                "global: {a: 1}\nwebEnabled: true\nweb: {x: 1}\n",
+            )],
+            modules: vec![module(
+                "web",
+                Some(file("/m/web/values.yaml", "web: {y: 2}\n")),
+                OpenApiFiles {
+                    config_values: None,
+                    values: Some(file(
+                        "/m/web/openapi/values.yaml",
+                        "type: object\nproperties:\n  x: {type: integer}\n  y: {type: integer}\n  z: {type: string, default: zed}\n",
+                    )),
+                },
+            )],
+            warnings: vec![],
+        };
+        let (store, errors) = build_store(&found);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(store.global_values(), json!({"a": 1}));
+        let web = ModuleName::new("web").unwrap();
+        assert_eq!(
+            store.module_values(&web).unwrap(),
+            json!({"x": 1, "y": 2, "z": "zed"})
+        );
+        assert!(store.flag_layers(&web).unwrap().enabled());
+    }
+
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut out = e.to_string();
+        let mut cur = e.source();
+        while let Some(next) = cur {
+            out = format!("{out}: {next}");
+            cur = next.source();
+        }
+        out
+    }
+
+    #[test]
+    fn broken_files_are_reported_and_the_rest_is_kept() {
+        let found = Discovered {
+            global: GlobalSource::default(),
+            modules_values: vec![file("/m/values.yaml", "global: [unclosed\n")],
+            modules: vec![
+                module(
+                    "bad-schema",
+                    None,
+                    OpenApiFiles {
+                        config_values: Some(file(
+                            "/m/bad/openapi/config-values.yaml",
+                            "type: [1, 2\n",
+                        )),
+                        values: None,
+                    },
+                ),
+                module(
+                    "good",
+                    Some(file("/m/good/values.yaml", "good: {k: v}\n")),
+                    OpenApiFiles::default(),
+                ),
+            ],
+            warnings: vec![],
+        };
+        let (store, errors) = build_store(&found);
+        let text: Vec<String> = errors.iter().map(|e| chain(e)).collect();
+        assert_eq!(errors.len(), 2, "{text:?}");
+        assert!(text[0].contains("/m/values.yaml"), "{text:?}");
+        assert!(text[1].contains("config-values.yaml"), "{text:?}");
+        assert_eq!(store.modules().len(), 2);
+        let good = ModuleName::new("good").unwrap();
+        assert_eq!(store.module_values(&good).unwrap(), json!({"k": "v"}));
+    }
+}

@@ -1,0 +1,64 @@
+//! Helpers for end-to-end tests: temporary trees, the binary, and required tools.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The operator binary built for this test run.
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_addon-operator"))
+}
+
+/// The workspace's `.tools/bin` (filled by `scripts/install-tools`).
+pub fn tools_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin")
+}
+
+/// `PATH` with the project's tools first.
+pub fn path_with_tools() -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    format!("{}:{path}", tools_dir().display())
+}
+
+/// Whether `tool` can be run; under `CI` a missing tool fails the test instead of skipping it.
+pub fn require_tool(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .env("PATH", path_with_tools())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{tool} is required for this test (run scripts/install-tools)"
+        );
+        eprintln!("skipping: {tool} not found (run scripts/install-tools)");
+    }
+    found
+}
+
+/// Writes a file, creating parent directories; `executable` sets mode 0755.
+pub fn write(path: &Path, text: &str, executable: bool) {
+    std::fs::create_dir_all(path.parent().expect("file has a parent")).expect("create dirs");
+    std::fs::write(path, text).expect("write file");
+    let mode = if executable { 0o755 } else { 0o644 };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// Runs the binary with `args` and the project's tools on `PATH`.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(binary())
+        .args(args)
+        .env("PATH", path_with_tools())
+        .env_remove("ADDON_OPERATOR_MODULES_DIR")
+        .env_remove("ADDON_OPERATOR_GLOBAL_HOOKS_DIR")
+        .env_remove("MODULES_DIR")
+        .env_remove("GLOBAL_HOOKS_DIR")
+        .output()
+        .expect("run addon-operator")
+}
+
+/// The repository's example tree.
+pub fn demo_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo")
+}
