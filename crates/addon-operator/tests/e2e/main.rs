@@ -1,4 +1,6 @@
 //! End-to-end tests: the real `addon-operator` binary on temporary module trees with bash hooks.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod check;
 mod support;
