@@ -1,6 +1,7 @@
 //! Pure domain model and decisions of addon-operator: names, module and hook definitions, hook
 //! configuration, binding contexts, values, schemas and module enablement. No I/O lives here.
 
+pub mod binding_context;
 pub mod config;
 pub mod discovery;
 pub mod enablement;

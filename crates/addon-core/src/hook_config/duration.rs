@@ -18,7 +18,7 @@ pub(crate) fn parse_go_duration(text: &str) -> Result<Duration, String> {
     while !rest.is_empty() {
         let number_len = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(invalid)?;
+            .unwrap_or(rest.len());
         let (number, tail) = rest.split_at(number_len);
         if number.is_empty() || number == "." {
             return Err(invalid());

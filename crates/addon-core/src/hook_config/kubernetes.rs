@@ -149,14 +149,10 @@ fn read_v1(obj: &Obj<'_>, p: &mut Problems) -> Option<KubernetesBinding> {
     let mut b = KubernetesBinding::new(name, kind.unwrap_or_default(), false);
     b.api_version = obj.string("apiVersion", p);
     if let Some(api_version) = b.api_version.as_ref().filter(|v| !is_group_version(v)) {
-        {
-            p.push(
-                obj.path_of("apiVersion"),
-                format!(
-                    "apiVersion is invalid: '{api_version}' is not 'version' or 'group/version'"
-                ),
-            );
-        }
+        p.push(
+            obj.path_of("apiVersion"),
+            format!("apiVersion is invalid: '{api_version}' is not 'version' or 'group/version'"),
+        );
     }
     let events_key = if obj.get("executeHookOnEvent").is_some() {
         "executeHookOnEvent"

@@ -356,17 +356,15 @@ fn read_orders(obj: &Obj<'_>, scope: HookScope, p: &mut Problems) -> BTreeMap<Bi
             continue;
         }
         if let Some(only) = binding.only_in().filter(|only| *only != scope) {
-            {
-                let where_ = match only {
-                    HookScope::Global => "global",
-                    HookScope::Module => "module",
-                };
-                p.push(
-                    key,
-                    format!("binding '{key}' is only allowed in {where_} hooks"),
-                );
-                continue;
-            }
+            let where_ = match only {
+                HookScope::Global => "global",
+                HookScope::Module => "module",
+            };
+            p.push(
+                key,
+                format!("binding '{key}' is only allowed in {where_} hooks"),
+            );
+            continue;
         }
         let Some(order) = obj.number(key, p) else {
             continue;

@@ -1,0 +1,94 @@
+//! Combining queued runs of one hook into a single run, and compacting consecutive contexts of one group.
+
+use super::BindingContext;
+use crate::hook_config::ConfigVersion;
+
+/// The result of combining: the first `merged_tasks` tasks (the head included) run once with
+/// `contexts`; the queue drops the merged tasks after the head.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Combined {
+    pub merged_tasks: usize,
+    pub contexts: Vec<BindingContext>,
+}
+
+/// Combines the head task of a hook with the tasks of the same hook that follow it directly in
+/// the queue (`tasks[0]` is the head; the caller stops the list at the first task of another hook
+/// or another task type).
+///
+/// Rules: v0 hooks are never combined; a Synchronization task is not merged into a run of another
+/// Synchronization with different `executeHookOnSynchronization` or `waitForSynchronization`
+/// settings, nor a Synchronization whose hook must not run on it. Merged contexts keep queue order,
+/// then consecutive contexts of one group collapse to the last of them.
+pub fn combine(tasks: &[&[BindingContext]]) -> Combined {
+    let Some((head, rest)) = tasks.split_first() else {
+        return Combined {
+            merged_tasks: 0,
+            contexts: Vec::new(),
+        };
+    };
+    let mut contexts = head.to_vec();
+    let mut merged_tasks = 1;
+    if is_v0(head) {
+        return Combined {
+            merged_tasks,
+            contexts,
+        };
+    }
+    for task in rest {
+        if !can_join(head, task) {
+            break;
+        }
+        contexts.extend(task.iter().cloned());
+        merged_tasks += 1;
+    }
+    let contexts = if merged_tasks > 1 {
+        compact_groups(contexts)
+    } else {
+        contexts
+    };
+    Combined {
+        merged_tasks,
+        contexts,
+    }
+}
+
+fn is_v0(task: &[BindingContext]) -> bool {
+    task.iter().any(|c| c.format == ConfigVersion::V0)
+}
+
+fn can_join(head: &[BindingContext], task: &[BindingContext]) -> bool {
+    if task.is_empty() || is_v0(task) {
+        return false;
+    }
+    let Some(candidate) = task.first() else {
+        return false;
+    };
+    if candidate.is_synchronization() && !candidate.execute_hook_on_synchronization {
+        return false;
+    }
+    match head.first() {
+        Some(h) if h.is_synchronization() && candidate.is_synchronization() => {
+            h.execute_hook_on_synchronization == candidate.execute_hook_on_synchronization
+                && h.wait_for_synchronization == candidate.wait_for_synchronization
+        }
+        _ => true,
+    }
+}
+
+/// Drops every grouped context that is directly followed by a context of the same group: each run
+/// of consecutive same-group contexts keeps only its last element.
+pub fn compact_groups(contexts: Vec<BindingContext>) -> Vec<BindingContext> {
+    let groups: Vec<Option<String>> = contexts
+        .iter()
+        .map(|c| c.group.clone().filter(|g| !g.is_empty()))
+        .collect();
+    contexts
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| match (&groups[*i], groups.get(i + 1)) {
+            (Some(g), Some(Some(next))) => g != next,
+            _ => true,
+        })
+        .map(|(_, c)| c)
+        .collect()
+}

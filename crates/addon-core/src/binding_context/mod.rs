@@ -1,0 +1,335 @@
+//! Binding contexts: what a hook run receives in `$BINDING_CONTEXT_PATH`, built from a hook's config and the caller's snapshots, rendered exactly as the Go operator does.
+
+mod combine;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+pub use combine::{Combined, combine, compact_groups};
+
+use crate::hook_config::{
+    BindingType, ConfigVersion, HookConfig, KubernetesBinding, ScheduleBinding, WatchEvent,
+};
+
+/// The coordinates of a Kubernetes object (`namespace` is empty for cluster-scoped objects).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ObjectId {
+    pub namespace: String,
+    pub kind: String,
+    pub name: String,
+}
+
+impl ObjectId {
+    /// Reads `kind`, `metadata.namespace` and `metadata.name` of an object.
+    pub fn of(object: &Value) -> Self {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        Self {
+            namespace: text(&object["metadata"]["namespace"]),
+            kind: text(&object["kind"]),
+            name: text(&object["metadata"]["name"]),
+        }
+    }
+}
+
+/// One object as a binding keeps it: the full object (unless `keepFullObjectsInMemory: false`)
+/// and the jqFilter result (when the binding has a jqFilter).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectAndFilterResult {
+    pub id: ObjectId,
+    pub object: Option<Arc<Value>>,
+    pub filter_result: Option<Arc<Value>>,
+}
+
+impl ObjectAndFilterResult {
+    /// An item holding the full object, its id taken from the object.
+    pub fn new(object: Value, filter_result: Option<Value>) -> Self {
+        Self {
+            id: ObjectId::of(&object),
+            object: Some(Arc::new(object)),
+            filter_result: filter_result.map(Arc::new),
+        }
+    }
+
+    /// The item as the binding `source` shows it: no `object` without `keepFullObjectsInMemory`,
+    /// no `filterResult` without a jqFilter, `null` when the filter gave nothing.
+    fn shaped_for(&self, source: Option<&KubernetesBinding>) -> Self {
+        let keep = source.is_none_or(|b| b.keep_full_objects_in_memory);
+        let has_filter = source.is_some_and(|b| b.jq_filter.is_some());
+        Self {
+            id: self.id.clone(),
+            object: self.object.clone().filter(|_| keep),
+            filter_result: has_filter.then(|| {
+                self.filter_result
+                    .clone()
+                    .unwrap_or_else(|| Arc::new(Value::Null))
+            }),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        if let Some(object) = &self.object {
+            map.insert("object".into(), (**object).clone());
+        }
+        if let Some(result) = &self.filter_result {
+            map.insert("filterResult".into(), (**result).clone());
+        }
+        Value::Object(map)
+    }
+}
+
+/// Objects per kubernetes binding name, as the caller's monitors hold them.
+pub type Snapshots = BTreeMap<String, Vec<ObjectAndFilterResult>>;
+
+/// What triggered the run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContextKind {
+    OnStartup,
+    /// `beforeAll`, `afterAll`, `beforeHelm`, `afterHelm`, `beforeDeleteHelm`, `afterDeleteHelm`.
+    Lifecycle(BindingType),
+    Schedule,
+    Synchronization {
+        objects: Vec<ObjectAndFilterResult>,
+    },
+    Event {
+        watch_event: WatchEvent,
+        object: ObjectAndFilterResult,
+    },
+}
+
+/// One element of the binding context array.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BindingContext {
+    /// Binding name (or the binding type for lifecycle bindings and `onStartup`).
+    pub binding: String,
+    pub kind: ContextKind,
+    /// The binding's group: the context renders as `type: Group`.
+    pub group: Option<String>,
+    /// Binding names whose snapshots are attached; `None` renders no `snapshots` key.
+    pub snapshot_names: Option<Vec<String>>,
+    pub snapshots: Snapshots,
+    /// v0 hooks get the v0 form.
+    pub format: ConfigVersion,
+    /// Settings of the kubernetes binding (true for other bindings); used when combining.
+    pub execute_hook_on_synchronization: bool,
+    pub wait_for_synchronization: bool,
+}
+
+impl BindingContext {
+    pub fn is_synchronization(&self) -> bool {
+        matches!(self.kind, ContextKind::Synchronization { .. })
+    }
+
+    /// The JSON object the hook sees.
+    pub fn to_json(&self) -> Value {
+        match self.format {
+            ConfigVersion::V0 => self.to_json_v0(),
+            ConfigVersion::V1 => self.to_json_v1(),
+        }
+    }
+
+    fn to_json_v1(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("binding".into(), json!(self.binding));
+        if self.kind == ContextKind::OnStartup {
+            return Value::Object(map);
+        }
+        let group = self
+            .group
+            .as_ref()
+            .filter(|g| !g.is_empty() && !matches!(self.kind, ContextKind::Lifecycle(_)));
+        if let Some(group) = group {
+            map.insert("type".into(), json!("Group"));
+            map.insert("groupName".into(), json!(group));
+        } else {
+            match &self.kind {
+                ContextKind::OnStartup | ContextKind::Lifecycle(_) => {}
+                ContextKind::Schedule => {
+                    map.insert("type".into(), json!("Schedule"));
+                }
+                ContextKind::Synchronization { objects } => {
+                    map.insert("type".into(), json!("Synchronization"));
+                    let items = objects.iter().map(ObjectAndFilterResult::to_json);
+                    map.insert("objects".into(), Value::Array(items.collect()));
+                }
+                ContextKind::Event {
+                    watch_event,
+                    object,
+                } => {
+                    map.insert("type".into(), json!("Event"));
+                    map.insert("watchEvent".into(), json!(watch_event.as_str()));
+                    if let Value::Object(item) = object.to_json() {
+                        map.extend(item);
+                    }
+                }
+            }
+        }
+        if self.snapshot_names.is_some() {
+            let snapshots = self
+                .snapshots
+                .iter()
+                .map(|(name, items)| {
+                    let items = items.iter().map(ObjectAndFilterResult::to_json).collect();
+                    (name.clone(), Value::Array(items))
+                })
+                .collect();
+            map.insert("snapshots".into(), Value::Object(snapshots));
+        }
+        Value::Object(map)
+    }
+
+    fn to_json_v0(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("binding".into(), json!(self.binding));
+        if let ContextKind::Event {
+            watch_event,
+            object,
+        } = &self.kind
+        {
+            map.insert("resourceEvent".into(), json!(watch_event.v0_str()));
+            map.insert("resourceNamespace".into(), json!(object.id.namespace));
+            map.insert("resourceKind".into(), json!(object.id.kind));
+            map.insert("resourceName".into(), json!(object.id.name));
+        }
+        Value::Object(map)
+    }
+}
+
+/// The whole `$BINDING_CONTEXT_PATH` document: a JSON array.
+pub fn render(contexts: &[BindingContext]) -> Value {
+    Value::Array(contexts.iter().map(BindingContext::to_json).collect())
+}
+
+/// Builds contexts for one hook from its config and the current snapshots.
+pub struct ContextBuilder<'a> {
+    config: &'a HookConfig,
+    snapshots: &'a Snapshots,
+}
+
+impl<'a> ContextBuilder<'a> {
+    pub fn new(config: &'a HookConfig, snapshots: &'a Snapshots) -> Self {
+        Self { config, snapshots }
+    }
+
+    fn base(&self, binding: &str, kind: ContextKind) -> BindingContext {
+        BindingContext {
+            binding: binding.to_string(),
+            kind,
+            group: None,
+            snapshot_names: None,
+            snapshots: Snapshots::new(),
+            format: self.config.version,
+            execute_hook_on_synchronization: true,
+            wait_for_synchronization: true,
+        }
+    }
+
+    /// `[{"binding":"onStartup"}]`: never any snapshots.
+    pub fn on_startup(&self) -> BindingContext {
+        self.base(BindingType::OnStartup.as_str(), ContextKind::OnStartup)
+    }
+
+    /// `beforeAll`, `afterHelm`, ...: snapshots of every kubernetes binding of the hook.
+    pub fn lifecycle(&self, binding: BindingType) -> BindingContext {
+        let mut names: Vec<String> = Vec::new();
+        for k in &self.config.kubernetes {
+            if !names.contains(&k.name) {
+                names.push(k.name.clone());
+            }
+        }
+        let mut ctx = self.base(binding.as_str(), ContextKind::Lifecycle(binding));
+        self.attach(&mut ctx, Some(names));
+        ctx
+    }
+
+    pub fn schedule(&self, binding: &ScheduleBinding) -> BindingContext {
+        let mut ctx = self.base(&binding.name, ContextKind::Schedule);
+        ctx.group = binding.group.clone();
+        self.attach(&mut ctx, requested(&binding.include_snapshots_from));
+        ctx
+    }
+
+    /// A Synchronization context with every current object of `binding`.
+    pub fn synchronization(
+        &self,
+        binding: &KubernetesBinding,
+        objects: &[ObjectAndFilterResult],
+    ) -> BindingContext {
+        let objects = shape_all(objects, Some(binding));
+        let mut ctx = self.kubernetes_base(binding, ContextKind::Synchronization { objects });
+        self.attach(&mut ctx, requested(&binding.include_snapshots_from));
+        ctx
+    }
+
+    /// An Event context for one watch event of `binding`.
+    pub fn event(
+        &self,
+        binding: &KubernetesBinding,
+        watch_event: WatchEvent,
+        object: &ObjectAndFilterResult,
+    ) -> BindingContext {
+        let object = object.shaped_for(Some(binding));
+        let kind = ContextKind::Event {
+            watch_event,
+            object,
+        };
+        let mut ctx = self.kubernetes_base(binding, kind);
+        self.attach(&mut ctx, requested(&binding.include_snapshots_from));
+        ctx
+    }
+
+    fn kubernetes_base(&self, binding: &KubernetesBinding, kind: ContextKind) -> BindingContext {
+        let mut ctx = self.base(&binding.name, kind);
+        ctx.group = binding.group.clone();
+        ctx.execute_hook_on_synchronization = binding.execute_hook_on_synchronization;
+        ctx.wait_for_synchronization = binding.wait_for_synchronization;
+        if binding.v0 {
+            ctx.format = ConfigVersion::V0;
+        }
+        ctx
+    }
+
+    /// Re-reads the snapshots of `ctx` (call right before the run, so they are fresh).
+    pub fn refresh(&self, ctx: &mut BindingContext) {
+        let names = ctx.snapshot_names.take();
+        self.attach(ctx, names);
+    }
+
+    fn attach(&self, ctx: &mut BindingContext, names: Option<Vec<String>>) {
+        ctx.snapshots = Snapshots::new();
+        if let Some(names) = &names {
+            for name in names {
+                let source = self.config.kubernetes_binding(name);
+                let items = self.snapshots.get(name).map(Vec::as_slice).unwrap_or(&[]);
+                ctx.snapshots.insert(name.clone(), shape_all(items, source));
+            }
+        }
+        ctx.snapshot_names = names;
+    }
+}
+
+fn requested(names: &[String]) -> Option<Vec<String>> {
+    (!names.is_empty()).then(|| names.to_vec())
+}
+
+/// Shapes items for their binding and sorts them: by namespace and name when objects are kept,
+/// else by `namespace/Kind/name`.
+fn shape_all(
+    items: &[ObjectAndFilterResult],
+    source: Option<&KubernetesBinding>,
+) -> Vec<ObjectAndFilterResult> {
+    let mut out: Vec<ObjectAndFilterResult> = items.iter().map(|i| i.shaped_for(source)).collect();
+    if source.is_none_or(|b| b.keep_full_objects_in_memory) {
+        out.sort_by(|a, b| (&a.id.namespace, &a.id.name).cmp(&(&b.id.namespace, &b.id.name)));
+    } else {
+        let key =
+            |i: &ObjectAndFilterResult| format!("{}/{}/{}", i.id.namespace, i.id.kind, i.id.name);
+        out.sort_by_key(key);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,506 @@
+//! Golden tests: binding contexts compared with the JSON the Go operator writes.
+
+use super::*;
+use crate::hook_config::{HookScope, parse};
+use crate::names::HookName;
+
+fn config(scope: HookScope, yaml: &str) -> HookConfig {
+    parse(&HookName::new("hooks/test.sh").unwrap(), scope, yaml).unwrap()
+}
+
+fn pod(ns: &str, name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels}})
+}
+
+fn item(object: Value, filter: Option<Value>) -> ObjectAndFilterResult {
+    ObjectAndFilterResult::new(object, filter)
+}
+
+fn configmap() -> Value {
+    json!({"kind": "ConfigMap", "metadata": {"name": "settings-for-my-hook"}, "data": {"field1": "x"}})
+}
+
+const SNAPSHOT_CONFIG: &str = r#"
+configVersion: v1
+schedule:
+- name: periodic-checking
+  crontab: "0 */3 * * *"
+  includeSnapshotsFrom: ["monitor-pods", "configmap-content"]
+kubernetes:
+- name: configmap-content
+  kind: ConfigMap
+  nameSelector:
+    matchNames: ["settings-for-my-hook"]
+  executeHookOnSynchronization: false
+  executeHookOnEvent: []
+- name: monitor-pods
+  kind: Pod
+  jqFilter: '.metadata.labels'
+  includeSnapshotsFrom: ["configmap-content"]
+"#;
+
+fn snapshot_world() -> Snapshots {
+    let mut s = Snapshots::new();
+    s.insert(
+        "monitor-pods".into(),
+        vec![
+            item(
+                pod("kube-system", "kube-proxy-1", json!({"app": "proxy"})),
+                Some(json!({"app": "proxy"})),
+            ),
+            item(
+                pod("kube-system", "etcd-1", json!({"app": "etcd"})),
+                Some(json!({"app": "etcd"})),
+            ),
+        ],
+    );
+    s.insert("configmap-content".into(), vec![item(configmap(), None)]);
+    s
+}
+
+#[test]
+fn on_startup_context_is_only_the_binding() {
+    let c = config(HookScope::Global, "configVersion: v1\nonStartup: 1\n");
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    assert_eq!(render(&[b.on_startup()]), json!([{"binding": "onStartup"}]));
+}
+
+#[test]
+fn seeds_v0_schedule_examples_render_only_the_binding_name() {
+    let c = config(
+        HookScope::Global,
+        r#"{"schedule": [{"name": "incremental", "crontab": "* 2 */3 * * *", "allowFailure": true},
+                         {"crontab": "* 59 23 * * *", "allowFailure": false}]}"#,
+    );
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    assert_eq!(
+        render(&[b.schedule(&c.schedules[0])]),
+        json!([{"binding": "incremental"}])
+    );
+    assert_eq!(
+        render(&[b.schedule(&c.schedules[1])]),
+        json!([{"binding": "schedule"}])
+    );
+}
+
+#[test]
+fn v1_schedule_context_has_type_schedule() {
+    let c = config(
+        HookScope::Global,
+        "configVersion: v1\nschedule:\n- name: incremental\n  crontab: \"0 2 */3 * * *\"\n  allowFailure: true\n",
+    );
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    assert_eq!(
+        render(&[b.schedule(&c.schedules[0])]),
+        json!([{"binding": "incremental", "type": "Schedule"}])
+    );
+}
+
+#[test]
+fn synchronization_lists_objects_sorted_by_namespace_and_name() {
+    let c = config(
+        HookScope::Global,
+        "configVersion: v1\nkubernetes:\n- kind: Pod\n",
+    );
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    let proxy = pod("kube-system", "kube-proxy-1", json!({}));
+    let etcd = pod("kube-system", "etcd-1", json!({}));
+    let ctx = b.synchronization(
+        &c.kubernetes[0],
+        &[item(proxy.clone(), None), item(etcd.clone(), None)],
+    );
+    assert_eq!(
+        render(&[ctx]),
+        json!([{"binding": "kubernetes", "type": "Synchronization",
+                "objects": [{"object": etcd}, {"object": proxy}]}])
+    );
+    let empty = b.synchronization(&c.kubernetes[0], &[]);
+    assert_eq!(
+        empty.to_json(),
+        json!({"binding": "kubernetes", "type": "Synchronization", "objects": []})
+    );
+}
+
+#[test]
+fn event_carries_watch_event_and_object() {
+    let c = config(
+        HookScope::Module,
+        "configVersion: v1\nkubernetes:\n- kind: Pod\n",
+    );
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    let p = pod("default", "pod-321d12", json!({}));
+    let ctx = b.event(&c.kubernetes[0], WatchEvent::Added, &item(p.clone(), None));
+    assert_eq!(
+        render(&[ctx]),
+        json!([{"binding": "kubernetes", "type": "Event", "watchEvent": "Added", "object": p}])
+    );
+}
+
+#[test]
+fn snapshot_reference_examples_render_verbatim_in_meaning() {
+    let c = config(HookScope::Global, SNAPSHOT_CONFIG);
+    let s = snapshot_world();
+    let b = ContextBuilder::new(&c, &s);
+    let pods = &c.kubernetes[1];
+    let etcd = pod("kube-system", "etcd-1", json!({"app": "etcd"}));
+    let proxy = pod("kube-system", "kube-proxy-1", json!({"app": "proxy"}));
+    let cm_snapshot = json!({"configmap-content": [{"object": configmap()}]});
+
+    let sync = b.synchronization(pods, &s["monitor-pods"]);
+    assert_eq!(
+        sync.to_json(),
+        json!({"binding": "monitor-pods", "type": "Synchronization",
+               "objects": [{"object": etcd, "filterResult": {"app": "etcd"}},
+                           {"object": proxy, "filterResult": {"app": "proxy"}}],
+               "snapshots": cm_snapshot})
+    );
+
+    let new_pod = pod("default", "pod-321d12", json!({"a": "b"}));
+    let event = b.event(
+        pods,
+        WatchEvent::Added,
+        &item(new_pod.clone(), Some(json!({"a": "b"}))),
+    );
+    assert_eq!(
+        event.to_json(),
+        json!({"binding": "monitor-pods", "type": "Event", "watchEvent": "Added",
+               "object": new_pod, "filterResult": {"a": "b"}, "snapshots": cm_snapshot})
+    );
+
+    let schedule = b.schedule(&c.schedules[0]);
+    assert_eq!(
+        schedule.to_json(),
+        json!({"binding": "periodic-checking", "type": "Schedule", "snapshots": {
+            "monitor-pods": [{"object": etcd, "filterResult": {"app": "etcd"}},
+                             {"object": proxy, "filterResult": {"app": "proxy"}}],
+            "configmap-content": [{"object": configmap()}]}})
+    );
+}
+
+#[test]
+fn group_contexts_carry_group_name_and_group_snapshots_only() {
+    let c = config(
+        HookScope::Global,
+        r#"
+configVersion: v1
+schedule:
+- name: periodic-checking
+  crontab: "0 */3 * * *"
+  group: "pods"
+kubernetes:
+- name: monitor-pods
+  apiVersion: v1
+  kind: Pod
+  jqFilter: '.metadata.labels'
+  group: "pods"
+- name: configmap-content
+  apiVersion: v1
+  kind: ConfigMap
+  nameSelector:
+    matchNames: ["settings-for-my-hook"]
+  jqFilter: '.data'
+  group: "pods"
+"#,
+    );
+    let mut s = snapshot_world();
+    s.insert(
+        "configmap-content".into(),
+        vec![item(configmap(), Some(json!({"field1": "x"})))],
+    );
+    let b = ContextBuilder::new(&c, &s);
+    let etcd = pod("kube-system", "etcd-1", json!({"app": "etcd"}));
+    let proxy = pod("kube-system", "kube-proxy-1", json!({"app": "proxy"}));
+    let snapshots = json!({
+        "monitor-pods": [{"object": etcd, "filterResult": {"app": "etcd"}},
+                         {"object": proxy, "filterResult": {"app": "proxy"}}],
+        "configmap-content": [{"object": configmap(), "filterResult": {"field1": "x"}}]
+    });
+    let sync = b.synchronization(&c.kubernetes[0], &s["monitor-pods"]);
+    assert_eq!(
+        sync.to_json(),
+        json!({"binding": "monitor-pods", "type": "Group", "groupName": "pods", "snapshots": snapshots})
+    );
+    let event = b.event(
+        &c.kubernetes[1],
+        WatchEvent::Modified,
+        &s["configmap-content"][0],
+    );
+    assert_eq!(
+        event.to_json(),
+        json!({"binding": "configmap-content", "type": "Group", "groupName": "pods", "snapshots": snapshots})
+    );
+    assert_eq!(
+        b.schedule(&c.schedules[0]).to_json(),
+        json!({"binding": "periodic-checking", "type": "Group", "groupName": "pods", "snapshots": snapshots})
+    );
+}
+
+#[test]
+fn schedule_only_group_renders_group_without_snapshots() {
+    let c = config(
+        HookScope::Global,
+        "configVersion: v1\nschedule:\n- crontab: '* * * * *'\n  group: lonely\n",
+    );
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    assert_eq!(
+        b.schedule(&c.schedules[0]).to_json(),
+        json!({"binding": "schedule", "type": "Group", "groupName": "lonely"})
+    );
+}
+
+#[test]
+fn objects_are_omitted_when_not_kept_in_memory() {
+    let c = config(
+        HookScope::Global,
+        r#"
+configVersion: v1
+kubernetes:
+- name: light
+  kind: Pod
+  keepFullObjectsInMemory: false
+- name: lighter
+  kind: Pod
+  keepFullObjectsInMemory: false
+  jqFilter: .metadata.name
+"#,
+    );
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    let objs = [
+        item(pod("b", "x", json!({})), Some(json!("x"))),
+        item(pod("a", "y", json!({})), Some(json!("y"))),
+    ];
+    assert_eq!(
+        b.synchronization(&c.kubernetes[0], &objs).to_json(),
+        json!({"binding": "light", "type": "Synchronization", "objects": [{}, {}]})
+    );
+    assert_eq!(
+        b.synchronization(&c.kubernetes[1], &objs).to_json(),
+        json!({"binding": "lighter", "type": "Synchronization",
+               "objects": [{"filterResult": "y"}, {"filterResult": "x"}]})
+    );
+    let deleted = b.event(&c.kubernetes[1], WatchEvent::Deleted, &objs[0]);
+    assert_eq!(
+        deleted.to_json(),
+        json!({"binding": "lighter", "type": "Event", "watchEvent": "Deleted", "filterResult": "x"})
+    );
+}
+
+#[test]
+fn missing_filter_result_with_a_jq_filter_is_null() {
+    let c = config(
+        HookScope::Global,
+        "configVersion: v1\nkubernetes:\n- kind: Pod\n  jqFilter: .spec\n",
+    );
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    let p = pod("a", "b", json!({}));
+    let ctx = b.event(
+        &c.kubernetes[0],
+        WatchEvent::Modified,
+        &item(p.clone(), None),
+    );
+    assert_eq!(
+        ctx.to_json(),
+        json!({"binding": "kubernetes", "type": "Event", "watchEvent": "Modified",
+               "object": p, "filterResult": null})
+    );
+}
+
+#[test]
+fn lifecycle_contexts_carry_snapshots_of_every_kubernetes_binding() {
+    let c = config(
+        HookScope::Module,
+        &format!("{SNAPSHOT_CONFIG}beforeHelm: 10\n"),
+    );
+    let s = snapshot_world();
+    let b = ContextBuilder::new(&c, &s);
+    let ctx = b.lifecycle(BindingType::BeforeHelm);
+    let json = ctx.to_json();
+    assert_eq!(json["binding"], json!("beforeHelm"));
+    assert!(json.get("type").is_none());
+    assert_eq!(
+        json["snapshots"]["configmap-content"],
+        json!([{"object": configmap()}])
+    );
+    assert_eq!(
+        json["snapshots"]["monitor-pods"].as_array().unwrap().len(),
+        2
+    );
+
+    let bare = config(HookScope::Global, "configVersion: v1\nafterAll: 1\n");
+    let ctx = ContextBuilder::new(&bare, &s).lifecycle(BindingType::AfterAll);
+    assert_eq!(
+        ctx.to_json(),
+        json!({"binding": "afterAll", "snapshots": {}})
+    );
+}
+
+#[test]
+fn missing_snapshot_names_render_as_empty_arrays() {
+    let c = config(HookScope::Global, SNAPSHOT_CONFIG);
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    assert_eq!(
+        b.schedule(&c.schedules[0]).to_json()["snapshots"],
+        json!({"monitor-pods": [], "configmap-content": []})
+    );
+}
+
+#[test]
+fn refresh_reads_the_current_snapshots() {
+    let c = config(HookScope::Global, SNAPSHOT_CONFIG);
+    let empty = Snapshots::new();
+    let mut ctx = ContextBuilder::new(&c, &empty).schedule(&c.schedules[0]);
+    let world = snapshot_world();
+    ContextBuilder::new(&c, &world).refresh(&mut ctx);
+    assert_eq!(
+        ctx.to_json()["snapshots"]["configmap-content"],
+        json!([{"object": configmap()}])
+    );
+}
+
+#[test]
+fn v0_kubernetes_event_uses_resource_fields() {
+    let c = config(
+        HookScope::Global,
+        "onKubernetesEvent:\n- kind: Pod\n  name: pods\n  jqFilter: .metadata.labels\n",
+    );
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    let p = pod("default", "nginx", json!({}));
+    let ctx = b.event(&c.kubernetes[0], WatchEvent::Modified, &item(p, None));
+    assert_eq!(
+        render(&[ctx]),
+        json!([{"binding": "pods", "resourceEvent": "update", "resourceNamespace": "default",
+                "resourceKind": "Pod", "resourceName": "nginx"}])
+    );
+    let startup = config(HookScope::Global, "onStartup: 1\nbeforeAll: 2\n");
+    let b = ContextBuilder::new(&startup, &s);
+    assert_eq!(b.on_startup().to_json(), json!({"binding": "onStartup"}));
+    assert_eq!(
+        b.lifecycle(BindingType::BeforeAll).to_json(),
+        json!({"binding": "beforeAll"})
+    );
+}
+
+fn kube_hook() -> HookConfig {
+    config(
+        HookScope::Global,
+        r#"
+configVersion: v1
+schedule:
+- name: tick
+  crontab: "* * * * *"
+- name: grouped-tick
+  crontab: "* * * * *"
+  group: g
+kubernetes:
+- name: pods
+  kind: Pod
+- name: grouped
+  kind: Pod
+  group: g
+- name: no-sync
+  kind: Pod
+  executeHookOnSynchronization: false
+- name: no-wait
+  kind: Pod
+  queue: q
+  waitForSynchronization: false
+"#,
+    )
+}
+
+#[test]
+fn consecutive_tasks_of_a_hook_run_once_in_queue_order() {
+    let c = kube_hook();
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    let p = item(pod("a", "p", json!({})), None);
+    let t1 = vec![b.event(&c.kubernetes[0], WatchEvent::Added, &p)];
+    let t2 = vec![b.schedule(&c.schedules[0])];
+    let t3 = vec![b.event(&c.kubernetes[0], WatchEvent::Deleted, &p)];
+    let combined = combine(&[&t1, &t2, &t3]);
+    assert_eq!(combined.merged_tasks, 3);
+    let bindings: Vec<Value> = combined
+        .contexts
+        .iter()
+        .map(|c| c.to_json()["binding"].clone())
+        .collect();
+    assert_eq!(bindings, vec![json!("pods"), json!("tick"), json!("pods")]);
+}
+
+#[test]
+fn consecutive_group_contexts_collapse_to_the_last() {
+    let c = kube_hook();
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    let p = item(pod("a", "p", json!({})), None);
+    let g1 = vec![b.event(&c.kubernetes[1], WatchEvent::Added, &p)];
+    let g2 = vec![b.schedule(&c.schedules[1])];
+    let plain = vec![b.event(&c.kubernetes[0], WatchEvent::Added, &p)];
+    let g3 = vec![b.event(&c.kubernetes[1], WatchEvent::Modified, &p)];
+    let combined = combine(&[&g1, &g2, &plain, &g3]);
+    assert_eq!(combined.merged_tasks, 4);
+    let rendered = render(&combined.contexts);
+    assert_eq!(
+        rendered,
+        json!([
+            {"binding": "grouped-tick", "type": "Group", "groupName": "g", "snapshots": {"grouped": []}},
+            {"binding": "pods", "type": "Event", "watchEvent": "Added", "object": pod("a", "p", json!({}))},
+            {"binding": "grouped", "type": "Group", "groupName": "g", "snapshots": {"grouped": []}}
+        ])
+    );
+}
+
+#[test]
+fn single_task_is_not_compacted() {
+    let c = kube_hook();
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    let t = vec![b.schedule(&c.schedules[1]), b.schedule(&c.schedules[1])];
+    let combined = combine(&[&t]);
+    assert_eq!(combined.merged_tasks, 1);
+    assert_eq!(combined.contexts.len(), 2);
+    assert_eq!(compact_groups(t).len(), 1);
+}
+
+#[test]
+fn synchronizations_with_different_settings_are_not_merged() {
+    let c = kube_hook();
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    let sync_pods = vec![b.synchronization(&c.kubernetes[0], &[])];
+    let sync_grouped = vec![b.synchronization(&c.kubernetes[1], &[])];
+    let sync_no_wait = vec![b.synchronization(&c.kubernetes[3], &[])];
+    let sync_no_run = vec![b.synchronization(&c.kubernetes[2], &[])];
+    assert_eq!(combine(&[&sync_pods, &sync_grouped]).merged_tasks, 2);
+    assert_eq!(
+        combine(&[&sync_pods, &sync_no_wait, &sync_grouped]).merged_tasks,
+        1
+    );
+    assert_eq!(combine(&[&sync_pods, &sync_no_run]).merged_tasks, 1);
+    let event = vec![b.schedule(&c.schedules[0])];
+    assert_eq!(combine(&[&event, &sync_no_run]).merged_tasks, 1);
+}
+
+#[test]
+fn v0_hooks_are_never_combined() {
+    let c = config(HookScope::Global, "onKubernetesEvent:\n- kind: Pod\n");
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    let p = item(pod("a", "p", json!({})), None);
+    let t1 = vec![b.event(&c.kubernetes[0], WatchEvent::Added, &p)];
+    let t2 = vec![b.event(&c.kubernetes[0], WatchEvent::Deleted, &p)];
+    let combined = combine(&[&t1, &t2]);
+    assert_eq!(combined.merged_tasks, 1);
+    assert_eq!(combined.contexts.len(), 1);
+    assert_eq!(combine(&[]).merged_tasks, 0);
+}
