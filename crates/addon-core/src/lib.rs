@@ -2,4 +2,5 @@
 //! configuration, binding contexts, values, schemas and module enablement. No I/O lives here.
 
 pub mod names;
+pub mod queue;
 pub mod yaml;
