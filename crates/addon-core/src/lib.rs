@@ -8,6 +8,7 @@ pub mod enablement;
 pub mod hook_config;
 pub mod jq;
 pub mod names;
+pub mod queue;
 pub mod schema;
 pub mod setup;
 pub mod values;

@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod config_file;
 pub mod dirs;
 pub mod exec;
 pub mod helm;

@@ -1,0 +1,241 @@
+//! Task queues as pure data: a FIFO with one head for one worker, retry backoff on failure, combining
+//! of consecutive tasks, and text/JSON dumps. Time is passed in as a `Duration` since an epoch of
+//! the caller's choosing (the runtime uses the elapsed time of a `tokio::time::Instant`).
+
+mod backoff;
+mod dump;
+mod set;
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+pub use backoff::Backoff;
+pub use dump::{QueueDump, QueueListDump, TaskDump};
+pub use set::{QueueError, QueueSet};
+
+use crate::names::QueueName;
+
+/// What a queue needs to know about its tasks.
+pub trait QueueTask {
+    /// One line for queue dumps, upstream style:
+    /// `<TaskType>:<queue>:<bindingType>:<hookName>[:group=<g>][:<binding>]`.
+    fn description(&self) -> String;
+}
+
+/// A task with its failure history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedTask<T> {
+    pub task: T,
+    /// Failed attempts so far.
+    pub failures: u32,
+    /// Not to be started before this time (set after a failure).
+    pub retry_at: Option<Duration>,
+    /// The backoff delay that produced `retry_at`.
+    pub retry_delay: Duration,
+    /// The error of the last failed attempt.
+    pub last_error: Option<String>,
+}
+
+impl<T> QueuedTask<T> {
+    fn new(task: T) -> Self {
+        Self {
+            task,
+            failures: 0,
+            retry_at: None,
+            retry_delay: Duration::ZERO,
+            last_error: None,
+        }
+    }
+}
+
+impl<T: QueueTask> QueuedTask<T> {
+    /// The task's description plus `:failures N[:<message>]` once it failed.
+    pub fn description(&self) -> String {
+        let mut text = self.task.description();
+        if self.failures > 0 {
+            text.push_str(&format!(":failures {}", self.failures));
+            if let Some(error) = self.last_error.as_deref().filter(|error| !error.is_empty()) {
+                text.push(':');
+                text.push_str(error);
+            }
+        }
+        text
+    }
+}
+
+/// A FIFO queue processed by one worker: the head runs until it succeeds.
+#[derive(Debug, Clone)]
+pub struct TaskQueue<T> {
+    name: QueueName,
+    backoff: Backoff,
+    tasks: VecDeque<QueuedTask<T>>,
+    head_running: bool,
+}
+
+impl<T> TaskQueue<T> {
+    pub fn new(name: QueueName, backoff: Backoff) -> Self {
+        Self {
+            name,
+            backoff,
+            tasks: VecDeque::new(),
+            head_running: false,
+        }
+    }
+
+    pub fn name(&self) -> &QueueName {
+        &self.name
+    }
+
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &QueuedTask<T>> {
+        self.tasks.iter()
+    }
+
+    /// Appends a task at the tail.
+    pub fn push_back(&mut self, task: T) {
+        self.tasks.push_back(QueuedTask::new(task));
+    }
+
+    /// Puts a task at the head, before the current head.
+    pub fn push_front(&mut self, task: T) {
+        self.head_running = false;
+        self.tasks.push_front(QueuedTask::new(task));
+    }
+
+    /// Puts tasks at the head keeping their order (`[a, b]` → `a, b, <old head>, ...`).
+    pub fn push_front_all(&mut self, tasks: impl IntoIterator<Item = T>) {
+        let tasks: Vec<T> = tasks.into_iter().collect();
+        for task in tasks.into_iter().rev() {
+            self.push_front(task);
+        }
+    }
+
+    /// The head, whether or not it may run now.
+    pub fn peek(&self) -> Option<&QueuedTask<T>> {
+        self.tasks.front()
+    }
+
+    /// The head, to merge combined tasks into it.
+    pub fn peek_mut(&mut self) -> Option<&mut QueuedTask<T>> {
+        self.tasks.front_mut()
+    }
+
+    /// The head if its retry time has come.
+    pub fn ready_head(&self, now: Duration) -> Option<&QueuedTask<T>> {
+        self.tasks
+            .front()
+            .filter(|head| head.retry_at.is_none_or(|at| at <= now))
+    }
+
+    /// When the head may run: `None` for an empty queue, a time ≤ now when it may run already.
+    pub fn next_ready_at(&self) -> Option<Duration> {
+        self.tasks
+            .front()
+            .map(|head| head.retry_at.unwrap_or(Duration::ZERO))
+    }
+
+    /// Marks the head as being run by the worker (shown in dumps).
+    pub fn start_head(&mut self) -> Option<&QueuedTask<T>> {
+        self.head_running = !self.tasks.is_empty();
+        self.tasks.front()
+    }
+
+    /// Removes the head after it succeeded (or failed with `allowFailure`).
+    pub fn pop(&mut self) -> Option<T> {
+        self.head_running = false;
+        self.tasks.pop_front().map(|queued| queued.task)
+    }
+
+    /// The head failed at `now`: it stays at the head and may run again at the returned time.
+    pub fn fail_head(&mut self, now: Duration, error: impl Into<String>) -> Option<Duration> {
+        self.head_running = false;
+        let backoff = self.backoff;
+        let head = self.tasks.front_mut()?;
+        head.failures = head.failures.saturating_add(1);
+        head.retry_delay = backoff.delay(head.failures);
+        let retry_at = now.saturating_add(head.retry_delay);
+        head.retry_at = Some(retry_at);
+        head.last_error = Some(error.into());
+        Some(retry_at)
+    }
+
+    /// Lets the head run at once, keeping its failure count (a config change put at the head).
+    pub fn cancel_head_delay(&mut self) {
+        if let Some(head) = self.tasks.front_mut() {
+            head.retry_at = None;
+        }
+    }
+
+    /// Removes and returns the consecutive tasks right after the head for which
+    /// `same_run(head, task)` holds, for the caller to merge into the head (binding context
+    /// combining). The head itself stays, so a failed combined run is retried as a whole.
+    pub fn take_followers(&mut self, mut same_run: impl FnMut(&T, &T) -> bool) -> Vec<T> {
+        let Some(head) = self.tasks.front() else {
+            return Vec::new();
+        };
+        let count = self
+            .tasks
+            .iter()
+            .skip(1)
+            .take_while(|queued| queued.failures == 0 && same_run(&head.task, &queued.task))
+            .count();
+        self.tasks
+            .drain(1..=count)
+            .map(|queued| queued.task)
+            .collect()
+    }
+
+    /// Removes every task except the running head for which `remove` holds (for example the
+    /// tasks of a module being deleted), returning them in queue order.
+    pub fn remove_where(&mut self, mut remove: impl FnMut(&T) -> bool) -> Vec<T> {
+        let skip_head = usize::from(self.head_running);
+        let mut kept = VecDeque::with_capacity(self.tasks.len());
+        let mut removed = Vec::new();
+        for (index, queued) in self.tasks.drain(..).enumerate() {
+            if index >= skip_head && remove(&queued.task) {
+                removed.push(queued.task);
+            } else {
+                kept.push_back(queued);
+            }
+        }
+        self.tasks = kept;
+        removed
+    }
+
+    /// The status line of dumps, upstream wording.
+    pub fn status(&self, now: Duration) -> String {
+        match self.tasks.front() {
+            None => String::new(),
+            Some(_) if self.head_running => "run first task".to_string(),
+            Some(head) => match head.retry_at {
+                Some(at) if at > now => format!(
+                    "sleep after fail for {} ({} left of {} delay)",
+                    seconds(head.retry_delay),
+                    seconds(at - now),
+                    seconds(head.retry_delay)
+                ),
+                _ => String::new(),
+            },
+        }
+    }
+}
+
+/// `6.4s`, `30s`: seconds with at most one decimal.
+fn seconds(duration: Duration) -> String {
+    let tenths = duration.as_millis().div_ceil(100);
+    if tenths.is_multiple_of(10) {
+        format!("{}s", tenths / 10)
+    } else {
+        format!("{}.{}s", tenths / 10, tenths % 10)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,140 @@
+//! Tests of the file config store against the real file system watcher.
+
+use super::*;
+
+const DEBOUNCE: Duration = Duration::from_millis(50);
+const NO_EVENT_WAIT: Duration = Duration::from_millis(600);
+
+async fn next_event(events: &mut broadcast::Receiver<ConfigEvent>) -> ConfigEvent {
+    tokio::time::timeout(Duration::from_secs(10), events.recv())
+        .await
+        .expect("no config event within 10 s")
+        .unwrap()
+}
+
+async fn assert_no_event(events: &mut broadcast::Receiver<ConfigEvent>) {
+    if let Ok(event) = tokio::time::timeout(NO_EVENT_WAIT, events.recv()).await {
+        panic!("unexpected event {event:?}");
+    }
+}
+
+async fn store_with(text: &str) -> (tempfile::TempDir, PathBuf, FileConfigStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    std::fs::write(&path, text).unwrap();
+    let store = FileConfigStore::open(&path, DEBOUNCE).await.unwrap();
+    (dir, path, store)
+}
+
+#[tokio::test]
+async fn load_returns_the_file_text() {
+    let (_dir, _path, store) = store_with("global: {}\n").await;
+    assert_eq!(store.load().await.unwrap(), "global: {}\n");
+}
+
+#[tokio::test]
+async fn an_edit_in_place_is_announced_once() {
+    let (_dir, path, store) = store_with("a: 1\n").await;
+    let mut events = store.subscribe();
+    std::fs::write(&path, "a: 2\n").unwrap();
+    assert_eq!(
+        next_event(&mut events).await,
+        ConfigEvent::Changed("a: 2\n".into())
+    );
+    assert_no_event(&mut events).await;
+}
+
+#[tokio::test]
+async fn a_replacement_by_rename_is_announced() {
+    let (dir, path, store) = store_with("a: 1\n").await;
+    let mut events = store.subscribe();
+    let swap = dir.path().join(".config.yaml.swp");
+    std::fs::write(&swap, "a: 3\n").unwrap();
+    std::fs::rename(&swap, &path).unwrap();
+    assert_eq!(
+        next_event(&mut events).await,
+        ConfigEvent::Changed("a: 3\n".into())
+    );
+}
+
+#[tokio::test]
+async fn touching_the_file_without_changing_it_is_not_announced() {
+    let (_dir, path, store) = store_with("a: 1\n").await;
+    let mut events = store.subscribe();
+    std::fs::write(&path, "a: 1\n").unwrap();
+    assert_no_event(&mut events).await;
+}
+
+#[tokio::test]
+async fn our_own_save_is_not_announced_but_a_later_edit_is() {
+    let (_dir, path, store) = store_with("a: 1\n").await;
+    let mut events = store.subscribe();
+    store.save("a: 5\n".into()).await.unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "a: 5\n");
+    assert_no_event(&mut events).await;
+    std::fs::write(&path, "a: 6\n").unwrap();
+    assert_eq!(
+        next_event(&mut events).await,
+        ConfigEvent::Changed("a: 6\n".into())
+    );
+}
+
+#[tokio::test]
+async fn a_file_created_after_start_is_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    let store = FileConfigStore::open(&path, DEBOUNCE).await.unwrap();
+    let mut events = store.subscribe();
+    assert_eq!(store.load().await.unwrap_err().category(), "config_read");
+    std::fs::write(&path, "b: 1\n").unwrap();
+    assert_eq!(
+        next_event(&mut events).await,
+        ConfigEvent::Changed("b: 1\n".into())
+    );
+}
+
+#[test]
+fn a_failed_write_leaves_the_old_file_intact_and_no_temp_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    std::fs::write(&path, "old\n").unwrap();
+    let error =
+        write_atomically(&path, "new\n", |_| Err(std::io::Error::other("disk full"))).unwrap_err();
+    assert_eq!(error.to_string(), "disk full");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn an_atomic_write_keeps_the_file_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    std::fs::write(&path, "old\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+    write_atomically(&path, "new\n", |_| Ok(())).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+}
+
+#[tokio::test]
+async fn a_failed_save_is_an_error_and_forgets_the_unsaved_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    std::fs::write(&path, "a: 1\n").unwrap();
+    let store = FileConfigStore::open(&path, DEBOUNCE).await.unwrap();
+    let mut events = store.subscribe();
+    // A directory in the file's place makes the rename fail.
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    std::fs::write(path.join("keep"), "x").unwrap();
+    let error = store.save("a: 2\n".into()).await.unwrap_err();
+    assert_eq!(error.category(), "config_write");
+    std::fs::remove_dir_all(&path).unwrap();
+    std::fs::write(&path, "a: 2\n").unwrap();
+    assert_eq!(
+        next_event(&mut events).await,
+        ConfigEvent::Changed("a: 2\n".into())
+    );
+}
