@@ -1,6 +1,8 @@
 //! The OpenAPI examples of the VALUES seed document: `x-extend`, defaults, `x-required-for-helm`,
 //! an invalid ConfigMap and a config patch the schema refuses.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
+
 use std::collections::BTreeMap;
 
 use addon_core::config::Config;

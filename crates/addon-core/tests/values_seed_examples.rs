@@ -1,6 +1,8 @@
 //! The worked examples of the VALUES, MODULES and LIFECYCLE seed documents, reproduced verbatim
 //! in meaning through the values store and enablement.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
+
 use std::collections::BTreeMap;
 
 use addon_core::config::Config;
