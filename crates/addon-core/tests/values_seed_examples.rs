@@ -63,7 +63,9 @@ fn values_example_store() -> ValuesStore {
 fn values_example_config_values_hold_only_the_configmap() {
     let store = values_example_store();
     let m = module("some-module");
-    let files = store.module_hook_values(&m, &[m.clone()]).unwrap();
+    let files = store
+        .module_hook_values(&m, std::slice::from_ref(&m))
+        .unwrap();
     assert_eq!(
         files.config_values,
         json!({"global": {"param1": 200},
@@ -79,7 +81,9 @@ fn values_example_merged_values_let_the_configmap_override_values_yaml() {
     let expected = json!({"global": {"param1": 200, "param2": "Yes"},
                           "someModule": {"param1": "Long string", "param2": "FOO"}});
     assert_eq!(store.helm_values(&m).unwrap(), expected);
-    let files = store.module_hook_values(&m, &[m.clone()]).unwrap();
+    let files = store
+        .module_hook_values(&m, std::slice::from_ref(&m))
+        .unwrap();
     let mut with_enabled = expected.clone();
     with_enabled["global"]["enabledModules"] = json!(["some-module"]);
     assert_eq!(files.values, with_enabled);
@@ -119,7 +123,9 @@ fn values_example_config_patch_adds_param3_to_the_configmap_and_both_files() {
         json!({"param1": "Long string", "param2": "FOO", "param3": "newValue"})
     );
 
-    let files = store.module_hook_values(&m, &[m.clone()]).unwrap();
+    let files = store
+        .module_hook_values(&m, std::slice::from_ref(&m))
+        .unwrap();
     assert_eq!(
         files.config_values,
         json!({"global": {"param1": 200},
@@ -156,7 +162,9 @@ fn modules_example_store() -> ValuesStore {
 fn modules_example_before_helm_hook_gets_merged_values() {
     let store = modules_example_store();
     let m = module("simple-one-module");
-    let files = store.module_hook_values(&m, &[m.clone()]).unwrap();
+    let files = store
+        .module_hook_values(&m, std::slice::from_ref(&m))
+        .unwrap();
     assert_eq!(
         files.values,
         json!({"global": {"globParam1": "globalValue1", "enabledModules": ["simple-one-module"]},
