@@ -8,6 +8,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::values::patch::Scope;
 use crate::yaml::{self, YamlError};
 
 pub use defaults::apply_defaults;
@@ -111,7 +112,7 @@ impl Schema {
 }
 
 /// The schemas of one scope. `label` names the scope in messages (`global`, `module 'x'`) and
-/// `key` is its top-level values key (`global`, `certManager`), used to prefix error paths.
+/// `key` is its top-level values key (`global`, `certManager`), which prefixes error paths.
 #[derive(Debug, Default)]
 pub struct ScopeSchemas {
     label: String,
@@ -130,22 +131,21 @@ pub struct SchemaFile<'a> {
 
 impl ScopeSchemas {
     /// A scope without schemas: nothing is validated and no defaults are applied.
-    pub fn none(label: &str, key: &str) -> Self {
+    pub fn none(scope: &Scope) -> Self {
         Self {
-            label: label.to_string(),
-            key: key.to_string(),
+            label: scope.to_string(),
+            key: scope.key(),
             ..Default::default()
         }
     }
 
     /// Loads the config and values schema texts of a scope; either may be missing.
     pub fn load(
-        label: &str,
-        key: &str,
+        scope: &Scope,
         config: Option<SchemaFile<'_>>,
         values: Option<SchemaFile<'_>>,
     ) -> Result<Self, SchemaError> {
-        let mut out = Self::none(label, key);
+        let mut out = Self::none(scope);
         let config_doc = match config {
             Some(f) => Some((f.file, out.parse(f)?)),
             None => None,
@@ -175,6 +175,11 @@ impl ScopeSchemas {
             prepare(&mut doc);
             let mut helm = doc.clone();
             transform::merge_required_for_helm(&mut helm);
+            for schema in [&mut doc, &mut helm] {
+                transform::walk_mut(schema, &mut |map| {
+                    map.remove("x-required-for-helm");
+                });
+            }
             out.values = Some(out.compile(SchemaKind::Values, f.file, doc)?);
             out.helm = Some(out.compile(SchemaKind::Helm, f.file, helm)?);
         }

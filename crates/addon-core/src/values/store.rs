@@ -113,7 +113,7 @@ impl ValuesStore {
                 global: Value::Object(Map::new()),
                 ..Default::default()
             },
-            global_schemas: ScopeSchemas::none("global", "global"),
+            global_schemas: ScopeSchemas::none(&Scope::Global),
             global_patches: Vec::new(),
             modules: Vec::new(),
             config: Config::empty(),
