@@ -3,6 +3,7 @@
 
 use crate::discovery::{Discovered, OpenApiFiles, SourceFile};
 use crate::schema::{SchemaError, SchemaFile, ScopeSchemas};
+use crate::values::patch::Scope;
 use crate::values::store::{ValuesError, ValuesStore};
 
 /// A file that could not be turned into values or a schema.
@@ -33,17 +34,16 @@ pub fn build_store(found: &Discovered) -> (ValuesStore, Vec<SetupError>) {
             errors.push(e.into());
         }
     }
-    match load_schemas("global", "global", &found.global.openapi) {
+    match load_schemas(&Scope::Global, &found.global.openapi) {
         Ok(schemas) => store.set_global_schemas(schemas),
         Err(e) => errors.push(e.into()),
     }
     for module in &found.modules {
-        let key = module.name.values_key();
-        let schemas =
-            load_schemas(module.name.as_str(), &key, &module.openapi).unwrap_or_else(|e| {
-                errors.push(e.into());
-                ScopeSchemas::none(module.name.as_str(), &key)
-            });
+        let scope = Scope::Module(module.name.clone());
+        let schemas = load_schemas(&scope, &module.openapi).unwrap_or_else(|e| {
+            errors.push(e.into());
+            ScopeSchemas::none(&scope)
+        });
         let values = module
             .values_yaml
             .as_ref()
@@ -56,14 +56,13 @@ pub fn build_store(found: &Discovered) -> (ValuesStore, Vec<SetupError>) {
     (store, errors)
 }
 
-fn load_schemas(label: &str, key: &str, files: &OpenApiFiles) -> Result<ScopeSchemas, SchemaError> {
+fn load_schemas(scope: &Scope, files: &OpenApiFiles) -> Result<ScopeSchemas, SchemaError> {
     let config_file = files.config_values.as_ref().map(display);
     let values_file = files.values.as_ref().map(display);
     let config = files.config_values.as_ref().zip(config_file.as_ref());
     let values = files.values.as_ref().zip(values_file.as_ref());
     ScopeSchemas::load(
-        label,
-        key,
+        scope,
         config.map(|(f, name)| SchemaFile {
             file: name,
             text: &f.text,
