@@ -164,3 +164,14 @@ fn scope_without_schemas_accepts_anything() {
     s.validate_helm(&json!({"x": 1})).unwrap();
     assert!(s.config().is_none() && s.values().is_none() && s.helm().is_none());
 }
+
+#[test]
+fn openapi_only_formats_do_not_break_compilation() {
+    let s = load(
+        Some("type: object\nproperties:\n  port: {format: int-or-string, x-doc: free}\n  at: {type: string, format: date-time}\n"),
+        None,
+    )
+    .unwrap();
+    s.validate_config(&json!({"port": "http"})).unwrap();
+    s.validate_config(&json!({"port": 80})).unwrap();
+}

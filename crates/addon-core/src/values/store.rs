@@ -83,6 +83,7 @@ pub struct ConfigPatchOutcome {
     pub config_change: ConfigChange,
 }
 
+#[derive(Debug)]
 struct ModuleEntry {
     name: ModuleName,
     file: ModuleStatic,
@@ -91,6 +92,7 @@ struct ModuleEntry {
 }
 
 /// Values of the global scope and every module; pure data, owned by one writer.
+#[derive(Debug)]
 pub struct ValuesStore {
     common: StaticLayer,
     global_schemas: ScopeSchemas,
