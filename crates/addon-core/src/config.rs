@@ -157,6 +157,15 @@ fn classify(key: &str) -> Result<KeyKind, ConfigError> {
         })
 }
 
+/// The config when there was no error, else every error.
+fn strict((config, errors): (Config, Vec<ConfigError>)) -> Result<Config, ConfigErrors> {
+    if errors.is_empty() {
+        Ok(config)
+    } else {
+        Err(ConfigErrors(errors))
+    }
+}
+
 impl Config {
     /// An empty config (no ConfigMap, or an empty one).
     pub fn empty() -> Self {
@@ -165,6 +174,12 @@ impl Config {
 
     /// Parses ConfigMap `data`: every value is a YAML string.
     pub fn from_data(data: &BTreeMap<String, String>) -> Result<Self, ConfigErrors> {
+        strict(Self::from_data_partial(data))
+    }
+
+    /// Like [`Self::from_data`], but keeps every key that parsed and returns the problems of
+    /// the others (for `check`, which lists every problem of a config at once).
+    pub fn from_data_partial(data: &BTreeMap<String, String>) -> (Self, Vec<ConfigError>) {
         let mut config = Config::default();
         let mut errors = Vec::new();
         for (key, text) in data {
@@ -172,30 +187,36 @@ impl Config {
                 errors.push(err);
             }
         }
-        if errors.is_empty() {
-            Ok(config)
-        } else {
-            Err(ConfigErrors(errors))
-        }
+        (config, errors)
     }
 
     /// Parses the local config file: the same keys as ConfigMap `data`, whose values may be YAML
     /// strings or plain mappings and booleans.
     pub fn from_file(file: &str, text: &str) -> Result<Self, ConfigErrors> {
-        let doc = yaml::parse(text).map_err(|source| {
-            ConfigErrors(vec![ConfigError::ParseFile {
-                file: file.to_string(),
-                source,
-            }])
-        })?;
+        strict(Self::from_file_partial(file, text))
+    }
+
+    /// Like [`Self::from_file`], but keeps every key that parsed (see [`Self::from_data_partial`]).
+    pub fn from_file_partial(file: &str, text: &str) -> (Self, Vec<ConfigError>) {
+        let doc = match yaml::parse(text) {
+            Ok(doc) => doc,
+            Err(source) => {
+                let file = file.to_string();
+                return (
+                    Config::default(),
+                    vec![ConfigError::ParseFile { file, source }],
+                );
+            }
+        };
         let map = match doc {
             Value::Null => Map::new(),
             Value::Object(map) => map,
             other => {
-                return Err(ConfigErrors(vec![ConfigError::FileNotMapping {
+                let error = ConfigError::FileNotMapping {
                     file: file.to_string(),
                     got: json_kind(&other),
-                }]));
+                };
+                return (Config::default(), vec![error]);
             }
         };
         let mut config = Config::default();
@@ -210,11 +231,7 @@ impl Config {
                 errors.push(err);
             }
         }
-        if errors.is_empty() {
-            Ok(config)
-        } else {
-            Err(ConfigErrors(errors))
-        }
+        (config, errors)
     }
 
     fn add_text(&mut self, key: &str, text: &str) -> Result<(), ConfigError> {
@@ -564,5 +581,22 @@ mod tests {
         assert!(!change.global_changed);
         assert_eq!(change.modules_changed, vec![m("x-module")]);
         assert_eq!(change.enabled_changed, vec![m("y-module")]);
+    }
+}
+#[cfg(test)]
+mod partial_tests {
+    use super::*;
+
+    #[test]
+    fn partial_file_parse_keeps_good_keys_and_reports_bad_ones() {
+        let text = "global: |\n  replicas: three\nweb: |\n  key: [unclosed\nother: |\n  a: 1\n";
+        let (config, errors) = Config::from_file_partial("c.yaml", text);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].to_string().contains("'web'"));
+        assert_eq!(
+            config.global_values(),
+            serde_json::json!({"replicas": "three"})
+        );
+        assert!(Config::from_file("c.yaml", text).is_err());
     }
 }

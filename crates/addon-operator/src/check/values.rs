@@ -63,17 +63,14 @@ fn read_config(path: &Path, errors: &mut Vec<String>) -> Config {
             return Config::empty();
         }
     };
-    match Config::from_file(&path.display().to_string(), &text) {
-        Ok(config) => config,
-        Err(e) => {
-            let file = path.display();
-            errors.extend(
-                e.0.iter()
-                    .map(|e| format!("config file {file}: {}", error_chain(e))),
-            );
-            Config::empty()
-        }
-    }
+    let file = path.display().to_string();
+    let (config, problems) = Config::from_file_partial(&file, &text);
+    errors.extend(
+        problems
+            .iter()
+            .map(|e| format!("config file {file}: {}", error_chain(e))),
+    );
+    config
 }
 
 impl ValuesStage {
