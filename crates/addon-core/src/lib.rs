@@ -7,6 +7,7 @@ pub mod discovery;
 pub mod enablement;
 pub mod hook_config;
 pub mod jq;
+pub mod monitor;
 pub mod names;
 pub mod queue;
 pub mod schema;

@@ -1,0 +1,162 @@
+//! The objects one kubernetes binding watches, as a pure cache: filter results computed once per
+//! change, events whose filter result did not change suppressed, full objects dropped when the
+//! binding does not keep them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::binding_context::{ObjectAndFilterResult, ObjectId};
+use crate::hook_config::{KubernetesBinding, WatchEvent};
+use crate::jq::{self, JqError, JqFilter};
+
+#[derive(Debug, Clone)]
+struct Entry {
+    item: ObjectAndFilterResult,
+    checksum: String,
+}
+
+/// The current objects of one binding.
+#[derive(Debug, Clone)]
+pub struct MonitorCache {
+    filter: Option<JqFilter>,
+    keep_objects: bool,
+    entries: BTreeMap<ObjectId, Entry>,
+}
+
+impl MonitorCache {
+    pub fn new(binding: &KubernetesBinding) -> Self {
+        Self {
+            filter: binding.jq_filter.clone(),
+            keep_objects: binding.keep_full_objects_in_memory,
+            entries: BTreeMap::new(),
+        }
+    }
+
+    /// Replaces the content with a full listing (start of the watch, or a relist).
+    pub fn reset(&mut self, objects: Vec<Value>) -> Result<(), JqError> {
+        let mut entries = BTreeMap::new();
+        for object in objects {
+            let entry = self.entry(object)?;
+            entries.insert(entry.item.id.clone(), entry);
+        }
+        self.entries = entries;
+        Ok(())
+    }
+
+    /// Applies one watch event. Returns the item to put in an Event context, or `None` when the
+    /// event changes nothing the hook can see (same filter result, or deleting an unknown object).
+    pub fn apply(
+        &mut self,
+        event: WatchEvent,
+        object: Value,
+    ) -> Result<Option<ObjectAndFilterResult>, JqError> {
+        let entry = self.entry(object)?;
+        let id = entry.item.id.clone();
+        match event {
+            WatchEvent::Deleted => Ok(self.entries.remove(&id).map(|_| entry.item)),
+            WatchEvent::Added | WatchEvent::Modified => {
+                let unchanged = self
+                    .entries
+                    .get(&id)
+                    .is_some_and(|old| old.checksum == entry.checksum);
+                let item = entry.item.clone();
+                self.entries.insert(id, entry);
+                Ok((!unchanged).then_some(item))
+            }
+        }
+    }
+
+    /// Every object, in (namespace, kind, name) order.
+    pub fn items(&self) -> Vec<ObjectAndFilterResult> {
+        self.entries.values().map(|e| e.item.clone()).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn entry(&self, object: Value) -> Result<Entry, JqError> {
+        let id = ObjectId::of(&object);
+        let filter_result = match &self.filter {
+            Some(filter) => Some(filter.apply(&object)?),
+            None => None,
+        };
+        let checksum = match &filter_result {
+            Some(result) => jq::checksum(result),
+            None => jq::checksum(&object),
+        };
+        let object = self.keep_objects.then(|| Arc::new(object));
+        Ok(Entry {
+            item: ObjectAndFilterResult {
+                id,
+                object,
+                filter_result: filter_result.map(Arc::new),
+            },
+            checksum,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hook_config::{HookScope, parse};
+    use crate::names::HookName;
+    use serde_json::json;
+
+    fn binding(extra: &str) -> KubernetesBinding {
+        let text = format!("configVersion: v1\nkubernetes:\n- kind: Pod\n  name: pods\n{extra}");
+        let config = parse(&HookName::new("h").unwrap(), HookScope::Global, &text).unwrap();
+        config.kubernetes[0].clone()
+    }
+
+    fn pod(name: &str, label: &str, rv: &str) -> Value {
+        json!({"kind": "Pod", "metadata": {"name": name, "namespace": "ns", "labels": {"app": label}, "resourceVersion": rv}})
+    }
+
+    #[test]
+    fn modification_with_the_same_filter_result_is_suppressed() {
+        let mut cache = MonitorCache::new(&binding("  jqFilter: .metadata.labels\n"));
+        cache.reset(vec![pod("a", "x", "1")]).unwrap();
+        assert!(cache.apply(WatchEvent::Modified, pod("a", "x", "2")).unwrap().is_none());
+        let fired = cache.apply(WatchEvent::Modified, pod("a", "y", "3")).unwrap().unwrap();
+        assert_eq!(*fired.filter_result.unwrap(), json!({"app": "y"}));
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn without_a_filter_every_change_of_the_object_fires() {
+        let mut cache = MonitorCache::new(&binding(""));
+        cache.reset(vec![pod("a", "x", "1")]).unwrap();
+        assert!(cache.apply(WatchEvent::Modified, pod("a", "x", "2")).unwrap().is_some());
+        assert!(cache.apply(WatchEvent::Modified, pod("a", "x", "2")).unwrap().is_none());
+    }
+
+    #[test]
+    fn delete_of_a_known_object_fires_and_unknown_does_not() {
+        let mut cache = MonitorCache::new(&binding(""));
+        cache.reset(vec![pod("a", "x", "1")]).unwrap();
+        assert!(cache.apply(WatchEvent::Deleted, pod("b", "x", "1")).unwrap().is_none());
+        assert!(cache.apply(WatchEvent::Deleted, pod("a", "x", "1")).unwrap().is_some());
+        assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn objects_are_not_kept_when_the_binding_says_so() {
+        let mut cache = MonitorCache::new(&binding(
+            "  jqFilter: .metadata.name\n  keepFullObjectsInMemory: false\n",
+        ));
+        cache.reset(vec![pod("b", "x", "1"), pod("a", "x", "1")]).unwrap();
+        let items = cache.items();
+        assert!(items.iter().all(|i| i.object.is_none()));
+        let names: Vec<_> = items.iter().map(|i| i.id.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(*items[0].filter_result.clone().unwrap(), json!("a"));
+    }
+}
