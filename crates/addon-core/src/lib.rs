@@ -3,6 +3,7 @@
 
 pub mod binding_context;
 pub mod hook_config;
+pub mod hook_output;
 pub mod jq;
 pub mod names;
 pub mod yaml;
