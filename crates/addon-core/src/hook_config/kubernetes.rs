@@ -143,7 +143,7 @@ fn read_v1(obj: &Obj<'_>, p: &mut Problems) -> Option<KubernetesBinding> {
     let before = p.len();
     obj.reject_unknown(V1_FIELDS, p);
     let name = obj
-        .non_empty_string("name", p)
+        .optional_string("name", p)
         .unwrap_or_else(|| DEFAULT_KUBERNETES_NAME.to_string());
     let kind = obj.required("kind", |o, k, p| o.non_empty_string(k, p), p);
     let mut b = KubernetesBinding::new(name, kind.unwrap_or_default(), false);
@@ -193,7 +193,7 @@ fn read_v1(obj: &Obj<'_>, p: &mut Problems) -> Option<KubernetesBinding> {
     b.allow_failure = obj.bool("allowFailure", p).unwrap_or(false);
     b.queue = read_queue(obj, p);
     b.wait_for_synchronization = wait || b.queue.is_main();
-    b.group = obj.non_empty_string("group", p);
+    b.group = obj.optional_string("group", p);
     b.include_snapshots_from = obj
         .string_list("includeSnapshotsFrom", 1, p)
         .unwrap_or_default();
@@ -254,7 +254,7 @@ pub(crate) fn read_on_kubernetes_event(
 fn read_v0(obj: &Obj<'_>, p: &mut Problems) -> Option<KubernetesBinding> {
     let before = p.len();
     let name = obj
-        .non_empty_string("name", p)
+        .optional_string("name", p)
         .unwrap_or_else(|| DEFAULT_V0_KUBERNETES_NAME.to_string());
     let kind = obj.required("kind", |o, k, p| o.non_empty_string(k, p), p);
     let mut b = KubernetesBinding::new(name, kind.unwrap_or_default(), true);
@@ -276,7 +276,7 @@ fn read_v0(obj: &Obj<'_>, p: &mut Problems) -> Option<KubernetesBinding> {
         b.label_selector = read_v0_selector(selector, obj.path_of("selector"), p)
             .filter(|s| *s != LabelSelector::default());
     }
-    if let Some(object_name) = obj.non_empty_string("objectName", p) {
+    if let Some(object_name) = obj.optional_string("objectName", p) {
         b.name_selector = Some(vec![object_name]);
     }
     if let Some(ns) = obj.object("namespaceSelector", p) {

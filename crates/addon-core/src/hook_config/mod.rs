@@ -475,6 +475,27 @@ schedule:
     }
 
     #[test]
+    fn config_is_shareable_between_tasks() {
+        fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
+        assert_send_sync::<HookConfig>();
+        assert_send_sync::<crate::binding_context::BindingContext>();
+    }
+
+    #[test]
+    fn empty_names_mean_the_defaults() {
+        let c = parse(
+            &hook(),
+            HookScope::Global,
+            "configVersion: v1\nschedule:\n- {name: '', crontab: '* * * * *', group: '', queue: ''}\nkubernetes:\n- {name: '', kind: Pod}\n",
+        )
+        .unwrap();
+        assert_eq!(c.schedules[0].name, "schedule");
+        assert_eq!(c.schedules[0].group, None);
+        assert!(c.schedules[0].queue.is_main());
+        assert_eq!(c.kubernetes[0].name, "kubernetes");
+    }
+
+    #[test]
     fn order_formats_without_trailing_zero() {
         assert_eq!(format_order(10.0), "10");
         assert_eq!(format_order(0.5), "0.5");
