@@ -9,7 +9,7 @@ use super::selector::{
     FieldSelector, LabelSelector, NamespaceSelector, read_field_selector, read_label_selector,
     read_name_selector, read_namespace_selector, read_v0_selector,
 };
-use crate::jq::JqFilter;
+use crate::jq::{self, JqError, JqFilter};
 use crate::names::QueueName;
 
 /// The default binding name of v1 kubernetes bindings.
@@ -101,6 +101,35 @@ impl KubernetesBinding {
             mode: None,
             resynchronization_period: None,
             v0,
+        }
+    }
+}
+
+/// An object as one binding sees it: its filter result and the checksum used to skip unchanged objects.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilteredObject {
+    /// `Some` when the binding has a jqFilter.
+    pub filter_result: Option<Value>,
+    /// Of the filter result, or of the whole object without a filter.
+    pub checksum: String,
+}
+
+impl KubernetesBinding {
+    /// Applies the binding's jqFilter (if any) and computes the checksum. An `Added` or `Modified`
+    /// event whose checksum equals the cached one does not run the hook.
+    pub fn filter_object(&self, object: &Value) -> Result<FilteredObject, JqError> {
+        match &self.jq_filter {
+            Some(filter) => {
+                let result = filter.apply(object)?;
+                Ok(FilteredObject {
+                    checksum: jq::checksum(&result),
+                    filter_result: Some(result),
+                })
+            }
+            None => Ok(FilteredObject {
+                filter_result: None,
+                checksum: jq::checksum(object),
+            }),
         }
     }
 }
@@ -293,4 +322,30 @@ fn read_v0(obj: &Obj<'_>, p: &mut Problems) -> Option<KubernetesBinding> {
     b.allow_failure = obj.bool("allowFailure", p).unwrap_or(false);
     let _ = obj.bool("disableDebug", p);
     (p.len() == before).then_some(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn checksum_follows_the_filter_result_only() {
+        let mut b = KubernetesBinding::new("pods".into(), "Pod".into(), false);
+        let a = json!({"metadata": {"labels": {"app": "x"}, "resourceVersion": "1"}});
+        let changed_version = json!({"metadata": {"labels": {"app": "x"}, "resourceVersion": "2"}});
+        let unfiltered = (
+            b.filter_object(&a).unwrap(),
+            b.filter_object(&changed_version).unwrap(),
+        );
+        assert_ne!(unfiltered.0.checksum, unfiltered.1.checksum);
+        assert_eq!(unfiltered.0.filter_result, None);
+        b.jq_filter = Some(JqFilter::compile(".metadata.labels").unwrap());
+        let filtered = (
+            b.filter_object(&a).unwrap(),
+            b.filter_object(&changed_version).unwrap(),
+        );
+        assert_eq!(filtered.0.checksum, filtered.1.checksum);
+        assert_eq!(filtered.0.filter_result, Some(json!({"app": "x"})));
+    }
 }
