@@ -6,6 +6,7 @@ pub mod config;
 pub mod discovery;
 pub mod enablement;
 pub mod hook_config;
+pub mod hook_output;
 pub mod jq;
 pub mod monitor;
 pub mod names;

@@ -9,7 +9,7 @@ use super::selector::{
     FieldSelector, LabelSelector, NamespaceSelector, read_field_selector, read_label_selector,
     read_name_selector, read_namespace_selector, read_v0_selector,
 };
-use crate::jq::JqFilter;
+use crate::jq::{self, JqError, JqFilter};
 use crate::names::QueueName;
 
 /// The default binding name of v1 kubernetes bindings.
@@ -105,6 +105,35 @@ impl KubernetesBinding {
     }
 }
 
+/// An object as one binding sees it: its filter result and the checksum used to skip unchanged objects.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilteredObject {
+    /// `Some` when the binding has a jqFilter.
+    pub filter_result: Option<Value>,
+    /// Of the filter result, or of the whole object without a filter.
+    pub checksum: String,
+}
+
+impl KubernetesBinding {
+    /// Applies the binding's jqFilter (if any) and computes the checksum. An `Added` or `Modified`
+    /// event whose checksum equals the cached one does not run the hook.
+    pub fn filter_object(&self, object: &Value) -> Result<FilteredObject, JqError> {
+        match &self.jq_filter {
+            Some(filter) => {
+                let result = filter.apply(object)?;
+                Ok(FilteredObject {
+                    checksum: jq::checksum(&result),
+                    filter_result: Some(result),
+                })
+            }
+            None => Ok(FilteredObject {
+                filter_result: None,
+                checksum: jq::checksum(object),
+            }),
+        }
+    }
+}
+
 const V1_FIELDS: &[&str] = &[
     "name",
     "apiVersion",
@@ -143,7 +172,7 @@ fn read_v1(obj: &Obj<'_>, p: &mut Problems) -> Option<KubernetesBinding> {
     let before = p.len();
     obj.reject_unknown(V1_FIELDS, p);
     let name = obj
-        .non_empty_string("name", p)
+        .optional_string("name", p)
         .unwrap_or_else(|| DEFAULT_KUBERNETES_NAME.to_string());
     let kind = obj.required("kind", |o, k, p| o.non_empty_string(k, p), p);
     let mut b = KubernetesBinding::new(name, kind.unwrap_or_default(), false);
@@ -193,7 +222,7 @@ fn read_v1(obj: &Obj<'_>, p: &mut Problems) -> Option<KubernetesBinding> {
     b.allow_failure = obj.bool("allowFailure", p).unwrap_or(false);
     b.queue = read_queue(obj, p);
     b.wait_for_synchronization = wait || b.queue.is_main();
-    b.group = obj.non_empty_string("group", p);
+    b.group = obj.optional_string("group", p);
     b.include_snapshots_from = obj
         .string_list("includeSnapshotsFrom", 1, p)
         .unwrap_or_default();
@@ -254,7 +283,7 @@ pub(crate) fn read_on_kubernetes_event(
 fn read_v0(obj: &Obj<'_>, p: &mut Problems) -> Option<KubernetesBinding> {
     let before = p.len();
     let name = obj
-        .non_empty_string("name", p)
+        .optional_string("name", p)
         .unwrap_or_else(|| DEFAULT_V0_KUBERNETES_NAME.to_string());
     let kind = obj.required("kind", |o, k, p| o.non_empty_string(k, p), p);
     let mut b = KubernetesBinding::new(name, kind.unwrap_or_default(), true);
@@ -276,7 +305,7 @@ fn read_v0(obj: &Obj<'_>, p: &mut Problems) -> Option<KubernetesBinding> {
         b.label_selector = read_v0_selector(selector, obj.path_of("selector"), p)
             .filter(|s| *s != LabelSelector::default());
     }
-    if let Some(object_name) = obj.non_empty_string("objectName", p) {
+    if let Some(object_name) = obj.optional_string("objectName", p) {
         b.name_selector = Some(vec![object_name]);
     }
     if let Some(ns) = obj.object("namespaceSelector", p) {
@@ -293,4 +322,30 @@ fn read_v0(obj: &Obj<'_>, p: &mut Problems) -> Option<KubernetesBinding> {
     b.allow_failure = obj.bool("allowFailure", p).unwrap_or(false);
     let _ = obj.bool("disableDebug", p);
     (p.len() == before).then_some(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn checksum_follows_the_filter_result_only() {
+        let mut b = KubernetesBinding::new("pods".into(), "Pod".into(), false);
+        let a = json!({"metadata": {"labels": {"app": "x"}, "resourceVersion": "1"}});
+        let changed_version = json!({"metadata": {"labels": {"app": "x"}, "resourceVersion": "2"}});
+        let unfiltered = (
+            b.filter_object(&a).unwrap(),
+            b.filter_object(&changed_version).unwrap(),
+        );
+        assert_ne!(unfiltered.0.checksum, unfiltered.1.checksum);
+        assert_eq!(unfiltered.0.filter_result, None);
+        b.jq_filter = Some(JqFilter::compile(".metadata.labels").unwrap());
+        let filtered = (
+            b.filter_object(&a).unwrap(),
+            b.filter_object(&changed_version).unwrap(),
+        );
+        assert_eq!(filtered.0.checksum, filtered.1.checksum);
+        assert_eq!(filtered.0.filter_result, Some(json!({"app": "x"})));
+    }
 }

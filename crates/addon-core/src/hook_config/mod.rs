@@ -18,7 +18,8 @@ use serde_json::Value;
 pub use crontab::{Crontab, UnixTime};
 pub use error::{HookConfigError, HookConfigErrors};
 pub use kubernetes::{
-    DEFAULT_KUBERNETES_NAME, DEFAULT_V0_KUBERNETES_NAME, KubernetesBinding, WatchEvent,
+    DEFAULT_KUBERNETES_NAME, DEFAULT_V0_KUBERNETES_NAME, FilteredObject, KubernetesBinding,
+    WatchEvent,
 };
 pub use schedule::{DEFAULT_SCHEDULE_NAME, ScheduleBinding};
 pub use selector::{
@@ -379,4 +380,141 @@ fn read_orders(obj: &Obj<'_>, scope: HookScope, p: &mut Problems) -> BTreeMap<Bi
         orders.insert(binding, order);
     }
     orders
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hook() -> HookName {
+        HookName::new("hooks/pods.sh").unwrap()
+    }
+
+    #[test]
+    fn summary_lists_every_binding_in_a_fixed_order() {
+        let c = parse(
+            &hook(),
+            HookScope::Module,
+            r#"
+configVersion: v1
+beforeHelm: 5
+onStartup: 10
+kubernetes:
+- name: pods
+  kind: Pod
+schedule:
+- name: every-minute
+  crontab: "*/1 * * * *"
+"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.binding_summary(),
+            vec![
+                "onStartup: 10",
+                "schedule: every-minute (*/1 * * * *)",
+                "kubernetes: pods (Pod)",
+                "beforeHelm: 5"
+            ]
+        );
+        assert_eq!(
+            c.binding_types(),
+            vec![
+                BindingType::OnStartup,
+                BindingType::Schedule,
+                BindingType::Kubernetes,
+                BindingType::BeforeHelm
+            ]
+        );
+        assert_eq!(c.order(BindingType::OnStartup), Some(10.0));
+        assert_eq!(c.order(BindingType::AfterHelm), None);
+    }
+
+    #[test]
+    fn binding_types_serialize_with_upstream_spellings() {
+        let all = [
+            BindingType::OnStartup,
+            BindingType::Schedule,
+            BindingType::Kubernetes,
+            BindingType::BeforeAll,
+            BindingType::AfterAll,
+            BindingType::BeforeHelm,
+            BindingType::AfterHelm,
+            BindingType::BeforeDeleteHelm,
+            BindingType::AfterDeleteHelm,
+        ];
+        for t in all {
+            assert_eq!(serde_json::to_value(t).unwrap(), Value::from(t.as_str()));
+        }
+    }
+
+    #[test]
+    fn error_names_hook_and_field_path() {
+        let err = parse(
+            &hook(),
+            HookScope::Global,
+            "configVersion: v1\nkubernetes:\n- kind: Pod\n- kind: Pod\n  executeHookOnEvent: [Foo]\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "hook 'hooks/pods.sh': kubernetes[1].executeHookOnEvent[0]: unknown event type 'Foo' (allowed: Added, Modified, Deleted)"
+        );
+        assert_eq!(err.category(), "hook_config_invalid");
+    }
+
+    #[test]
+    fn schedule_binding_computes_next_fire_time() {
+        let c = parse(
+            &hook(),
+            HookScope::Global,
+            "configVersion: v1\nschedule:\n- crontab: '*/10 * * * * *'\n",
+        )
+        .unwrap();
+        let next = c.schedules[0].crontab.next_after(&UnixTime(1_709_294_401));
+        assert_eq!(next, Some(UnixTime(1_709_294_410)));
+    }
+
+    #[test]
+    fn config_is_shareable_between_tasks() {
+        fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
+        assert_send_sync::<HookConfig>();
+        assert_send_sync::<crate::binding_context::BindingContext>();
+    }
+
+    #[test]
+    fn empty_names_mean_the_defaults() {
+        let c = parse(
+            &hook(),
+            HookScope::Global,
+            "configVersion: v1\nschedule:\n- {name: '', crontab: '* * * * *', group: '', queue: ''}\nkubernetes:\n- {name: '', kind: Pod}\n",
+        )
+        .unwrap();
+        assert_eq!(c.schedules[0].name, "schedule");
+        assert_eq!(c.schedules[0].group, None);
+        assert!(c.schedules[0].queue.is_main());
+        assert_eq!(c.kubernetes[0].name, "kubernetes");
+    }
+
+    #[test]
+    fn order_formats_without_trailing_zero() {
+        assert_eq!(format_order(10.0), "10");
+        assert_eq!(format_order(0.5), "0.5");
+        assert_eq!(format_order(-1.0), "-1");
+    }
+
+    #[test]
+    fn v0_binding_summary_marks_the_binding() {
+        let c = parse(
+            &hook(),
+            HookScope::Global,
+            "onKubernetesEvent:\n- kind: pod\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.binding_summary(),
+            vec!["kubernetes: onKubernetesEvent (pod, v0)"]
+        );
+        assert_eq!(c.version, ConfigVersion::V0);
+    }
 }

@@ -126,6 +126,11 @@ impl<'a> Obj<'a> {
         self.typed(key, "a string", |v| v.as_str().map(str::to_string), p)
     }
 
+    /// A string where empty means unset, as in the Go operator.
+    pub(crate) fn optional_string(&self, key: &str, p: &mut Problems) -> Option<String> {
+        self.string(key, p).filter(|s| !s.is_empty())
+    }
+
     /// A string that must not be empty.
     pub(crate) fn non_empty_string(&self, key: &str, p: &mut Problems) -> Option<String> {
         let s = self.string(key, p)?;

@@ -60,7 +60,7 @@ fn read_schedule(
         obj.reject_unknown(V1_FIELDS, p);
     }
     let name = obj
-        .non_empty_string("name", p)
+        .optional_string("name", p)
         .unwrap_or_else(|| DEFAULT_SCHEDULE_NAME.to_string());
     let crontab = obj
         .required("crontab", |o, k, p| o.string(k, p), p)
@@ -75,7 +75,7 @@ fn read_schedule(
     let (queue, group, include_snapshots_from) = if v1 {
         (
             read_queue(obj, p),
-            obj.non_empty_string("group", p),
+            obj.optional_string("group", p),
             obj.string_list("includeSnapshotsFrom", 1, p)
                 .unwrap_or_default(),
         )
@@ -94,7 +94,7 @@ fn read_schedule(
 
 /// Reads `queue` (default `main`).
 pub(crate) fn read_queue(obj: &Obj<'_>, p: &mut Problems) -> QueueName {
-    obj.non_empty_string("queue", p)
+    obj.optional_string("queue", p)
         .and_then(|q| QueueName::new(&q).ok())
         .unwrap_or_else(QueueName::main)
 }
