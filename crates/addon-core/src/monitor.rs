@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::binding_context::{ObjectAndFilterResult, ObjectId};
 use crate::hook_config::{KubernetesBinding, WatchEvent};
-use crate::jq::{self, JqError, JqFilter};
+use crate::jq::JqError;
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -20,18 +20,20 @@ struct Entry {
 /// The current objects of one binding.
 #[derive(Debug, Clone)]
 pub struct MonitorCache {
-    filter: Option<JqFilter>,
-    keep_objects: bool,
+    binding: KubernetesBinding,
     entries: BTreeMap<ObjectId, Entry>,
 }
 
 impl MonitorCache {
     pub fn new(binding: &KubernetesBinding) -> Self {
         Self {
-            filter: binding.jq_filter.clone(),
-            keep_objects: binding.keep_full_objects_in_memory,
+            binding: binding.clone(),
             entries: BTreeMap::new(),
         }
+    }
+
+    pub fn binding(&self) -> &KubernetesBinding {
+        &self.binding
     }
 
     /// Replaces the content with a full listing (start of the watch, or a relist).
@@ -83,22 +85,18 @@ impl MonitorCache {
 
     fn entry(&self, object: Value) -> Result<Entry, JqError> {
         let id = ObjectId::of(&object);
-        let filter_result = match &self.filter {
-            Some(filter) => Some(filter.apply(&object)?),
-            None => None,
-        };
-        let checksum = match &filter_result {
-            Some(result) => jq::checksum(result),
-            None => jq::checksum(&object),
-        };
-        let object = self.keep_objects.then(|| Arc::new(object));
+        let filtered = self.binding.filter_object(&object)?;
+        let object = self
+            .binding
+            .keep_full_objects_in_memory
+            .then(|| Arc::new(object));
         Ok(Entry {
             item: ObjectAndFilterResult {
                 id,
                 object,
-                filter_result: filter_result.map(Arc::new),
+                filter_result: filtered.filter_result.map(Arc::new),
             },
-            checksum,
+            checksum: filtered.checksum,
         })
     }
 }
