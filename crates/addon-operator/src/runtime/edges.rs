@@ -1,0 +1,359 @@
+//! The runtime's view of the outside world: hook processes, Kubernetes watches and the config
+//! store, each a small object-safe trait, with the real implementations used by `start`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use addon_core::config::{Config, ConfigErrors};
+use addon_core::discovery::HookFile;
+use addon_core::hook_config::{KubernetesBinding, WatchEvent};
+use addon_core::names::{HookName, ModuleName};
+use addon_core::values::store::HookValues;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config_file::{ConfigEvent, ConfigStore, FileConfigStore};
+use crate::exec::hook_run::{self, EnabledScriptInvocation, HookInvocation, HookOutputs, HookOwner};
+use crate::exec::hook_run::HookRunSettings;
+use crate::helm::Helm;
+
+/// One hook run to make.
+#[derive(Debug, Clone)]
+pub struct HookRequest<'a> {
+    pub module: Option<&'a ModuleName>,
+    pub hook: &'a HookFile,
+    /// The binding name for log lines.
+    pub binding: &'a str,
+    pub binding_context: &'a Value,
+    pub values: &'a HookValues,
+}
+
+/// A hook or `enabled` script that did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct HookFailure {
+    pub message: String,
+}
+
+/// The answer of an `enabled` script: the `$MODULE_ENABLED_RESULT` content and the last stdout line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnabledAnswer {
+    pub result_file: String,
+    pub stdout_last_line: String,
+}
+
+/// Runs hooks and `enabled` scripts.
+pub trait HookExecutor: Send + Sync {
+    fn run_hook<'a>(&'a self, req: HookRequest<'a>)
+    -> BoxFuture<'a, Result<HookOutputs, HookFailure>>;
+    fn run_enabled<'a>(
+        &'a self,
+        module: &'a ModuleName,
+        script: &'a Path,
+        values: &'a HookValues,
+    ) -> BoxFuture<'a, Result<EnabledAnswer, HookFailure>>;
+}
+
+/// Which watch a kubernetes binding owns: the hook's module (none for global hooks), the hook,
+/// and the index of the binding in the hook's config.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MonitorKey {
+    pub module: Option<ModuleName>,
+    pub hook: HookName,
+    pub binding: usize,
+}
+
+/// A watch event for a monitor.
+#[derive(Debug, Clone)]
+pub struct KubeEvent {
+    pub key: MonitorKey,
+    pub event: WatchEvent,
+    pub object: Value,
+}
+
+/// A watch that could not be started.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("start watching {kind} for binding '{binding}': {message}")]
+pub struct KubeError {
+    pub kind: String,
+    pub binding: String,
+    pub message: String,
+}
+
+/// Starts and stops the watches of kubernetes bindings. Events go to the channel the
+/// implementation was built with.
+pub trait KubeEvents: Send + Sync {
+    /// Starts the watch (idempotent) and returns the objects that exist now.
+    fn start<'a>(
+        &'a self,
+        key: &'a MonitorKey,
+        binding: &'a KubernetesBinding,
+    ) -> BoxFuture<'a, Result<Vec<Value>, KubeError>>;
+    fn stop(&self, key: &MonitorKey);
+}
+
+/// A config store problem.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigBackendError {
+    #[error("read the config")]
+    Load(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("the config is invalid: {0}")]
+    Parse(ConfigErrors),
+    #[error("render the config")]
+    Render(#[source] addon_core::config::ConfigError),
+    #[error("save the config")]
+    Save(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ConfigBackendError {
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::Load(_) => "config_load",
+            Self::Parse(_) => "config_invalid",
+            Self::Render(_) => "config_render",
+            Self::Save(_) => "config_save",
+        }
+    }
+}
+
+/// A config edit made by someone else, already parsed (or why it could not be).
+pub type ConfigUpdate = Result<Config, ConfigBackendError>;
+
+/// Where the config lives (a local file, or the `addon-operator` ConfigMap).
+pub trait ConfigBackend: Send + Sync {
+    fn load(&self) -> BoxFuture<'_, Result<Config, ConfigBackendError>>;
+    /// Persists `config`; this produces no update on the watch channel.
+    fn save<'a>(&'a self, config: &'a Config) -> BoxFuture<'a, Result<(), ConfigBackendError>>;
+    /// Edits by others from now on. Called once by the runtime.
+    fn watch(&self) -> mpsc::UnboundedReceiver<ConfigUpdate>;
+}
+
+/// Everything the runtime talks to.
+#[derive(Clone)]
+pub struct Edges {
+    pub hooks: Arc<dyn HookExecutor>,
+    pub helm: Arc<dyn Helm>,
+    pub kube: Arc<dyn KubeEvents>,
+    pub config: Arc<dyn ConfigBackend>,
+}
+
+// ---- real implementations ---------------------------------------------------------------------
+
+/// Hooks as child processes (the `exec` edge).
+pub struct ProcessHooks {
+    pub settings: HookRunSettings,
+    /// Added to every run (e.g. `KUBECONFIG`).
+    pub extra_env: Vec<(String, String)>,
+    pub cancel: CancellationToken,
+}
+
+impl HookExecutor for ProcessHooks {
+    fn run_hook<'a>(
+        &'a self,
+        req: HookRequest<'a>,
+    ) -> BoxFuture<'a, Result<HookOutputs, HookFailure>> {
+        Box::pin(async move {
+            let owner = req
+                .module
+                .map_or(HookOwner::Global, |m| HookOwner::Module(m.to_string()));
+            let invocation = HookInvocation {
+                owner,
+                hook_name: req.hook.name.as_str(),
+                hook_path: &req.hook.path,
+                working_dir: &req.hook.working_dir,
+                binding: req.binding,
+                binding_context: req.binding_context,
+                config_values: &req.values.config_values,
+                values: &req.values.values,
+                extra_env: &self.extra_env,
+            };
+            let run = hook_run::run_hook(&self.settings, &invocation, &self.cancel)
+                .await
+                .map_err(|e| failure(&e))?;
+            match run.outputs {
+                Some(outputs) if run.process.succeeded() => Ok(outputs),
+                _ => Err(HookFailure {
+                    message: format!(
+                        "hook '{}' failed ({}): {}",
+                        req.hook.name,
+                        run.process.exit,
+                        run.process.failure_message()
+                    ),
+                }),
+            }
+        })
+    }
+
+    fn run_enabled<'a>(
+        &'a self,
+        module: &'a ModuleName,
+        script: &'a Path,
+        values: &'a HookValues,
+    ) -> BoxFuture<'a, Result<EnabledAnswer, HookFailure>> {
+        Box::pin(async move {
+            let invocation = EnabledScriptInvocation {
+                module: module.as_str(),
+                script_path: script,
+                config_values: &values.config_values,
+                values: &values.values,
+                extra_env: &self.extra_env,
+            };
+            let out = hook_run::run_enabled_script(&self.settings, &invocation, &self.cancel)
+                .await
+                .map_err(|e| failure(&e))?;
+            if !out.process.succeeded() {
+                return Err(HookFailure {
+                    message: format!(
+                        "enabled script of module '{module}' failed ({}): {}",
+                        out.process.exit,
+                        out.process.failure_message()
+                    ),
+                });
+            }
+            Ok(EnabledAnswer {
+                result_file: out.result.unwrap_or_default(),
+                stdout_last_line: out.stdout_last_line.unwrap_or_default(),
+            })
+        })
+    }
+}
+
+fn failure(err: &dyn std::error::Error) -> HookFailure {
+    HookFailure {
+        message: crate::check::error_chain(err),
+    }
+}
+
+/// No cluster: kubernetes bindings see no objects and no events.
+pub struct NoCluster;
+
+impl KubeEvents for NoCluster {
+    fn start<'a>(
+        &'a self,
+        key: &'a MonitorKey,
+        binding: &'a KubernetesBinding,
+    ) -> BoxFuture<'a, Result<Vec<Value>, KubeError>> {
+        tracing::warn!(
+            hook = %key.hook,
+            binding = %binding.name,
+            kind = %binding.kind,
+            "no Kubernetes cluster: the binding sees no objects (use --embedded-cluster or a kubeconfig)"
+        );
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    fn stop(&self, _key: &MonitorKey) {}
+}
+
+/// The local config file (`--config-file`), parsed with the file format of `addon_core::config`.
+pub struct FileConfig {
+    store: Arc<FileConfigStore>,
+    path: PathBuf,
+}
+
+impl FileConfig {
+    pub fn new(store: FileConfigStore) -> Self {
+        let path = store.path().to_path_buf();
+        Self {
+            store: Arc::new(store),
+            path,
+        }
+    }
+
+    fn parse(path: &Path, text: &str) -> Result<Config, ConfigBackendError> {
+        Config::from_file(&path.display().to_string(), text).map_err(ConfigBackendError::Parse)
+    }
+}
+
+impl ConfigBackend for FileConfig {
+    fn load(&self) -> BoxFuture<'_, Result<Config, ConfigBackendError>> {
+        Box::pin(async move {
+            let text = self
+                .store
+                .load()
+                .await
+                .map_err(|e| ConfigBackendError::Load(Box::new(e)))?;
+            Self::parse(&self.path, &text)
+        })
+    }
+
+    fn save<'a>(&'a self, config: &'a Config) -> BoxFuture<'a, Result<(), ConfigBackendError>> {
+        Box::pin(async move {
+            let text = config.to_file_text().map_err(ConfigBackendError::Render)?;
+            self.store
+                .save(text)
+                .await
+                .map_err(|e| ConfigBackendError::Save(Box::new(e)))
+        })
+    }
+
+    fn watch(&self) -> mpsc::UnboundedReceiver<ConfigUpdate> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut events = self.store.subscribe();
+        let path = self.path.clone();
+        tokio::spawn(async move {
+            while let Ok(ConfigEvent::Changed(text)) = events.recv().await {
+                if tx.send(Self::parse(&path, &text)).is_err() {
+                    break;
+                }
+            }
+        });
+        rx
+    }
+}
+
+/// A config that lives only in memory (no `--config-file`): patches from hooks are kept for the
+/// life of the process.
+#[derive(Default)]
+pub struct MemoryConfig {
+    config: std::sync::Mutex<Config>,
+    updates: std::sync::Mutex<Option<mpsc::UnboundedSender<ConfigUpdate>>>,
+}
+
+impl MemoryConfig {
+    pub fn new(config: Config) -> Self {
+        Self {
+            config: std::sync::Mutex::new(config),
+            updates: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The config as last saved.
+    pub fn current(&self) -> Config {
+        lock(&self.config).clone()
+    }
+
+    /// Simulates an edit by someone else (tests).
+    pub fn edit(&self, update: ConfigUpdate) {
+        if let Ok(config) = &update {
+            *lock(&self.config) = config.clone();
+        }
+        if let Some(tx) = lock(&self.updates).as_ref() {
+            let _ = tx.send(update);
+        }
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl ConfigBackend for MemoryConfig {
+    fn load(&self) -> BoxFuture<'_, Result<Config, ConfigBackendError>> {
+        let config = self.current();
+        Box::pin(async move { Ok(config) })
+    }
+
+    fn save<'a>(&'a self, config: &'a Config) -> BoxFuture<'a, Result<(), ConfigBackendError>> {
+        *lock(&self.config) = config.clone();
+        Box::pin(async { Ok(()) })
+    }
+
+    fn watch(&self) -> mpsc::UnboundedReceiver<ConfigUpdate> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        *lock(&self.updates) = Some(tx);
+        rx
+    }
+}

@@ -1,0 +1,128 @@
+//! What the runtime knows at any moment: the values store, the hooks with their configs, the
+//! modules and their progress, the kubernetes monitors, and the queues. One mutex guards it all;
+//! it is held only for short, synchronous steps.
+
+use std::collections::BTreeMap;
+
+use addon_core::binding_context::Snapshots;
+use addon_core::discovery::{HookFile, ModuleSource};
+use addon_core::hook_config::{BindingType, HookConfig};
+use addon_core::monitor::MonitorCache;
+use addon_core::names::{HookName, ModuleName, QueueName};
+use addon_core::queue::QueueSet;
+use addon_core::values::store::ValuesStore;
+
+use super::edges::MonitorKey;
+use super::task::Task;
+
+/// A hook and its parsed `--config`.
+#[derive(Debug, Clone)]
+pub struct HookDef {
+    pub file: HookFile,
+    pub config: HookConfig,
+}
+
+impl HookDef {
+    pub fn name(&self) -> &HookName {
+        &self.file.name
+    }
+}
+
+/// A module and how far it got.
+#[derive(Debug, Clone)]
+pub struct ModuleState {
+    pub source: ModuleSource,
+    pub hooks: Vec<HookDef>,
+    /// `onStartup` and Synchronization ran since it was (re-)enabled.
+    pub startup_done: bool,
+    /// Its schedules fire.
+    pub schedules_on: bool,
+}
+
+/// A kubernetes binding's watch and cache.
+#[derive(Debug, Clone)]
+pub struct Monitor {
+    pub cache: MonitorCache,
+    /// Synchronization finished: events now run the hook.
+    pub synced: bool,
+}
+
+/// The runtime state.
+pub struct State {
+    pub store: ValuesStore,
+    pub global_hooks: Vec<HookDef>,
+    pub modules: BTreeMap<ModuleName, ModuleState>,
+    /// Module names in module order.
+    pub module_order: Vec<ModuleName>,
+    /// Enabled modules in order, as the last discovery decided (`global.enabledModules`).
+    pub enabled: Vec<ModuleName>,
+    pub monitors: BTreeMap<MonitorKey, Monitor>,
+    pub queues: QueueSet<Task>,
+    pub first_converge_done: bool,
+    /// Every task start, in order (only when recording is on; for tests and debugging).
+    pub history: Option<Vec<String>>,
+}
+
+impl State {
+    pub fn module(&self, name: &ModuleName) -> Option<&ModuleState> {
+        self.modules.get(name)
+    }
+
+    pub fn global_hook(&self, name: &HookName) -> Option<&HookDef> {
+        self.global_hooks.iter().find(|h| h.name() == name)
+    }
+
+    /// A global hook (`module` = None) or a module hook.
+    pub fn hook(&self, module: Option<&ModuleName>, name: &HookName) -> Option<&HookDef> {
+        match module {
+            None => self.global_hook(name),
+            Some(m) => self.module(m)?.hooks.iter().find(|h| h.name() == name),
+        }
+    }
+
+    /// The current objects of every kubernetes binding of a hook, by binding name.
+    pub fn snapshots(&self, module: Option<&ModuleName>, hook: &HookName) -> Snapshots {
+        let mut out = Snapshots::new();
+        for (key, monitor) in &self.monitors {
+            if key.module.as_ref() == module && &key.hook == hook {
+                let name = monitor.cache.binding().name.clone();
+                out.entry(name).or_default().extend(monitor.cache.items());
+            }
+        }
+        out
+    }
+
+    /// Whether a task for which `matches` holds waits in `queue` (not counting a running head).
+    pub fn is_queued(&self, queue: &QueueName, matches: impl Fn(&Task) -> bool) -> bool {
+        self.queues
+            .get(queue)
+            .is_some_and(|q| q.iter().any(|t| matches(&t.task)))
+    }
+
+    pub fn record(&mut self, line: String) {
+        if let Some(history) = &mut self.history {
+            history.push(line);
+        }
+    }
+}
+
+/// Hooks with `binding`, by ORDER then name.
+pub fn hooks_by_order(hooks: &[HookDef], binding: BindingType) -> Vec<HookDef> {
+    let mut found: Vec<(f64, HookDef)> = hooks
+        .iter()
+        .filter_map(|h| h.config.order(binding).map(|o| (o, h.clone())))
+        .collect();
+    found.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.name().cmp(b.1.name())));
+    found.into_iter().map(|(_, h)| h).collect()
+}
+
+/// Hooks with kubernetes bindings, in name order.
+pub fn hooks_with_kubernetes(hooks: &[HookDef]) -> Vec<HookDef> {
+    let mut found: Vec<HookDef> = hooks
+        .iter()
+        .filter(|h| !h.config.kubernetes.is_empty())
+        .cloned()
+        .collect();
+    found.sort_by(|a, b| a.name().cmp(b.name()));
+    found
+}
