@@ -3,3 +3,4 @@
 
 pub mod config_file;
 pub mod exec;
+pub mod schedule;
