@@ -10,3 +10,4 @@ pub mod helm;
 pub mod hook_configs;
 pub mod loader;
 pub mod logging;
+pub mod schedule;

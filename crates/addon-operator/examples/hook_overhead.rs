@@ -1,0 +1,127 @@
+//! Benchmark: N no-op hooks through the real pipeline (queue → tmp files → exec → output read and
+//! JSON parse) against the same script spawned N times by a bare `std::process::Command` loop.
+//! Run with `bench/hook-overhead/run.sh [N]`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use addon_core::names::QueueName;
+use addon_core::queue::{Backoff, QueueTask, TaskQueue};
+use addon_operator::exec::hook_run::{HookInvocation, HookOwner, HookRunSettings, run_hook};
+use anyhow::Context as _;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+struct HookTask {
+    index: usize,
+}
+
+impl QueueTask for HookTask {
+    fn description(&self) -> String {
+        format!(
+            "ModuleHookRun:main:schedule:hooks/noop.sh:tick-{}",
+            self.index
+        )
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let runs: usize = match std::env::args().nth(1) {
+        Some(text) => text.parse().context("the argument is the number of runs")?,
+        None => 1000,
+    };
+    let root = tempfile::tempdir()?;
+    let hook = root.path().join("hooks/noop.sh");
+    std::fs::create_dir_all(root.path().join("hooks"))?;
+    std::fs::write(&hook, "#!/bin/sh\nexit 0\n")?;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755))?;
+
+    let bare = bare_loop(&hook, runs)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let pipeline = runtime.block_on(pipeline(root.path(), &hook, runs))?;
+
+    let rate = |elapsed: Duration| runs as f64 / elapsed.as_secs_f64();
+    println!("runs: {runs}");
+    println!(
+        "bare std::process::Command loop: {:>8.1} runs/s ({:?} total)",
+        rate(bare),
+        bare
+    );
+    println!(
+        "addon-operator hook pipeline:    {:>8.1} runs/s ({:?} total)",
+        rate(pipeline),
+        pipeline
+    );
+    println!(
+        "pipeline / bare time ratio: {:.2}x; overhead per run: {:.0} µs",
+        pipeline.as_secs_f64() / bare.as_secs_f64(),
+        (pipeline.as_secs_f64() - bare.as_secs_f64()) * 1e6 / runs as f64
+    );
+    Ok(())
+}
+
+fn bare_loop(hook: &Path, runs: usize) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    for _ in 0..runs {
+        let status = std::process::Command::new(hook).status()?;
+        anyhow::ensure!(status.success(), "the bare run failed: {status}");
+    }
+    Ok(started.elapsed())
+}
+
+async fn pipeline(root: &Path, hook: &Path, runs: usize) -> anyhow::Result<Duration> {
+    let settings = HookRunSettings {
+        tmp_dir: root.join("tmp"),
+        ..HookRunSettings::default()
+    };
+    let cancel = CancellationToken::new();
+    let epoch = tokio::time::Instant::now();
+    let mut queue = TaskQueue::new(QueueName::main(), Backoff::default());
+    let config_values = json!({"global": {}, "myModule": {"replicas": 2}});
+    let values = json!({"global": {"enabledModules": ["my-module"]}, "myModule": {"replicas": 2}});
+    let started = Instant::now();
+    for index in 0..runs {
+        queue.push_back(HookTask { index });
+    }
+    while let Some(head) = queue.ready_head(epoch.elapsed()) {
+        let context = json!([{"binding": "tick", "type": "Schedule", "index": head.task.index}]);
+        let invocation = HookInvocation {
+            owner: HookOwner::Module("my-module".into()),
+            hook_name: "hooks/noop.sh",
+            hook_path: hook,
+            working_dir: root,
+            binding: "tick",
+            binding_context: &context,
+            config_values: &config_values,
+            values: &values,
+            extra_env: &[],
+        };
+        let output = run_hook(&settings, &invocation, &cancel).await?;
+        match output.outputs {
+            Some(outputs) => {
+                for text in [
+                    &outputs.config_values_patch,
+                    &outputs.values_patch,
+                    &outputs.metrics,
+                ] {
+                    let patch: Value = if text.trim().is_empty() {
+                        Value::Array(Vec::new())
+                    } else {
+                        serde_json::from_str(text)?
+                    };
+                    anyhow::ensure!(patch.is_array() || patch.is_object(), "odd output {patch}");
+                }
+                queue.pop();
+            }
+            None => {
+                queue.fail_head(epoch.elapsed(), output.process.failure_message());
+                anyhow::bail!(
+                    "the no-op hook failed: {}",
+                    output.process.failure_message()
+                );
+            }
+        }
+    }
+    Ok(started.elapsed())
+}
