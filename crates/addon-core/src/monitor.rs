@@ -122,8 +122,16 @@ mod tests {
     fn modification_with_the_same_filter_result_is_suppressed() {
         let mut cache = MonitorCache::new(&binding("  jqFilter: .metadata.labels\n"));
         cache.reset(vec![pod("a", "x", "1")]).unwrap();
-        assert!(cache.apply(WatchEvent::Modified, pod("a", "x", "2")).unwrap().is_none());
-        let fired = cache.apply(WatchEvent::Modified, pod("a", "y", "3")).unwrap().unwrap();
+        assert!(
+            cache
+                .apply(WatchEvent::Modified, pod("a", "x", "2"))
+                .unwrap()
+                .is_none()
+        );
+        let fired = cache
+            .apply(WatchEvent::Modified, pod("a", "y", "3"))
+            .unwrap()
+            .unwrap();
         assert_eq!(*fired.filter_result.unwrap(), json!({"app": "y"}));
         assert_eq!(cache.len(), 1);
     }
@@ -132,16 +140,36 @@ mod tests {
     fn without_a_filter_every_change_of_the_object_fires() {
         let mut cache = MonitorCache::new(&binding(""));
         cache.reset(vec![pod("a", "x", "1")]).unwrap();
-        assert!(cache.apply(WatchEvent::Modified, pod("a", "x", "2")).unwrap().is_some());
-        assert!(cache.apply(WatchEvent::Modified, pod("a", "x", "2")).unwrap().is_none());
+        assert!(
+            cache
+                .apply(WatchEvent::Modified, pod("a", "x", "2"))
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            cache
+                .apply(WatchEvent::Modified, pod("a", "x", "2"))
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
     fn delete_of_a_known_object_fires_and_unknown_does_not() {
         let mut cache = MonitorCache::new(&binding(""));
         cache.reset(vec![pod("a", "x", "1")]).unwrap();
-        assert!(cache.apply(WatchEvent::Deleted, pod("b", "x", "1")).unwrap().is_none());
-        assert!(cache.apply(WatchEvent::Deleted, pod("a", "x", "1")).unwrap().is_some());
+        assert!(
+            cache
+                .apply(WatchEvent::Deleted, pod("b", "x", "1"))
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            cache
+                .apply(WatchEvent::Deleted, pod("a", "x", "1"))
+                .unwrap()
+                .is_some()
+        );
         assert!(cache.is_empty());
     }
 
@@ -150,7 +178,9 @@ mod tests {
         let mut cache = MonitorCache::new(&binding(
             "  jqFilter: .metadata.name\n  keepFullObjectsInMemory: false\n",
         ));
-        cache.reset(vec![pod("b", "x", "1"), pod("a", "x", "1")]).unwrap();
+        cache
+            .reset(vec![pod("b", "x", "1"), pod("a", "x", "1")])
+            .unwrap();
         let items = cache.items();
         assert!(items.iter().all(|i| i.object.is_none()));
         let names: Vec<_> = items.iter().map(|i| i.id.name.as_str()).collect();

@@ -10,4 +10,5 @@ pub mod helm;
 pub mod hook_configs;
 pub mod loader;
 pub mod logging;
+pub mod runtime;
 pub mod schedule;

@@ -1,7 +1,7 @@
 //! `addon-operator check`: discovers a module tree, asks every hook for its bindings, loads and
 //! validates config and values, computes enabled modules, and reports every problem found.
 
-mod configs;
+pub mod configs;
 pub mod report;
 mod values;
 

@@ -15,8 +15,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config_file::{ConfigEvent, ConfigStore, FileConfigStore};
-use crate::exec::hook_run::{self, EnabledScriptInvocation, HookInvocation, HookOutputs, HookOwner};
 use crate::exec::hook_run::HookRunSettings;
+use crate::exec::hook_run::{
+    self, EnabledScriptInvocation, HookInvocation, HookOutputs, HookOwner,
+};
 use crate::helm::Helm;
 
 /// One hook run to make.
@@ -46,8 +48,10 @@ pub struct EnabledAnswer {
 
 /// Runs hooks and `enabled` scripts.
 pub trait HookExecutor: Send + Sync {
-    fn run_hook<'a>(&'a self, req: HookRequest<'a>)
-    -> BoxFuture<'a, Result<HookOutputs, HookFailure>>;
+    fn run_hook<'a>(
+        &'a self,
+        req: HookRequest<'a>,
+    ) -> BoxFuture<'a, Result<HookOutputs, HookFailure>>;
     fn run_enabled<'a>(
         &'a self,
         module: &'a ModuleName,

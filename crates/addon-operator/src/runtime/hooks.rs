@@ -90,7 +90,8 @@ async fn apply_outputs(
     let parse = |kind, text: &str| ValuesPatch::parse(&hook_ref, kind, text);
     let config_patch =
         parse(PatchKind::Config, &outputs.config_values_patch).map_err(|e| error_chain(&e))?;
-    let values_patch = parse(PatchKind::Values, &outputs.values_patch).map_err(|e| error_chain(&e))?;
+    let values_patch =
+        parse(PatchKind::Values, &outputs.values_patch).map_err(|e| error_chain(&e))?;
     for warning in config_patch.warnings.iter().chain(&values_patch.warnings) {
         tracing::warn!(hook = %def.name(), "{warning}");
     }

@@ -82,12 +82,21 @@ impl QueueTask for Task {
             Task::Hook(h) => {
                 let owner = h.module.as_ref().map_or(String::new(), |m| format!("{m}:"));
                 let names: Vec<&str> = h.contexts.iter().map(|c| c.binding.as_str()).collect();
-                format!("{kind}:{}:{owner}{}:{}", h.binding.as_str(), h.hook, names.join(","))
+                format!(
+                    "{kind}:{}:{owner}{}:{}",
+                    h.binding.as_str(),
+                    h.hook,
+                    names.join(",")
+                )
             }
             Task::EnableGlobalKubernetes { hook } => format!("{kind}:{hook}"),
             Task::Converge { reason } => format!("{kind}:{reason}"),
             Task::DiscoverModules | Task::ConvergeDone { .. } => kind.to_string(),
-            Task::ModuleRun { module, startup, reason } => {
+            Task::ModuleRun {
+                module,
+                startup,
+                reason,
+            } => {
                 let startup = if *startup { ":startup" } else { "" };
                 format!("{kind}:{module}{startup}:{reason}")
             }

@@ -1,0 +1,196 @@
+//! In-memory edges for runtime tests: hooks that record their inputs and answer from a script,
+//! and a Kubernetes whose objects and events the test controls.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use addon_core::hook_config::{KubernetesBinding, WatchEvent};
+use addon_core::names::ModuleName;
+use addon_core::values::store::HookValues;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::edges::{
+    EnabledAnswer, HookExecutor, HookFailure, HookRequest, KubeError, KubeEvent, KubeEvents,
+    MonitorKey,
+};
+use crate::exec::hook_run::HookOutputs;
+
+/// One recorded hook (or `enabled` script) run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookCall {
+    /// `<module>/<hook>` for module hooks, `<hook>` for global hooks, `<module>/enabled` for
+    /// enabled scripts.
+    pub name: String,
+    pub binding_context: Value,
+    pub config_values: Value,
+    pub values: Value,
+}
+
+type Responder = dyn Fn(&HookCall) -> Result<HookOutputs, String> + Send + Sync;
+
+/// Hooks that record every call and answer with `responder` (default: succeed, no output).
+#[derive(Clone)]
+pub struct FakeHooks {
+    calls: Arc<Mutex<Vec<HookCall>>>,
+    responder: Arc<Mutex<Arc<Responder>>>,
+}
+
+impl Default for FakeHooks {
+    fn default() -> Self {
+        Self {
+            calls: Arc::default(),
+            responder: Arc::new(Mutex::new(Arc::new(|_| Ok(HookOutputs::default())))),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl FakeHooks {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets how hooks answer. For `enabled` scripts the `values_patch` text of the answer is used
+    /// as the `$MODULE_ENABLED_RESULT` content.
+    pub fn respond(
+        &self,
+        f: impl Fn(&HookCall) -> Result<HookOutputs, String> + Send + Sync + 'static,
+    ) {
+        *lock(&self.responder) = Arc::new(f);
+    }
+
+    pub fn calls(&self) -> Vec<HookCall> {
+        lock(&self.calls).clone()
+    }
+
+    /// Names of the calls so far, in order.
+    pub fn names(&self) -> Vec<String> {
+        lock(&self.calls).iter().map(|c| c.name.clone()).collect()
+    }
+
+    fn call(&self, call: HookCall) -> Result<HookOutputs, String> {
+        lock(&self.calls).push(call.clone());
+        let responder = Arc::clone(&lock(&self.responder));
+        responder(&call)
+    }
+}
+
+impl HookExecutor for FakeHooks {
+    fn run_hook<'a>(
+        &'a self,
+        req: HookRequest<'a>,
+    ) -> BoxFuture<'a, Result<HookOutputs, HookFailure>> {
+        let name = match req.module {
+            Some(m) => format!("{m}/{}", req.hook.name),
+            None => req.hook.name.to_string(),
+        };
+        let call = HookCall {
+            name,
+            binding_context: req.binding_context.clone(),
+            config_values: req.values.config_values.clone(),
+            values: req.values.values.clone(),
+        };
+        let result = self.call(call).map_err(|message| HookFailure { message });
+        Box::pin(async move { result })
+    }
+
+    fn run_enabled<'a>(
+        &'a self,
+        module: &'a ModuleName,
+        _script: &'a Path,
+        values: &'a HookValues,
+    ) -> BoxFuture<'a, Result<EnabledAnswer, HookFailure>> {
+        let call = HookCall {
+            name: format!("{module}/enabled"),
+            binding_context: Value::Null,
+            config_values: values.config_values.clone(),
+            values: values.values.clone(),
+        };
+        let result = self
+            .call(call)
+            .map(|out| EnabledAnswer {
+                result_file: out.values_patch,
+                stdout_last_line: String::new(),
+            })
+            .map_err(|message| HookFailure { message });
+        Box::pin(async move { result })
+    }
+}
+
+#[derive(Default)]
+struct KubeState {
+    /// kind (lowercase) → objects
+    objects: BTreeMap<String, Vec<Value>>,
+    monitors: BTreeMap<MonitorKey, String>,
+}
+
+/// A Kubernetes whose objects the test sets; `emit` sends a watch event to every started monitor
+/// of the object's kind (selectors are not evaluated).
+#[derive(Clone)]
+pub struct FakeKube {
+    state: Arc<Mutex<KubeState>>,
+    events: mpsc::UnboundedSender<KubeEvent>,
+}
+
+impl FakeKube {
+    /// The fake and the receiver to give to the runtime.
+    pub fn new() -> (Self, mpsc::UnboundedReceiver<KubeEvent>) {
+        let (events, rx) = mpsc::unbounded_channel();
+        let fake = Self {
+            state: Arc::default(),
+            events,
+        };
+        (fake, rx)
+    }
+
+    /// Objects that exist before a watch starts.
+    pub fn set_objects(&self, kind: &str, objects: Vec<Value>) {
+        lock(&self.state)
+            .objects
+            .insert(kind.to_lowercase(), objects);
+    }
+
+    /// Keys of the monitors started and not stopped.
+    pub fn monitors(&self) -> Vec<MonitorKey> {
+        lock(&self.state).monitors.keys().cloned().collect()
+    }
+
+    /// Sends an event for `object` (its `kind` decides which monitors get it).
+    pub fn emit(&self, event: WatchEvent, object: Value) {
+        let kind = object["kind"].as_str().unwrap_or_default().to_lowercase();
+        let state = lock(&self.state);
+        for (key, monitor_kind) in &state.monitors {
+            if *monitor_kind == kind {
+                let _ = self.events.send(KubeEvent {
+                    key: key.clone(),
+                    event,
+                    object: object.clone(),
+                });
+            }
+        }
+    }
+}
+
+impl KubeEvents for FakeKube {
+    fn start<'a>(
+        &'a self,
+        key: &'a MonitorKey,
+        binding: &'a KubernetesBinding,
+    ) -> BoxFuture<'a, Result<Vec<Value>, KubeError>> {
+        let kind = binding.kind.to_lowercase();
+        let mut state = lock(&self.state);
+        state.monitors.insert(key.clone(), kind.clone());
+        let objects = state.objects.get(&kind).cloned().unwrap_or_default();
+        Box::pin(async move { Ok(objects) })
+    }
+
+    fn stop(&self, key: &MonitorKey) {
+        lock(&self.state).monitors.remove(key);
+    }
+}

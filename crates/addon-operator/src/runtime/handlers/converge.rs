@@ -1,0 +1,166 @@
+//! 'Reload all modules': beforeAll hooks, module discovery (enabled scripts, run / delete / purge
+//! lists), afterAll hooks, and the check that afterAll did not change global values.
+
+use addon_core::binding_context::{ContextBuilder, Snapshots};
+use addon_core::enablement::{self, Candidate, EnablementPass, Step};
+use addon_core::hook_config::BindingType;
+use addon_core::names::{ModuleName, QueueName};
+use addon_core::values::patch::Scope;
+
+use crate::check::error_chain;
+use crate::runtime::Shared;
+use crate::runtime::state::{State, hooks_by_order};
+use crate::runtime::task::{HookTask, Origin, Outcome, Task};
+
+/// Expands a converge into its beforeAll hooks and discovery, dropping other queued converges
+/// (this one covers them).
+pub fn start(shared: &Shared) -> Outcome {
+    let mut st = shared.lock();
+    if let Ok(main) = st.queues.get_mut(&QueueName::main()) {
+        main.remove_where(|t| matches!(t, Task::Converge { .. }));
+    }
+    let mut head = lifecycle_hooks(&st, BindingType::BeforeAll);
+    head.push(Task::DiscoverModules);
+    Outcome::head(head)
+}
+
+/// Global hook tasks for a lifecycle binding, by ORDER.
+fn lifecycle_hooks(st: &State, binding: BindingType) -> Vec<Task> {
+    hooks_by_order(&st.global_hooks, binding)
+        .into_iter()
+        .map(|def| {
+            let snapshots = Snapshots::new();
+            let ctx = ContextBuilder::new(&def.config, &snapshots).lifecycle(binding);
+            Task::Hook(HookTask {
+                module: None,
+                hook: def.name().clone(),
+                binding,
+                contexts: vec![ctx],
+                allow_failure: false,
+                origin: Origin::Lifecycle,
+            })
+        })
+        .collect()
+}
+
+/// Decides which modules are enabled and queues deletes, runs, purges, afterAll hooks and the
+/// closing check. A failing `enabled` script fails the whole discovery (retried; it holds `main`).
+pub async fn discover(shared: &Shared) -> Outcome {
+    let candidates = candidates(&shared.lock());
+    let enabled = match run_pass(shared, candidates).await {
+        Ok(enabled) => enabled,
+        Err(message) => return Outcome::Failed(message),
+    };
+    let releases = match shared.edges.helm.releases().await {
+        Ok(releases) => releases,
+        Err(e) => return Outcome::Failed(error_chain(&e)),
+    };
+    let mut st = shared.lock();
+    let plan = enablement::plan(&st.module_order, &enabled, &st.enabled, &releases);
+    st.enabled = enabled;
+    let mut head = Vec::new();
+    for module in plan.to_delete {
+        head.push(Task::ModuleDelete { module });
+    }
+    for module in plan.to_run {
+        let startup = plan.newly_enabled.contains(&module)
+            || st.module(&module).is_none_or(|m| !m.startup_done);
+        head.push(Task::ModuleRun {
+            module,
+            startup,
+            reason: "converge",
+        });
+    }
+    for release in plan.to_purge {
+        head.push(Task::ModulePurge { release });
+    }
+    head.extend(lifecycle_hooks(&st, BindingType::AfterAll));
+    head.push(Task::ConvergeDone {
+        global_checksum: global_checksum(&st),
+    });
+    Outcome::head(head)
+}
+
+fn candidates(st: &State) -> Vec<Candidate> {
+    st.store
+        .all_flag_layers()
+        .into_iter()
+        .map(|(name, flags)| Candidate {
+            has_script: st
+                .module(&name)
+                .is_some_and(|m| m.source.enabled_script.is_some()),
+            enabled_by_flags: flags.enabled(),
+            name,
+        })
+        .collect()
+}
+
+/// Runs the enablement pass, calling `enabled` scripts in module order.
+async fn run_pass(shared: &Shared, candidates: Vec<Candidate>) -> Result<Vec<ModuleName>, String> {
+    let mut pass = EnablementPass::new(candidates);
+    loop {
+        match pass.next_step().map_err(|e| e.to_string())? {
+            Step::Done(enabled) => return Ok(enabled),
+            Step::RunScript {
+                module,
+                enabled_so_far,
+            } => {
+                let verdict = run_script(shared, &module, &enabled_so_far).await?;
+                pass.accept_verdict(&module, verdict)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    }
+}
+
+async fn run_script(
+    shared: &Shared,
+    module: &ModuleName,
+    enabled_so_far: &[ModuleName],
+) -> Result<bool, String> {
+    let (script, values) = {
+        let mut st = shared.lock();
+        st.record(format!("enabled {module}"));
+        let script = st
+            .module(module)
+            .and_then(|m| m.source.enabled_script.clone())
+            .ok_or_else(|| format!("module '{module}' has no enabled script"))?;
+        let values = st
+            .store
+            .enabled_script_values(module, enabled_so_far)
+            .map_err(|e| error_chain(&e))?;
+        (script, values)
+    };
+    let answer = shared
+        .edges
+        .hooks
+        .run_enabled(module, &script, &values)
+        .await
+        .map_err(|e| e.message)?;
+    let verdict =
+        enablement::parse_script_result(module, &answer.result_file, &answer.stdout_last_line)
+            .map_err(|e| e.to_string())?;
+    if let Some(warning) = verdict.warning {
+        tracing::warn!(module = %module, "{warning}");
+    }
+    Ok(verdict.enabled)
+}
+
+/// Global values and dynamic enable flags, as one checksum.
+pub fn global_checksum(st: &State) -> String {
+    let values = st.store.checksum(&Scope::Global).unwrap_or_default();
+    format!("{values}:{:?}", st.store.dynamic_enabled())
+}
+
+/// Ends a converge: if afterAll hooks changed global values, converge again; otherwise the
+/// first converge (if this was it) is over and schedules may fire.
+pub fn finish(shared: &Shared, before: &str) -> Outcome {
+    let mut st = shared.lock();
+    if global_checksum(&st) != before {
+        return Outcome::head(vec![Task::Converge {
+            reason: "afterAll hooks changed global values",
+        }]);
+    }
+    st.first_converge_done = true;
+    Outcome::done()
+}

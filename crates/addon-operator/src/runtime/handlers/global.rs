@@ -1,0 +1,166 @@
+//! Hook-run tasks (global and module hooks, any binding) and the start of a global hook's
+//! kubernetes bindings.
+
+use addon_core::binding_context::ContextBuilder;
+use addon_core::hook_config::BindingType;
+use addon_core::monitor::MonitorCache;
+use addon_core::names::{HookName, ModuleName, QueueName};
+
+use crate::runtime::Shared;
+use crate::runtime::edges::MonitorKey;
+use crate::runtime::hooks::{self, HookEffect};
+use crate::runtime::state::Monitor;
+use crate::runtime::task::{HookTask, Origin, Outcome, Task};
+
+/// Runs a queued hook. A failure of an `allowFailure` binding is logged and counts as done.
+pub async fn hook_task(shared: &Shared, _queue: &QueueName, task: &HookTask) -> Outcome {
+    let module = task.module.as_ref();
+    let result = hooks::run(
+        shared,
+        module,
+        &task.hook,
+        task.binding,
+        task.contexts.clone(),
+    )
+    .await;
+    let effect = match result {
+        Ok(effect) => effect,
+        Err(message) if task.allow_failure => {
+            tracing::warn!(hook = %task.hook, error = %message, "hook failed, but it is allowed to fail");
+            HookEffect::default()
+        }
+        Err(message) => return Outcome::Failed(message),
+    };
+    mark_synchronized(shared, task);
+    if task.origin == Origin::Lifecycle {
+        return Outcome::done();
+    }
+    react(shared, module, effect)
+}
+
+/// After a Synchronization run, the binding's events start running the hook.
+fn mark_synchronized(shared: &Shared, task: &HookTask) {
+    let synced: Vec<&str> = task
+        .contexts
+        .iter()
+        .filter(|c| c.is_synchronization())
+        .map(|c| c.binding.as_str())
+        .collect();
+    if synced.is_empty() {
+        return;
+    }
+    let mut st = shared.lock();
+    for (key, monitor) in st.monitors.iter_mut() {
+        let same_hook = key.module == task.module && key.hook == task.hook;
+        if same_hook && synced.contains(&monitor.cache.binding().name.as_str()) {
+            monitor.synced = true;
+        }
+    }
+}
+
+/// Values changed by a schedule or kubernetes event run: reload everything (global) or run the
+/// module again.
+fn react(shared: &Shared, module: Option<&ModuleName>, effect: HookEffect) -> Outcome {
+    let main = QueueName::main();
+    let st = shared.lock();
+    match module {
+        None if effect.values_changed || effect.enabled_changed => {
+            let queued = st.is_queued(&main, |t| matches!(t, Task::Converge { .. }));
+            if queued || !st.first_converge_done {
+                return Outcome::done();
+            }
+            let task = Task::Converge {
+                reason: "global values changed",
+            };
+            Outcome::tail(vec![(main, task)])
+        }
+        Some(m) if effect.values_changed => {
+            let queued = st.is_queued(
+                &main,
+                |t| matches!(t, Task::ModuleRun { module, .. } if module == m),
+            );
+            if queued {
+                return Outcome::done();
+            }
+            let task = Task::ModuleRun {
+                module: m.clone(),
+                startup: false,
+                reason: "module values changed",
+            };
+            Outcome::tail(vec![(main, task)])
+        }
+        _ => Outcome::done(),
+    }
+}
+
+/// Starts the watches of every kubernetes binding of a global hook and queues one
+/// Synchronization run per binding at the head of `main`.
+pub async fn enable_kubernetes(shared: &Shared, hook: &HookName) -> Outcome {
+    let def = match shared.lock().global_hook(hook).cloned() {
+        Some(def) => def,
+        None => return Outcome::Failed(format!("hook '{hook}' is not known")),
+    };
+    let mut head = Vec::new();
+    for index in 0..def.config.kubernetes.len() {
+        let key = MonitorKey {
+            module: None,
+            hook: hook.clone(),
+            binding: index,
+        };
+        match start_monitor(shared, &key).await {
+            Ok(Some(task)) => head.push(task),
+            Ok(None) => {}
+            Err(message) => return Outcome::Failed(message),
+        }
+    }
+    Outcome::head(head)
+}
+
+/// Starts one binding's watch and loads its objects. Returns the Synchronization run to queue,
+/// or `None` when the hook must not run on Synchronization (the binding is synced at once).
+pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<Task>, String> {
+    let def = shared
+        .lock()
+        .hook(key.module.as_ref(), &key.hook)
+        .cloned()
+        .ok_or_else(|| format!("hook '{}' is not known", key.hook))?;
+    let binding = def
+        .config
+        .kubernetes
+        .get(key.binding)
+        .cloned()
+        .ok_or_else(|| format!("hook '{}' has no binding #{}", key.hook, key.binding))?;
+    let objects = shared
+        .edges
+        .kube
+        .start(key, &binding)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut cache = MonitorCache::new(&binding);
+    cache
+        .reset(objects)
+        .map_err(|e| format!("hook '{}': binding '{}': {e}", key.hook, binding.name))?;
+    let runs = !binding.v0 && binding.execute_hook_on_synchronization;
+    let mut st = shared.lock();
+    st.monitors.insert(
+        key.clone(),
+        Monitor {
+            cache,
+            synced: !runs,
+        },
+    );
+    if !runs {
+        return Ok(None);
+    }
+    let snapshots = st.snapshots(key.module.as_ref(), &key.hook);
+    let items = snapshots.get(&binding.name).cloned().unwrap_or_default();
+    let ctx = ContextBuilder::new(&def.config, &snapshots).synchronization(&binding, &items);
+    Ok(Some(Task::Hook(HookTask {
+        module: key.module.clone(),
+        hook: key.hook.clone(),
+        binding: BindingType::Kubernetes,
+        contexts: vec![ctx],
+        allow_failure: binding.allow_failure,
+        origin: Origin::Lifecycle,
+    })))
+}

@@ -1,0 +1,237 @@
+//! Module tasks: run (onStartup and Synchronization on startup, beforeHelm, Helm, afterHelm),
+//! delete (beforeDeleteHelm, uninstall, afterDeleteHelm) and purge of releases without a module.
+
+use std::path::Path;
+
+use addon_core::binding_context::{ContextBuilder, Snapshots};
+use addon_core::hook_config::BindingType;
+use addon_core::names::{ModuleName, QueueName};
+use addon_core::values::patch::Scope;
+use sha2::{Digest, Sha256};
+
+use super::global::start_monitor;
+use crate::check::error_chain;
+use crate::helm::UpgradeRequest;
+use crate::runtime::Shared;
+use crate::runtime::edges::MonitorKey;
+use crate::runtime::hooks;
+use crate::runtime::state::{HookDef, hooks_by_order, hooks_with_kubernetes};
+use crate::runtime::task::{HookTask, Outcome, Task};
+
+/// Runs a module as one task, retried as a whole on any failure.
+pub async fn run(shared: &Shared, module: &ModuleName, startup: bool) -> Outcome {
+    let Some(state) = shared.lock().module(module).cloned() else {
+        return Outcome::Failed(format!("module '{module}' is not known"));
+    };
+    if !shared.lock().enabled.contains(module) {
+        tracing::info!(module = %module, "module is disabled now; its run is skipped");
+        return Outcome::done();
+    }
+    let steps = async {
+        if startup {
+            run_lifecycle(shared, module, &state.hooks, BindingType::OnStartup).await?;
+            synchronize(shared, module, &state.hooks).await?;
+            shared.start_module_schedules(module);
+        }
+        run_lifecycle(shared, module, &state.hooks, BindingType::BeforeHelm).await?;
+        if state.source.has_chart {
+            helm_upgrade(shared, module, &state.source.path).await?;
+        }
+        let before = module_checksum(shared, module);
+        run_lifecycle(shared, module, &state.hooks, BindingType::AfterHelm).await?;
+        Ok::<bool, String>(module_checksum(shared, module) != before)
+    };
+    match steps.await {
+        Err(message) => Outcome::Failed(format!("module '{module}': {message}")),
+        Ok(changed) => {
+            if let Some(m) = shared.lock().modules.get_mut(module) {
+                m.startup_done = true;
+            }
+            if !changed {
+                return Outcome::done();
+            }
+            let again = Task::ModuleRun {
+                module: module.clone(),
+                startup: false,
+                reason: "afterHelm hooks changed module values",
+            };
+            Outcome::tail(vec![(QueueName::main(), again)])
+        }
+    }
+}
+
+fn module_checksum(shared: &Shared, module: &ModuleName) -> String {
+    shared
+        .lock()
+        .store
+        .checksum(&Scope::Module(module.clone()))
+        .unwrap_or_default()
+}
+
+/// Runs the module's hooks that have `binding`, by ORDER, one after another.
+async fn run_lifecycle(
+    shared: &Shared,
+    module: &ModuleName,
+    hooks: &[HookDef],
+    binding: BindingType,
+) -> Result<(), String> {
+    for def in hooks_by_order(hooks, binding) {
+        let snapshots = Snapshots::new();
+        let builder = ContextBuilder::new(&def.config, &snapshots);
+        let ctx = match binding {
+            BindingType::OnStartup => builder.on_startup(),
+            _ => builder.lifecycle(binding),
+        };
+        hooks::run(shared, Some(module), def.name(), binding, vec![ctx]).await?;
+    }
+    Ok(())
+}
+
+/// Starts every kubernetes binding of the module's hooks (hooks by name, bindings in order) and
+/// runs the Synchronization of each.
+async fn synchronize(
+    shared: &Shared,
+    module: &ModuleName,
+    hooks: &[HookDef],
+) -> Result<(), String> {
+    for def in hooks_with_kubernetes(hooks) {
+        for index in 0..def.config.kubernetes.len() {
+            let key = MonitorKey {
+                module: Some(module.clone()),
+                hook: def.name().clone(),
+                binding: index,
+            };
+            let Some(Task::Hook(task)) = start_monitor(shared, &key).await? else {
+                continue;
+            };
+            run_synchronization(shared, &key, task).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn run_synchronization(
+    shared: &Shared,
+    key: &MonitorKey,
+    task: HookTask,
+) -> Result<(), String> {
+    let result = hooks::run(
+        shared,
+        key.module.as_ref(),
+        &task.hook,
+        task.binding,
+        task.contexts,
+    )
+    .await;
+    match result {
+        Ok(_) => {}
+        Err(message) if task.allow_failure => {
+            tracing::warn!(hook = %task.hook, error = %message, "Synchronization failed, but it is allowed to fail");
+        }
+        Err(message) => return Err(message),
+    }
+    if let Some(monitor) = shared.lock().monitors.get_mut(key) {
+        monitor.synced = true;
+    }
+    Ok(())
+}
+
+/// Checks the Helm values (with `x-required-for-helm`) and runs `helm upgrade --install` when the
+/// values or the chart changed or Helm says so.
+async fn helm_upgrade(shared: &Shared, module: &ModuleName, chart: &Path) -> Result<(), String> {
+    let values = shared
+        .lock()
+        .store
+        .helm_values(module)
+        .map_err(|e| error_chain(&e))?;
+    let values_yaml = addon_core::yaml::to_string(&values).map_err(|e| e.to_string())?;
+    let request = UpgradeRequest {
+        release: module.to_string(),
+        chart_dir: chart.to_path_buf(),
+        checksum: chart_checksum(chart, &values_yaml),
+        values_yaml,
+    };
+    let helm = &shared.edges.helm;
+    if helm
+        .should_upgrade(&request)
+        .await
+        .map_err(|e| error_chain(&e))?
+    {
+        shared.lock().record(format!("helm upgrade {module}"));
+        helm.upgrade(&request).await.map_err(|e| error_chain(&e))?;
+    }
+    Ok(())
+}
+
+/// A checksum of the values and of the chart's files (`Chart.yaml`, `values.yaml`, `templates/`).
+fn chart_checksum(chart: &Path, values_yaml: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(values_yaml.as_bytes());
+    let mut files = vec![chart.join("Chart.yaml"), chart.join("values.yaml")];
+    collect_files(&chart.join("templates"), &mut files);
+    files.sort();
+    for file in files {
+        if let Ok(bytes) = std::fs::read(&file) {
+            hasher.update(file.to_string_lossy().as_bytes());
+            hasher.update(&bytes);
+        }
+    }
+    format!("{:x}", hasher.finalize())
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// Deletes a disabled module: its release (with beforeDeleteHelm first), then afterDeleteHelm
+/// hooks; its watches and schedules stop and its values patches are forgotten.
+pub async fn delete(shared: &Shared, module: &ModuleName) -> Outcome {
+    let Some(state) = shared.lock().module(module).cloned() else {
+        return Outcome::Failed(format!("module '{module}' is not known"));
+    };
+    let steps = async {
+        if state.source.has_chart {
+            let releases = shared
+                .edges
+                .helm
+                .releases()
+                .await
+                .map_err(|e| error_chain(&e))?;
+            if releases.iter().any(|r| r == module.as_str()) {
+                run_lifecycle(shared, module, &state.hooks, BindingType::BeforeDeleteHelm).await?;
+                shared.lock().record(format!("helm uninstall {module}"));
+                shared
+                    .edges
+                    .helm
+                    .uninstall(module.as_str())
+                    .await
+                    .map_err(|e| error_chain(&e))?;
+            }
+        }
+        run_lifecycle(shared, module, &state.hooks, BindingType::AfterDeleteHelm).await
+    };
+    if let Err(message) = steps.await {
+        return Outcome::Failed(format!("module '{module}': {message}"));
+    }
+    shared.stop_module(module);
+    Outcome::done()
+}
+
+/// Uninstalls a release that belongs to no module; a failure is only logged.
+pub async fn purge(shared: &Shared, release: &str) -> Outcome {
+    shared.lock().record(format!("helm uninstall {release}"));
+    if let Err(e) = shared.edges.helm.uninstall(release).await {
+        tracing::error!(release, error = %error_chain(&e), "purge of a release without a module failed");
+    }
+    Outcome::done()
+}

@@ -1,0 +1,218 @@
+//! Turns outside events into tasks: config edits, watch events of kubernetes bindings, and
+//! schedule ticks.
+
+use std::sync::Arc;
+
+use addon_core::binding_context::ContextBuilder;
+use addon_core::config::Config;
+use addon_core::hook_config::BindingType;
+use addon_core::names::{ModuleName, QueueName};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::edges::{ConfigUpdate, KubeEvent};
+use super::task::{HookTask, Origin, Task};
+use super::{ScheduleId, Shared};
+use crate::check::error_chain;
+
+/// Applies config edits made by others.
+pub async fn config_updates(
+    shared: Arc<Shared>,
+    mut updates: mpsc::UnboundedReceiver<ConfigUpdate>,
+    stop: CancellationToken,
+) {
+    loop {
+        let update = tokio::select! {
+            u = updates.recv() => u,
+            () = stop.cancelled() => return,
+        };
+        match update {
+            None => return,
+            Some(Err(e)) => tracing::error!(
+                error = %error_chain(&e),
+                "config edit rejected; the previous config stays in use"
+            ),
+            Some(Ok(config)) => apply_config(&shared, config),
+        }
+    }
+}
+
+/// A valid edit: global section or `*Enabled` flags changed ⇒ converge (and failing runs of
+/// modules the edit disables are dropped); only module sections changed ⇒ run those modules.
+pub fn apply_config(shared: &Shared, config: Config) {
+    let mut st = shared.lock();
+    let mut check: Vec<ModuleName> = st.enabled.clone();
+    check.extend(
+        st.module_order
+            .iter()
+            .filter(|m| config.module_enabled(m) == Some(true) && !st.enabled.contains(m))
+            .cloned(),
+    );
+    if let Err(e) = st.store.check_config(&config, &check) {
+        tracing::error!(
+            error = %error_chain(&e),
+            "config edit is invalid; the previous config stays in use and no task is queued"
+        );
+        return;
+    }
+    let change = st.store.set_config(config);
+    if change.is_empty() {
+        return;
+    }
+    let main = QueueName::main();
+    if let Ok(q) = st.queues.get_mut(&main) {
+        q.cancel_head_delay();
+    }
+    if change.global_changed || !change.enabled_changed.is_empty() {
+        let disabled: Vec<ModuleName> = st
+            .store
+            .all_flag_layers()
+            .into_iter()
+            .filter(|(_, flags)| !flags.enabled())
+            .map(|(name, _)| name)
+            .collect();
+        drop_runs_of(&mut st, &disabled);
+        tracing::info!("config changed the global section or enable flags: reload all modules");
+        if !st.is_queued(&main, |t| matches!(t, Task::Converge { .. })) {
+            shared.push(
+                &mut st,
+                &main,
+                Task::Converge {
+                    reason: "config changed",
+                },
+            );
+        }
+    } else {
+        for module in change.modules_changed {
+            let queued = st.is_queued(
+                &main,
+                |t| matches!(t, Task::ModuleRun { module: m, .. } if *m == module),
+            );
+            if st.enabled.contains(&module) && !queued {
+                tracing::info!(module = %module, "config changed the module's section: run it");
+                let task = Task::ModuleRun {
+                    module,
+                    startup: false,
+                    reason: "config changed",
+                };
+                shared.push(&mut st, &main, task);
+            }
+        }
+    }
+    shared.notify.notify_waiters();
+}
+
+/// Removes queued runs and hook runs of `modules` from every queue (a failing head included,
+/// unless it is running right now).
+fn drop_runs_of(st: &mut super::state::State, modules: &[ModuleName]) {
+    let names: Vec<QueueName> = st.queues.iter().map(|q| q.name().clone()).collect();
+    for name in names {
+        if let Ok(q) = st.queues.get_mut(&name) {
+            let removed = q.remove_where(|t| match t {
+                Task::ModuleRun { module, .. }
+                | Task::Hook(HookTask {
+                    module: Some(module),
+                    ..
+                }) => modules.contains(module),
+                _ => false,
+            });
+            for task in removed {
+                tracing::info!(task = %addon_core::queue::QueueTask::description(&task), "dropped: the module is disabled by the config");
+            }
+        }
+    }
+}
+
+/// Feeds watch events into the monitors and queues hook runs for them.
+pub async fn kube_events(
+    shared: Arc<Shared>,
+    mut events: mpsc::UnboundedReceiver<KubeEvent>,
+    stop: CancellationToken,
+) {
+    loop {
+        let event = tokio::select! {
+            e = events.recv() => e,
+            () = stop.cancelled() => return,
+        };
+        match event {
+            None => return,
+            Some(event) => on_kube_event(&shared, event),
+        }
+    }
+}
+
+fn on_kube_event(shared: &Shared, ev: KubeEvent) {
+    let mut st = shared.lock();
+    let Some(monitor) = st.monitors.get_mut(&ev.key) else {
+        return;
+    };
+    let item = match monitor.cache.apply(ev.event, ev.object) {
+        Ok(Some(item)) => item,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::error!(hook = %ev.key.hook, error = %e, "jqFilter failed on an object");
+            return;
+        }
+    };
+    let binding = monitor.cache.binding().clone();
+    if !monitor.synced || !binding.execute_hook_on_event.contains(&ev.event) {
+        return;
+    }
+    let Some(def) = st.hook(ev.key.module.as_ref(), &ev.key.hook).cloned() else {
+        return;
+    };
+    let snapshots = st.snapshots(ev.key.module.as_ref(), &ev.key.hook);
+    let ctx = ContextBuilder::new(&def.config, &snapshots).event(&binding, ev.event, &item);
+    let task = Task::Hook(HookTask {
+        module: ev.key.module.clone(),
+        hook: ev.key.hook.clone(),
+        binding: BindingType::Kubernetes,
+        contexts: vec![ctx],
+        allow_failure: binding.allow_failure,
+        origin: Origin::Event,
+    });
+    shared.push(&mut st, &binding.queue, task);
+}
+
+/// Queues hook runs for schedule ticks; ticks before the first converge is done are dropped.
+pub async fn schedule_ticks(
+    shared: Arc<Shared>,
+    mut ticks: mpsc::Receiver<ScheduleId>,
+    stop: CancellationToken,
+) {
+    loop {
+        let tick = tokio::select! {
+            t = ticks.recv() => t,
+            () = stop.cancelled() => return,
+        };
+        match tick {
+            None => return,
+            Some(id) => on_tick(&shared, &id),
+        }
+    }
+}
+
+fn on_tick(shared: &Shared, id: &ScheduleId) {
+    let mut st = shared.lock();
+    if !st.first_converge_done {
+        tracing::debug!(hook = %id.hook, "schedule tick before the first converge is dropped");
+        return;
+    }
+    let Some(def) = st.hook(id.module.as_ref(), &id.hook).cloned() else {
+        return;
+    };
+    let Some(binding) = def.config.schedules.get(id.index) else {
+        return;
+    };
+    let snapshots = st.snapshots(id.module.as_ref(), &id.hook);
+    let ctx = ContextBuilder::new(&def.config, &snapshots).schedule(binding);
+    let task = Task::Hook(HookTask {
+        module: id.module.clone(),
+        hook: id.hook.clone(),
+        binding: BindingType::Schedule,
+        contexts: vec![ctx],
+        allow_failure: binding.allow_failure,
+        origin: Origin::Event,
+    });
+    shared.push(&mut st, &binding.queue, task);
+}

@@ -1,0 +1,431 @@
+//! The runtime: builds the operator's state from a discovered tree, fills `main` with the startup
+//! tasks, and runs one worker per queue plus the intake of config edits, watch events and
+//! schedule ticks until shutdown.
+
+pub mod edges;
+mod edges_fake;
+mod handlers;
+mod hooks;
+mod intake;
+pub mod state;
+pub mod task;
+mod worker;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use addon_core::binding_context::{ContextBuilder, Snapshots};
+use addon_core::discovery::Discovered;
+use addon_core::hook_config::{BindingType, HookConfig};
+use addon_core::names::{HookName, ModuleName, QueueName};
+use addon_core::queue::{Backoff, QueueSet};
+use addon_core::setup::build_store;
+use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use edges::{Edges, KubeEvent, MonitorKey};
+pub use edges_fake::{FakeHooks, FakeKube, HookCall};
+use state::{HookDef, ModuleState, State, hooks_by_order, hooks_with_kubernetes};
+use task::{HookTask, Origin, Task};
+
+use crate::check::error_chain;
+use crate::schedule::{Scheduler, SystemClock, WallClock};
+
+/// How the runtime behaves; plain data built before any I/O.
+#[derive(Debug, Clone)]
+pub struct RuntimeSettings {
+    pub backoff: Backoff,
+    /// Keep the ordered history of task starts and hook runs (tests, debugging).
+    pub record_history: bool,
+}
+
+impl Default for RuntimeSettings {
+    fn default() -> Self {
+        Self {
+            backoff: Backoff::default(),
+            record_history: false,
+        }
+    }
+}
+
+/// A schedule binding: the hook's module (none for global hooks), the hook, the binding index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleId {
+    pub module: Option<ModuleName>,
+    pub hook: HookName,
+    pub index: usize,
+}
+
+/// Why the operator could not start: every problem found.
+#[derive(Debug, thiserror::Error)]
+#[error("the module tree or its config is invalid:\n  {}", .errors.join("\n  "))]
+pub struct StartupError {
+    pub errors: Vec<String>,
+}
+
+impl StartupError {
+    pub fn category(&self) -> &'static str {
+        "startup"
+    }
+}
+
+/// State shared by workers, intake and handlers.
+pub struct Shared {
+    state: Mutex<State>,
+    notify: Notify,
+    pub(crate) edges: Edges,
+    epoch: tokio::time::Instant,
+    scheduler: Scheduler<ScheduleId>,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Time since the runtime started, the clock of the queues.
+    fn now(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+
+    /// Queues `task` at the end of `queue` (or `main` if that queue does not exist).
+    fn push(&self, st: &mut State, queue: &QueueName, task: Task) {
+        let queue = if st.queues.get(queue).is_some() {
+            queue.clone()
+        } else {
+            QueueName::main()
+        };
+        let _ = st.queues.push_back(&queue, task);
+        self.notify.notify_waiters();
+    }
+
+    /// Starts the schedules of a module's hooks (once per enabling).
+    pub(crate) fn start_module_schedules(&self, module: &ModuleName) {
+        let mut st = self.lock();
+        let Some(m) = st.modules.get_mut(module) else {
+            return;
+        };
+        if m.schedules_on {
+            return;
+        }
+        m.schedules_on = true;
+        let hooks = m.hooks.clone();
+        drop(st);
+        self.start_schedules(Some(module), &hooks);
+    }
+
+    fn start_schedules(&self, module: Option<&ModuleName>, hooks: &[HookDef]) {
+        for def in hooks {
+            for (index, binding) in def.config.schedules.iter().enumerate() {
+                let id = ScheduleId {
+                    module: module.cloned(),
+                    hook: def.name().clone(),
+                    index,
+                };
+                if let Err(e) = self.scheduler.start(id, binding.crontab.source()) {
+                    tracing::error!(hook = %def.name(), error = %error_chain(&e), "schedule not started");
+                }
+            }
+        }
+    }
+
+    /// Forgets a deleted module's watches, schedules, progress and values patches.
+    pub(crate) fn stop_module(&self, module: &ModuleName) {
+        let mut st = self.lock();
+        let keys: Vec<MonitorKey> = st
+            .monitors
+            .keys()
+            .filter(|k| k.module.as_ref() == Some(module))
+            .cloned()
+            .collect();
+        for key in keys {
+            self.edges.kube.stop(&key);
+            st.monitors.remove(&key);
+        }
+        let hooks = st
+            .modules
+            .get(module)
+            .map(|m| m.hooks.clone())
+            .unwrap_or_default();
+        for def in &hooks {
+            for index in 0..def.config.schedules.len() {
+                self.scheduler.stop(ScheduleId {
+                    module: Some(module.clone()),
+                    hook: def.name().clone(),
+                    index,
+                });
+            }
+        }
+        if let Some(m) = st.modules.get_mut(module) {
+            m.startup_done = false;
+            m.schedules_on = false;
+        }
+        if let Err(e) = st.store.reset_module_patches(module) {
+            tracing::error!(module = %module, error = %error_chain(&e), "values patches not reset");
+        }
+    }
+}
+
+/// A built runtime, ready to run.
+pub struct Runtime {
+    shared: Arc<Shared>,
+    kube_events: mpsc::UnboundedReceiver<KubeEvent>,
+    schedule_events: mpsc::Receiver<ScheduleId>,
+}
+
+/// A cheap handle to look into a running runtime (tests, debug API).
+#[derive(Clone)]
+pub struct RuntimeHandle {
+    shared: Arc<Shared>,
+}
+
+impl Runtime {
+    /// Builds the state: values store, config from the config edge, validation. Every problem
+    /// found is returned at once. `configs` holds each hook's parsed `--config` by path.
+    /// `kube_events` is the channel the kubernetes edge sends watch events into.
+    pub async fn build(
+        found: &Discovered,
+        configs: &BTreeMap<PathBuf, HookConfig>,
+        edges: Edges,
+        kube_events: mpsc::UnboundedReceiver<KubeEvent>,
+        settings: RuntimeSettings,
+    ) -> Result<Self, StartupError> {
+        Self::build_with_clock(
+            found,
+            configs,
+            edges,
+            kube_events,
+            settings,
+            Arc::new(SystemClock),
+        )
+        .await
+    }
+
+    /// [`Self::build`] with a wall clock for schedules (tests drive it with paused time).
+    pub async fn build_with_clock(
+        found: &Discovered,
+        configs: &BTreeMap<PathBuf, HookConfig>,
+        edges: Edges,
+        kube_events: mpsc::UnboundedReceiver<KubeEvent>,
+        settings: RuntimeSettings,
+        clock: Arc<dyn WallClock>,
+    ) -> Result<Self, StartupError> {
+        let (mut store, setup_errors) = build_store(found);
+        let mut errors: Vec<String> = setup_errors.iter().map(|e| error_chain(e)).collect();
+        let config = edges.config.load().await.unwrap_or_else(|e| {
+            errors.push(error_chain(&e));
+            addon_core::config::Config::empty()
+        });
+        store.set_config(config.clone());
+        let flagged: Vec<ModuleName> = store
+            .all_flag_layers()
+            .into_iter()
+            .filter(|(_, flags)| flags.enabled())
+            .map(|(name, _)| name)
+            .collect();
+        if let Err(e) = store.check_config(&config, &flagged) {
+            errors.push(error_chain(&e));
+        }
+        let state = initial_state(found, configs, store, &settings, &mut errors);
+        if !errors.is_empty() {
+            return Err(StartupError { errors });
+        }
+        let (schedule_tx, schedule_events) = mpsc::channel(256);
+        let scheduler = Scheduler::new(clock, chrono::Utc, schedule_tx);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            notify: Notify::new(),
+            edges,
+            epoch: tokio::time::Instant::now(),
+            scheduler,
+        });
+        Ok(Self {
+            shared,
+            kube_events,
+            schedule_events,
+        })
+    }
+
+    pub fn handle(&self) -> RuntimeHandle {
+        RuntimeHandle {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Runs until `shutdown` fires.
+    pub async fn run(self, shutdown: CancellationToken) {
+        bootstrap(&self.shared);
+        let queues: Vec<QueueName> = self
+            .shared
+            .lock()
+            .queues
+            .iter()
+            .map(|q| q.name().clone())
+            .collect();
+        let mut tasks = tokio::task::JoinSet::new();
+        for queue in queues {
+            let shared = Arc::clone(&self.shared);
+            let stop = shutdown.clone();
+            tasks.spawn(async move { worker::run(shared, queue, stop).await });
+        }
+        let config_updates = self.shared.edges.config.watch();
+        tasks.spawn(intake::config_updates(
+            Arc::clone(&self.shared),
+            config_updates,
+            shutdown.clone(),
+        ));
+        tasks.spawn(intake::kube_events(
+            Arc::clone(&self.shared),
+            self.kube_events,
+            shutdown.clone(),
+        ));
+        tasks.spawn(intake::schedule_ticks(
+            Arc::clone(&self.shared),
+            self.schedule_events,
+            shutdown.clone(),
+        ));
+        shutdown.cancelled().await;
+        self.shared.scheduler.stop_all();
+        while tasks.join_next().await.is_some() {}
+    }
+}
+
+/// The state before the first task: hooks, modules, queues.
+fn initial_state(
+    found: &Discovered,
+    configs: &BTreeMap<PathBuf, HookConfig>,
+    store: addon_core::values::store::ValuesStore,
+    settings: &RuntimeSettings,
+    errors: &mut Vec<String>,
+) -> State {
+    let mut defs = |files: &[addon_core::discovery::HookFile]| -> Vec<HookDef> {
+        files
+            .iter()
+            .filter_map(|file| match configs.get(&file.path) {
+                Some(config) => Some(HookDef {
+                    file: file.clone(),
+                    config: config.clone(),
+                }),
+                None => {
+                    errors.push(format!("hook '{}' has no valid config", file.name));
+                    None
+                }
+            })
+            .collect()
+    };
+    let global_hooks = defs(&found.global.hooks);
+    let mut modules = BTreeMap::new();
+    for source in &found.modules {
+        let hooks = defs(&source.hooks);
+        let state = ModuleState {
+            source: source.clone(),
+            hooks,
+            startup_done: false,
+            schedules_on: false,
+        };
+        modules.insert(source.name.clone(), state);
+    }
+    let mut queue_names = BTreeSet::new();
+    let all_hooks = global_hooks
+        .iter()
+        .chain(modules.values().flat_map(|m| &m.hooks));
+    for def in all_hooks {
+        queue_names.extend(def.config.schedules.iter().map(|s| s.queue.clone()));
+        queue_names.extend(def.config.kubernetes.iter().map(|k| k.queue.clone()));
+    }
+    let mut queues = QueueSet::new(settings.backoff);
+    for name in queue_names {
+        queues.ensure(name);
+    }
+    State {
+        store,
+        global_hooks,
+        module_order: found.modules.iter().map(|m| m.name.clone()).collect(),
+        modules,
+        enabled: Vec::new(),
+        monitors: BTreeMap::new(),
+        queues,
+        first_converge_done: false,
+        history: settings.record_history.then(Vec::new),
+    }
+}
+
+/// Fills `main`: global onStartup hooks by ORDER, the start of global kubernetes bindings (hooks
+/// by name), then the first converge. Global schedules start (their ticks are dropped until the
+/// first converge is done).
+fn bootstrap(shared: &Shared) {
+    let mut st = shared.lock();
+    let main = QueueName::main();
+    let hooks = st.global_hooks.clone();
+    for def in hooks_by_order(&hooks, BindingType::OnStartup) {
+        let snapshots = Snapshots::new();
+        let ctx = ContextBuilder::new(&def.config, &snapshots).on_startup();
+        let task = Task::Hook(HookTask {
+            module: None,
+            hook: def.name().clone(),
+            binding: BindingType::OnStartup,
+            contexts: vec![ctx],
+            allow_failure: false,
+            origin: Origin::Lifecycle,
+        });
+        shared.push(&mut st, &main, task);
+    }
+    for def in hooks_with_kubernetes(&hooks) {
+        let hook = def.name().clone();
+        shared.push(&mut st, &main, Task::EnableGlobalKubernetes { hook });
+    }
+    shared.push(&mut st, &main, Task::Converge { reason: "startup" });
+    drop(st);
+    shared.start_schedules(None, &hooks);
+}
+
+impl RuntimeHandle {
+    /// The recorded history (empty unless `record_history`).
+    pub fn history(&self) -> Vec<String> {
+        self.shared.lock().history.clone().unwrap_or_default()
+    }
+
+    /// No task waits or runs in any queue.
+    pub fn is_idle(&self) -> bool {
+        self.shared.lock().queues.total_len() == 0
+    }
+
+    /// Whether the first 'reload all modules' finished.
+    pub fn first_converge_done(&self) -> bool {
+        self.shared.lock().first_converge_done
+    }
+
+    /// Enabled modules in order.
+    pub fn enabled_modules(&self) -> Vec<ModuleName> {
+        self.shared.lock().enabled.clone()
+    }
+
+    /// The queues as text (upstream dump format).
+    pub fn queues_text(&self) -> String {
+        let now = self.shared.now();
+        self.shared.lock().queues.dump(now, true).to_text()
+    }
+
+    /// The queues as JSON.
+    pub fn queues_json(&self) -> serde_json::Value {
+        let now = self.shared.now();
+        self.shared.lock().queues.dump(now, true).to_json()
+    }
+
+    /// Merged values of `global` and every module.
+    pub fn values(&self) -> serde_json::Value {
+        let st = self.shared.lock();
+        let mut out = serde_json::Map::new();
+        out.insert("global".into(), st.store.global_values());
+        for m in st.store.modules() {
+            if let Ok(v) = st.store.module_values(&m) {
+                out.insert(m.values_key(), v);
+            }
+        }
+        serde_json::Value::Object(out)
+    }
+}

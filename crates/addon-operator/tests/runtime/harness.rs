@@ -1,0 +1,174 @@
+//! A module tree on disk whose hooks are never executed: each hook file holds its own `--config`
+//! text, and the fake executor answers for it.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use addon_core::config::Config;
+use addon_core::discovery::Discovered;
+use addon_core::hook_config::{self, HookConfig, HookScope};
+use addon_core::queue::Backoff;
+use addon_operator::exec::hook_run::HookOutputs;
+use addon_operator::helm::fake::FakeHelm;
+use addon_operator::loader::{self, LoaderConfig};
+use addon_operator::runtime::edges::{Edges, MemoryConfig};
+use addon_operator::runtime::{FakeHooks, FakeKube, Runtime, RuntimeHandle, RuntimeSettings};
+use addon_operator::schedule::TokioClock;
+use tokio_util::sync::CancellationToken;
+
+/// A running operator and its fakes.
+pub struct Op {
+    pub handle: RuntimeHandle,
+    pub hooks: FakeHooks,
+    pub helm: FakeHelm,
+    pub kube: FakeKube,
+    pub config: Arc<MemoryConfig>,
+    pub stop: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+/// Files of a tree: (path, content). Files under a `hooks/` dir are hooks (made executable) and
+/// hold their config; `enabled` files are made executable too.
+pub fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("global-hooks")).unwrap();
+    std::fs::create_dir_all(dir.path().join("modules")).unwrap();
+    for (path, text) in files {
+        let full = dir.path().join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(&full, text).unwrap();
+        if path.contains("hooks/") || path.ends_with("/enabled") {
+            std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    dir
+}
+
+fn configs(found: &Discovered) -> BTreeMap<PathBuf, HookConfig> {
+    let mut out = BTreeMap::new();
+    let global = found.global.hooks.iter().map(|h| (h, HookScope::Global));
+    let module = found
+        .modules
+        .iter()
+        .flat_map(|m| m.hooks.iter().map(|h| (h, HookScope::Module)));
+    for (hook, scope) in global.chain(module) {
+        let text = std::fs::read_to_string(&hook.path).unwrap();
+        let config = hook_config::parse(&hook.name, scope, &text)
+            .unwrap_or_else(|e| panic!("config of {}: {e:?}", hook.name));
+        out.insert(hook.path.clone(), config);
+    }
+    out
+}
+
+fn load(root: &Path) -> Discovered {
+    let (found, errors) = loader::load(&LoaderConfig {
+        modules_dirs: vec![root.join("modules")],
+        global_hooks_dir: root.join("global-hooks"),
+        unnumbered_order: 1,
+    });
+    assert!(errors.is_empty(), "{errors:?}");
+    found
+}
+
+/// Builds and starts an operator on `dir` with `config`; `hooks` answers hook runs, `helm` may
+/// hold pre-existing releases.
+pub async fn start(dir: tempfile::TempDir, config: &str, hooks: FakeHooks, helm: FakeHelm) -> Op {
+    let found = load(dir.path());
+    let configs = configs(&found);
+    let config = Arc::new(MemoryConfig::new(
+        Config::from_file("config.yaml", config).unwrap(),
+    ));
+    let (kube, kube_events) = FakeKube::new();
+    let edges = Edges {
+        hooks: Arc::new(hooks.clone()),
+        helm: Arc::new(helm.clone()),
+        kube: Arc::new(kube.clone()),
+        config: config.clone(),
+    };
+    let settings = RuntimeSettings {
+        backoff: Backoff {
+            initial: Duration::from_secs(5),
+            max: Duration::from_secs(30),
+            factor: 2,
+        },
+        record_history: true,
+    };
+    let clock = Arc::new(TokioClock::starting_at(chrono::DateTime::UNIX_EPOCH));
+    let runtime = Runtime::build_with_clock(&found, &configs, edges, kube_events, settings, clock)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let handle = runtime.handle();
+    let stop = CancellationToken::new();
+    tokio::spawn(runtime.run(stop.clone()));
+    Op {
+        handle,
+        hooks,
+        helm,
+        kube,
+        config,
+        stop,
+        _dir: dir,
+    }
+}
+
+impl Op {
+    /// Waits (in paused time) until every queue is empty and the first converge is done.
+    pub async fn settle(&self) {
+        for _ in 0..10_000 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            if self.handle.is_idle() && self.handle.first_converge_done() {
+                // let intake tasks deliver anything pending, then check again
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                if self.handle.is_idle() {
+                    return;
+                }
+            }
+        }
+        panic!(
+            "the operator did not settle:\n{}\nhistory:\n{}",
+            self.handle.queues_text(),
+            self.handle.history().join("\n")
+        );
+    }
+
+    /// History lines that record hook runs, Helm and enabled scripts (no task starts).
+    pub fn runs(&self) -> Vec<String> {
+        self.handle
+            .history()
+            .into_iter()
+            .filter(|l| !l.starts_with("start "))
+            .collect()
+    }
+
+    pub fn clear_history_marker(&self) -> usize {
+        self.handle.history().len()
+    }
+
+    /// History lines recorded after `mark`.
+    pub fn runs_since(&self, mark: usize) -> Vec<String> {
+        self.handle.history()[mark..]
+            .iter()
+            .filter(|l| !l.starts_with("start "))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Hook outputs with a values patch.
+pub fn values_patch(patch: &str) -> HookOutputs {
+    HookOutputs {
+        values_patch: patch.to_string(),
+        ..Default::default()
+    }
+}
+
+/// Hook outputs with a config values patch.
+pub fn config_patch(patch: &str) -> HookOutputs {
+    HookOutputs {
+        config_values_patch: patch.to_string(),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,8 @@
+//! Runtime scenarios: a whole operator on a module tree with fake hooks, fake Helm, fake
+//! Kubernetes and an in-memory config, under paused time; each asserts the ordered history of
+//! tasks and hook runs.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod harness;
+mod scenarios;
