@@ -72,6 +72,7 @@ pub fn apply_config(shared: &Shared, config: Config) {
             .map(|(name, _)| name)
             .collect();
         drop_runs_of(&mut st, &disabled);
+        drain_converge(&mut st);
         tracing::info!("config changed the global section or enable flags: reload all modules");
         if !st.is_queued(&main, |t| matches!(t, Task::Converge { .. })) {
             shared.push(
@@ -120,6 +121,18 @@ fn drop_runs_of(st: &mut super::state::State, modules: &[ModuleName]) {
                 tracing::info!(task = %addon_core::queue::QueueTask::description(&task), "dropped: the module is disabled by the config");
             }
         }
+    }
+}
+
+/// Drops the pending steps of a converge in progress (a new converge redoes them); pending
+/// deletes stay, as the new plan may not repeat them.
+fn drain_converge(st: &mut super::state::State) {
+    if let Ok(main) = st.queues.get_mut(&QueueName::main()) {
+        main.remove_where(|t| match t {
+            Task::ModuleRun { .. } | Task::DiscoverModules | Task::ConvergeDone { .. } => true,
+            Task::Hook(h) => matches!(h.binding, BindingType::BeforeAll | BindingType::AfterAll),
+            _ => false,
+        });
     }
 }
 

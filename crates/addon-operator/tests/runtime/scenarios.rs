@@ -106,3 +106,451 @@ async fn first_start_runs_every_step_in_the_specified_order() {
     assert!(!values_yaml.contains("enabledModules"), "{values_yaml}");
     assert!(values_yaml.contains("replicas: 1"), "{values_yaml}");
 }
+
+fn small_tree() -> tempfile::TempDir {
+    tree(&[
+        (
+            "global-hooks/hooks/before-all",
+            "configVersion: v1\nbeforeAll: 1\n",
+        ),
+        (
+            "modules/values.yaml",
+            "global: {a: 1}\nwebEnabled: true\ndbEnabled: true\n",
+        ),
+        ("modules/010-web/Chart.yaml", "name: web\nversion: 0.1.0\n"),
+        ("modules/010-web/values.yaml", "web: {replicas: 1}\n"),
+        (
+            "modules/010-web/hooks/before",
+            "configVersion: v1\nbeforeHelm: 1\n",
+        ),
+        (
+            "modules/010-web/hooks/deleted",
+            "configVersion: v1\nafterDeleteHelm: 1\n",
+        ),
+        (
+            "modules/020-db/hooks/before",
+            "configVersion: v1\nbeforeHelm: 1\n",
+        ),
+    ])
+}
+
+fn edit(op: &crate::harness::Op, text: &str) {
+    let config = addon_core::config::Config::from_file("config.yaml", text).unwrap();
+    op.config.edit(Ok(config));
+}
+
+#[tokio::test(start_paused = true)]
+async fn global_section_change_reloads_all_modules() {
+    let op = start(small_tree(), "", default_hooks(), FakeHelm::new()).await;
+    op.settle().await;
+    let mark = op.clear_history_marker();
+    edit(&op, "global: |\n  a: 2\n");
+    op.settle().await;
+    assert_eq!(
+        op.runs_since(mark),
+        [
+            "run hooks/before-all beforeAll",
+            "run web/hooks/before beforeHelm",
+            "helm upgrade web",
+            "run db/hooks/before beforeHelm",
+        ]
+    );
+    let last = op.hooks.calls().pop().unwrap();
+    assert_eq!(last.values["global"]["a"], 2);
+    assert_eq!(last.config_values["global"], serde_json::json!({"a": 2}));
+}
+
+#[tokio::test(start_paused = true)]
+async fn module_section_change_runs_only_that_module() {
+    let op = start(small_tree(), "", default_hooks(), FakeHelm::new()).await;
+    op.settle().await;
+    let mark = op.clear_history_marker();
+    edit(&op, "web: |\n  replicas: 3\n");
+    op.settle().await;
+    assert_eq!(
+        op.runs_since(mark),
+        ["run web/hooks/before beforeHelm", "helm upgrade web"]
+    );
+    let HelmCall::Upgrade { values_yaml, .. } = op.helm.calls().pop().unwrap() else {
+        panic!("not an upgrade")
+    };
+    assert!(values_yaml.contains("replicas: 3"), "{values_yaml}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn enabled_flag_change_deletes_the_module_with_its_after_delete_hooks() {
+    let op = start(small_tree(), "", default_hooks(), FakeHelm::new()).await;
+    op.settle().await;
+    let mark = op.clear_history_marker();
+    edit(&op, "webEnabled: false\n");
+    op.settle().await;
+    assert_eq!(
+        op.runs_since(mark),
+        [
+            "run hooks/before-all beforeAll",
+            "helm uninstall web",
+            "run web/hooks/deleted afterDeleteHelm",
+            "run db/hooks/before beforeHelm",
+        ]
+    );
+    let enabled: Vec<String> = op
+        .handle
+        .enabled_modules()
+        .iter()
+        .map(|m| m.to_string())
+        .collect();
+    assert_eq!(enabled, ["db"]);
+    assert!(op.helm.release_names().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn invalid_config_edit_is_rejected_and_nothing_runs() {
+    let dir = tree(&[
+        (
+            "global-hooks/openapi/config-values.yaml",
+            "type: object\nproperties:\n  a: {type: integer}\n",
+        ),
+        ("modules/values.yaml", "webEnabled: true\n"),
+        (
+            "modules/010-web/hooks/before",
+            "configVersion: v1\nbeforeHelm: 1\n",
+        ),
+    ]);
+    let op = start(dir, "global: |\n  a: 1\n", default_hooks(), FakeHelm::new()).await;
+    op.settle().await;
+    let mark = op.clear_history_marker();
+    edit(&op, "global: |\n  a: not-a-number\n");
+    op.settle().await;
+    assert!(op.runs_since(mark).is_empty());
+    assert_eq!(op.handle.values()["global"]["a"], 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_helm_values_change_runs_the_module_again() {
+    let dir = tree(&[
+        ("modules/values.yaml", "webEnabled: true\n"),
+        ("modules/010-web/values.yaml", "web: {}\n"),
+        (
+            "modules/010-web/hooks/after",
+            "configVersion: v1\nafterHelm: 1\n",
+        ),
+    ]);
+    let hooks = FakeHooks::new();
+    hooks.respond(|call| {
+        let seen = call.values["web"]
+            .get("count")
+            .and_then(|v| v.as_i64())
+            .unwrap_or(0);
+        if seen < 2 {
+            Ok(values_patch(&format!(
+                r#"[{{"op": "add", "path": "/web/count", "value": {}}}]"#,
+                seen + 1
+            )))
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    let op = start(dir, "", hooks, FakeHelm::new()).await;
+    op.settle().await;
+    assert_eq!(
+        op.runs(),
+        [
+            "run web/hooks/after afterHelm",
+            "run web/hooks/after afterHelm",
+            "run web/hooks/after afterHelm",
+        ]
+    );
+    assert_eq!(op.handle.values()["web"]["count"], 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_all_values_change_reloads_all_modules_again() {
+    let dir = tree(&[
+        (
+            "global-hooks/hooks/after-all",
+            "configVersion: v1\nafterAll: 1\n",
+        ),
+        ("modules/values.yaml", "webEnabled: true\n"),
+        (
+            "modules/010-web/hooks/before",
+            "configVersion: v1\nbeforeHelm: 1\n",
+        ),
+    ]);
+    let hooks = FakeHooks::new();
+    hooks.respond(|call| {
+        if call.name == "hooks/after-all" && call.values["global"].get("done").is_none() {
+            Ok(values_patch(
+                r#"[{"op": "add", "path": "/global/done", "value": true}]"#,
+            ))
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    let op = start(dir, "", hooks, FakeHelm::new()).await;
+    op.settle().await;
+    assert_eq!(
+        op.runs(),
+        [
+            "run web/hooks/before beforeHelm",
+            "run hooks/after-all afterAll",
+            "run web/hooks/before beforeHelm",
+            "run hooks/after-all afterAll",
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn failing_hook_is_retried_with_growing_delays_then_succeeds() {
+    let dir = tree(&[(
+        "global-hooks/hooks/flaky",
+        "configVersion: v1\nonStartup: 1\n",
+    )]);
+    let hooks = FakeHooks::new();
+    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = attempts.clone();
+    hooks.respond(move |_| {
+        if counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 3 {
+            Err("boom".into())
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    let started = tokio::time::Instant::now();
+    let op = start(dir, "", hooks, FakeHelm::new()).await;
+    op.settle().await;
+    assert_eq!(
+        op.handle.history(),
+        [
+            "start GlobalHookRun:onStartup:hooks/flaky:onStartup",
+            "run hooks/flaky onStartup",
+            "failed GlobalHookRun:onStartup:hooks/flaky:onStartup",
+            "start GlobalHookRun:onStartup:hooks/flaky:onStartup:failures 1:boom",
+            "run hooks/flaky onStartup",
+            "failed GlobalHookRun:onStartup:hooks/flaky:onStartup",
+            "start GlobalHookRun:onStartup:hooks/flaky:onStartup:failures 2:boom",
+            "run hooks/flaky onStartup",
+            "failed GlobalHookRun:onStartup:hooks/flaky:onStartup",
+            "start GlobalHookRun:onStartup:hooks/flaky:onStartup:failures 3:boom",
+            "run hooks/flaky onStartup",
+            "start ConvergeModules:startup",
+            "start DiscoverModules",
+            "start ConvergeDone",
+        ]
+    );
+    // 5 s, then 10 s, then 20 s: the delays grow from 5 s towards the 30 s cap
+    let waited = started.elapsed().as_secs();
+    assert!((35..40).contains(&waited), "waited {waited} s");
+}
+
+#[tokio::test(start_paused = true)]
+async fn allow_failure_schedule_hook_fails_and_the_queue_moves_on() {
+    let dir = tree(&[
+        (
+            "global-hooks/hooks/sched",
+            "configVersion: v1\nschedule:\n- name: tick\n  crontab: '*/10 * * * * *'\n  allowFailure: yes\n  queue: slow\n",
+        ),
+        (
+            "global-hooks/hooks/other",
+            "configVersion: v1\nschedule:\n- name: tock\n  crontab: '*/10 * * * * *'\n  queue: slow\n",
+        ),
+    ]);
+    let hooks = FakeHooks::new();
+    hooks.respond(|call| {
+        if call.name == "hooks/sched" {
+            Err("always fails".into())
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    let op = start(dir, "", hooks, FakeHelm::new()).await;
+    op.settle().await;
+    tokio::time::sleep(std::time::Duration::from_secs(25)).await;
+    op.settle().await;
+    let runs = op.runs();
+    let sched = runs
+        .iter()
+        .filter(|r| *r == "run hooks/sched schedule")
+        .count();
+    let other = runs
+        .iter()
+        .filter(|r| *r == "run hooks/other schedule")
+        .count();
+    assert!(sched >= 2, "{runs:?}");
+    assert_eq!(
+        sched, other,
+        "the failing hook never blocks its queue: {runs:?}"
+    );
+    assert!(!op.handle.history().iter().any(|l| l.starts_with("failed")));
+    let call = op
+        .hooks
+        .calls()
+        .into_iter()
+        .find(|c| c.name == "hooks/sched")
+        .unwrap();
+    assert_eq!(
+        call.binding_context,
+        serde_json::json!([{"binding": "tick", "type": "Schedule"}])
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn module_disabled_while_its_run_keeps_failing_is_deleted() {
+    let dir = tree(&[
+        ("modules/values.yaml", "webEnabled: true\nokEnabled: true\n"),
+        ("modules/010-web/Chart.yaml", "name: web\nversion: 0.1.0\n"),
+        (
+            "modules/010-web/hooks/before",
+            "configVersion: v1\nbeforeHelm: 1\n",
+        ),
+        (
+            "modules/010-web/hooks/deleted",
+            "configVersion: v1\nafterDeleteHelm: 1\n",
+        ),
+        (
+            "modules/020-ok/hooks/before",
+            "configVersion: v1\nbeforeHelm: 1\n",
+        ),
+    ]);
+    let hooks = FakeHooks::new();
+    hooks.respond(|call| {
+        if call.name == "web/hooks/before" {
+            Err("broken module".into())
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    let op = start(dir, "", hooks, FakeHelm::new()).await;
+    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    assert!(
+        !op.handle.first_converge_done(),
+        "web's failing run holds main"
+    );
+    let failures = op
+        .runs()
+        .iter()
+        .filter(|r| *r == "run web/hooks/before beforeHelm")
+        .count();
+    assert!(failures >= 3, "{:?}", op.runs());
+    let mark = op.clear_history_marker();
+    edit(&op, "webEnabled: false\n");
+    op.settle().await;
+    assert_eq!(
+        op.runs_since(mark),
+        [
+            "run web/hooks/deleted afterDeleteHelm",
+            "run ok/hooks/before beforeHelm"
+        ]
+    );
+    let enabled: Vec<String> = op
+        .handle
+        .enabled_modules()
+        .iter()
+        .map(|m| m.to_string())
+        .collect();
+    assert_eq!(enabled, ["ok"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn three_pending_events_of_one_hook_run_once_with_three_contexts() {
+    let dir = tree(&[
+        (
+            "global-hooks/hooks/pods",
+            "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n  executeHookOnSynchronization: false\n  queue: pods\n",
+        ),
+        (
+            "global-hooks/hooks/blocker",
+            "configVersion: v1\nschedule:\n- name: block\n  crontab: '@every 1h'\n  queue: pods\n",
+        ),
+    ]);
+    let hooks = FakeHooks::new();
+    let op = start(dir, "", hooks, FakeHelm::new()).await;
+    op.settle().await;
+    let pod = |name: &str| serde_json::json!({"kind": "Pod", "metadata": {"name": name, "namespace": "default"}});
+    // hold the queue with a failing run so that three events pile up behind it
+    op.hooks.respond(|call| {
+        if call.name == "hooks/blocker" {
+            Err("busy".into())
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+    for name in ["a", "b", "c"] {
+        op.kube
+            .emit(addon_core::hook_config::WatchEvent::Added, pod(name));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    op.hooks.respond(|_| Ok(HookOutputs::default()));
+    op.settle().await;
+    let pods_runs: Vec<_> = op
+        .hooks
+        .calls()
+        .into_iter()
+        .filter(|c| c.name == "hooks/pods")
+        .collect();
+    assert_eq!(pods_runs.len(), 1, "{:?}", op.runs());
+    let names: Vec<&str> = pods_runs[0]
+        .binding_context
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["object"]["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    assert!(
+        pods_runs[0]
+            .binding_context
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["type"] == "Event")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn kubernetes_event_of_a_module_hook_that_changes_values_runs_the_module() {
+    let dir = tree(&[
+        ("modules/values.yaml", "webEnabled: true\n"),
+        ("modules/010-web/values.yaml", "web: {}\n"),
+        (
+            "modules/010-web/hooks/watch",
+            "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  jqFilter: .data\n",
+        ),
+        (
+            "modules/010-web/hooks/before",
+            "configVersion: v1\nbeforeHelm: 1\n",
+        ),
+    ]);
+    let hooks = FakeHooks::new();
+    hooks.respond(|call| {
+        let ctx = &call.binding_context[0];
+        if call.name == "web/hooks/watch" && ctx["type"] == "Event" {
+            let v = ctx["filterResult"]["v"].clone();
+            Ok(values_patch(&format!(
+                r#"[{{"op": "add", "path": "/web/v", "value": {v}}}]"#
+            )))
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    let op = start(dir, "", hooks, FakeHelm::new()).await;
+    op.kube.set_objects("ConfigMap", vec![]);
+    op.settle().await;
+    let mark = op.clear_history_marker();
+    let cm = |v: &str| serde_json::json!({"kind": "ConfigMap", "metadata": {"name": "x", "namespace": "d", "resourceVersion": v}, "data": {"v": "1"}});
+    op.kube
+        .emit(addon_core::hook_config::WatchEvent::Added, cm("1"));
+    op.settle().await;
+    // same filter result: suppressed, nothing runs
+    op.kube
+        .emit(addon_core::hook_config::WatchEvent::Modified, cm("2"));
+    op.settle().await;
+    assert_eq!(
+        op.runs_since(mark),
+        [
+            "run web/hooks/watch kubernetes",
+            "run web/hooks/before beforeHelm"
+        ]
+    );
+    assert_eq!(op.handle.values()["web"]["v"], "1");
+}
