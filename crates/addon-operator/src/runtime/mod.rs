@@ -34,20 +34,11 @@ use crate::check::error_chain;
 use crate::schedule::{Scheduler, SystemClock, WallClock};
 
 /// How the runtime behaves; plain data built before any I/O.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RuntimeSettings {
     pub backoff: Backoff,
     /// Keep the ordered history of task starts and hook runs (tests, debugging).
     pub record_history: bool,
-}
-
-impl Default for RuntimeSettings {
-    fn default() -> Self {
-        Self {
-            backoff: Backoff::default(),
-            record_history: false,
-        }
-    }
 }
 
 /// A schedule binding: the hook's module (none for global hooks), the hook, the binding index.

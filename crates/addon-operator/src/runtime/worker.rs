@@ -66,15 +66,15 @@ fn pick(st: &mut State, queue: &QueueName, now: Duration) -> Pick {
         return Pick::WaitUntil(at);
     }
     let followers = q.take_followers(combinable);
-    if let (false, Some(head)) = (followers.is_empty(), q.peek_mut()) {
-        if let Task::Hook(h) = &mut head.task {
-            for task in followers {
-                if let Task::Hook(f) = task {
-                    h.contexts.extend(f.contexts);
-                }
+    if let (false, Some(head)) = (followers.is_empty(), q.peek_mut())
+        && let Task::Hook(h) = &mut head.task
+    {
+        for task in followers {
+            if let Task::Hook(f) = task {
+                h.contexts.extend(f.contexts);
             }
-            h.contexts = compact_groups(std::mem::take(&mut h.contexts));
         }
+        h.contexts = compact_groups(std::mem::take(&mut h.contexts));
     }
     let task = q.start_head().map(|h| (h.task.clone(), h.description()));
     match task {

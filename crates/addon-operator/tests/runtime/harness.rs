@@ -114,6 +114,12 @@ pub async fn start(dir: tempfile::TempDir, config: &str, hooks: FakeHooks, helm:
     }
 }
 
+impl Drop for Op {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
 impl Op {
     /// Waits (in paused time) until every queue is empty and the first converge is done.
     pub async fn settle(&self) {

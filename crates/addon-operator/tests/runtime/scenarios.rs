@@ -554,3 +554,51 @@ async fn kubernetes_event_of_a_module_hook_that_changes_values_runs_the_module()
     );
     assert_eq!(op.handle.values()["web"]["v"], "1");
 }
+
+#[tokio::test(start_paused = true)]
+async fn config_patch_lands_in_the_config_store_at_once_and_values_patch_stays_in_memory() {
+    let dir = tree(&[
+        (
+            "global-hooks/hooks/gen",
+            "configVersion: v1\nonStartup: 1\n",
+        ),
+        (
+            "global-hooks/hooks/read",
+            "configVersion: v1\nonStartup: 2\n",
+        ),
+    ]);
+    let hooks = FakeHooks::new();
+    hooks.respond(|call| {
+        if call.name == "hooks/gen" {
+            let mut out = crate::harness::config_patch(
+                r#"[{"op": "add", "path": "/global/password", "value": "s3cret"}]"#,
+            );
+            out.values_patch =
+                r#"[{"op": "add", "path": "/global/discovered", "value": 3}]"#.into();
+            Ok(out)
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    let op = start(dir, "global: |\n  keep: me\n", hooks, FakeHelm::new()).await;
+    op.settle().await;
+    let saved = op.config.current();
+    assert_eq!(
+        saved.global_values(),
+        serde_json::json!({"keep": "me", "password": "s3cret"})
+    );
+    let read = op
+        .hooks
+        .calls()
+        .into_iter()
+        .find(|c| c.name == "hooks/read")
+        .unwrap();
+    assert_eq!(
+        read.config_values,
+        serde_json::json!({"global": {"keep": "me", "password": "s3cret"}})
+    );
+    assert_eq!(
+        read.values,
+        serde_json::json!({"global": {"keep": "me", "password": "s3cret", "discovered": 3}})
+    );
+}
