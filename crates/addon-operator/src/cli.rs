@@ -24,6 +24,9 @@ pub enum Command {
     /// Discover hooks and modules, run every hook's --config, load and validate values and
     /// schemas, compute the enabled modules, and print a summary. Exit 1 when anything is invalid.
     Check(CheckArgs),
+    /// Run the operator: global hooks, 'reload all modules', then react to schedules,
+    /// Kubernetes events and config edits until SIGINT or SIGTERM.
+    Start(StartArgs),
     /// Print the version.
     Version,
 }
@@ -42,6 +45,46 @@ pub struct CheckArgs {
     /// Time limit for one hook's --config or enabled script run, e.g. 30s, 2m
     #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub hook_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct StartArgs {
+    #[command(flatten)]
+    pub dirs: DirFlags,
+    /// The local config store: a YAML file with what the addon-operator ConfigMap's data holds.
+    /// It is watched; hooks' config patches are written back to it. Without it the config lives
+    /// in memory only
+    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+    /// Directory for the temporary files of hook runs
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_TMP_DIR",
+        default_value = "/tmp/addon-operator"
+    )]
+    pub tmp_dir: PathBuf,
+    /// Keep the temporary files of hook runs (for debugging)
+    #[arg(long, env = "DEBUG_KEEP_TMP_FILES", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub debug_keep_tmp_files: bool,
+    /// Time limit of one hook run; the hook's process group is killed after it
+    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "30m", value_parser = parse_duration)]
+    pub hook_timeout: std::time::Duration,
+    /// Between SIGTERM and SIGKILL when a hook times out or the operator stops
+    #[arg(long, env = "ADDON_OPERATOR_HOOK_KILL_GRACE", default_value = "10s", value_parser = parse_duration)]
+    pub hook_kill_grace: std::time::Duration,
+    /// First retry delay of a failed task; delays double up to --retry-max-delay
+    #[arg(long, env = "ADDON_OPERATOR_RETRY_INITIAL_DELAY", default_value = "5s", value_parser = parse_duration)]
+    pub retry_initial_delay: std::time::Duration,
+    /// Longest retry delay of a failed task
+    #[arg(long, env = "ADDON_OPERATOR_RETRY_MAX_DELAY", default_value = "30s", value_parser = parse_duration)]
+    pub retry_max_delay: std::time::Duration,
+    /// Namespace of Helm releases and of the addon-operator ConfigMap
+    #[arg(long, env = "ADDON_OPERATOR_NAMESPACE", default_value = "")]
+    pub namespace: String,
+    /// The helm binary (3.x or 4.x)
+    #[arg(long, env = "HELM_BINARY", default_value = "helm")]
+    pub helm_binary: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

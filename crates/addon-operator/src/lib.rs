@@ -12,3 +12,4 @@ pub mod loader;
 pub mod logging;
 pub mod runtime;
 pub mod schedule;
+pub mod start;

@@ -10,6 +10,7 @@ pub fn init(args: &LogArgs) {
         .unwrap_or_else(|_| EnvFilter::new(args.log_level.as_str()));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     let _ = match args.log_type {
         LogType::Json => builder.json().flatten_event(true).try_init(),

@@ -10,6 +10,7 @@ fn main() -> ExitCode {
     addon_operator::logging::init(&cli.log);
     let result = match cli.command {
         Command::Check(args) => addon_operator::check::run_cli(&args),
+        Command::Start(args) => addon_operator::start::run_cli(&args),
         Command::Version => {
             println!("addon-operator {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

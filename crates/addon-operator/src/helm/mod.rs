@@ -2,6 +2,7 @@
 //! behind a trait with an in-memory fake for tests.
 
 pub mod fake;
+pub mod template;
 
 use std::path::PathBuf;
 
