@@ -15,6 +15,8 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+const ROUNDS: usize = 10;
+
 struct HookTask {
     index: usize,
 }
@@ -44,31 +46,53 @@ fn main() -> anyhow::Result<()> {
     std::fs::write(&hook, "#!/bin/sh\nexit 0\n")?;
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755))?;
 
-    let bare = bare_loop(&hook, runs)?;
+    // Interleaved rounds, so that noisy neighbours on a shared machine hit all three alike.
+    let rounds = ROUNDS.min(runs.max(1));
+    let per_round = runs.div_ceil(rounds);
+    let runs = per_round * rounds;
     let runtime = tokio::runtime::Runtime::new()?;
-    let process_only = runtime.block_on(process_only(&hook, runs))?;
-    let pipeline = runtime.block_on(pipeline(root.path(), hook_tmp.path(), &hook, runs))?;
+    let (mut bare, mut process_only, mut pipeline) =
+        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let mut ratios = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let bare_round = bare_loop(&hook, per_round)?;
+        process_only += runtime.block_on(process_only_loop(&hook, per_round))?;
+        let pipeline_round = runtime.block_on(pipeline_loop(
+            root.path(),
+            hook_tmp.path(),
+            &hook,
+            per_round,
+        ))?;
+        ratios.push(pipeline_round.as_secs_f64() / bare_round.as_secs_f64());
+        bare += bare_round;
+        pipeline += pipeline_round;
+    }
+    ratios.sort_by(f64::total_cmp);
 
     let rate = |elapsed: Duration| runs as f64 / elapsed.as_secs_f64();
-    println!("runs: {runs}, hook tmp dir: {}", hook_tmp.path().display());
     println!(
-        "bare std::process::Command loop: {:>8.1} runs/s ({:?} total)",
-        rate(bare),
-        bare
+        "runs: {runs} in {rounds} interleaved rounds, hook tmp dir: {}",
+        hook_tmp.path().display()
     );
     println!(
-        "exec::process::run alone:        {:>8.1} runs/s ({:?} total)",
-        rate(process_only),
-        process_only
+        "bare std::process::Command loop: {:>8.1} runs/s ({bare:?} total)",
+        rate(bare)
     );
     println!(
-        "addon-operator hook pipeline:    {:>8.1} runs/s ({:?} total)",
-        rate(pipeline),
-        pipeline
+        "exec::process::run alone:        {:>8.1} runs/s ({process_only:?} total)",
+        rate(process_only)
     );
     println!(
-        "pipeline / bare time ratio: {:.2}x; overhead per run: {:.0} µs",
+        "addon-operator hook pipeline:    {:>8.1} runs/s ({pipeline:?} total)",
+        rate(pipeline)
+    );
+    println!(
+        "pipeline / bare time ratio: {:.2}x overall, {:.2}x median of rounds ({:.2}x–{:.2}x); \
+         overhead per run: {:.0} µs",
         pipeline.as_secs_f64() / bare.as_secs_f64(),
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1],
         (pipeline.as_secs_f64() - bare.as_secs_f64()) * 1e6 / runs as f64
     );
     Ok(())
@@ -84,7 +108,7 @@ fn bare_loop(hook: &Path, runs: usize) -> anyhow::Result<Duration> {
 }
 
 /// The process runner without the hook I/O files or the queue: where the time goes.
-async fn process_only(hook: &Path, runs: usize) -> anyhow::Result<Duration> {
+async fn process_only_loop(hook: &Path, runs: usize) -> anyhow::Result<Duration> {
     let spec = ProcessSpec {
         program: hook.to_path_buf(),
         args: Vec::new(),
@@ -102,7 +126,7 @@ async fn process_only(hook: &Path, runs: usize) -> anyhow::Result<Duration> {
     Ok(started.elapsed())
 }
 
-async fn pipeline(
+async fn pipeline_loop(
     root: &Path,
     tmp_dir: &Path,
     hook: &Path,

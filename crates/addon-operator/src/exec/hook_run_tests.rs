@@ -347,3 +347,19 @@ async fn the_config_spec_runs_the_hook_with_config_and_captures_stdout() {
     assert!(output.succeeded());
     assert_eq!(output.stdout, "configVersion: v1\n");
 }
+
+#[tokio::test]
+async fn dropping_a_running_hook_removes_its_tmp_files() {
+    let fixture = Fixture::new();
+    let hook = fixture.hook("echo started > report\nsleep 100");
+    let running = fixture.run(&hook);
+    tokio::select! {
+        _ = running => panic!("the hook should still be running"),
+        () = async {
+            while !fixture.module_dir().join("hooks/sub/report").exists() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        } => {}
+    }
+    assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+}

@@ -636,4 +636,49 @@ mod tests {
         assert!(output.succeeded());
         assert_eq!(output.stdout, "");
     }
+
+    #[tokio::test]
+    async fn a_background_child_holding_the_pipes_does_not_block_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "sleep 30 &\necho $! > child.pid\necho done",
+        );
+        let started = std::time::Instant::now();
+        let output = run(&spec(hook, Duration::from_secs(60)), &LogFields::default())
+            .await
+            .unwrap();
+        assert!(output.succeeded());
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let child = wait_for_pid_file(&dir.path().join("child.pid")).await;
+        let _ = killpg(Pid::from_raw(child), Signal::SIGKILL);
+        let _ = nix::sys::signal::kill(Pid::from_raw(child), Signal::SIGKILL);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn hooks_run_normally_under_paused_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "sleep 0.3\necho '{\"a\":1}'\necho warn >&2",
+        );
+        let output = run(&spec(hook, Duration::from_secs(1)), &LogFields::default())
+            .await
+            .unwrap();
+        assert_eq!(output.exit, ExitKind::Code(0));
+        assert_eq!(output.stdout, "{\"a\":1}\n");
+        assert_eq!(output.stderr_tail, "warn\n");
+    }
+
+    #[tokio::test]
+    async fn a_long_line_without_newline_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(dir.path(), "hook", "head -c 300000 /dev/zero | tr '\\0' x");
+        let output = run(&spec(hook, Duration::from_secs(10)), &LogFields::default())
+            .await
+            .unwrap();
+        assert_eq!(output.stdout.len(), 300_000);
+    }
 }
