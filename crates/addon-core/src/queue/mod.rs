@@ -142,11 +142,10 @@ impl<T> TaskQueue<T> {
     /// Puts tasks right after the task `id` (upstream's "after" tasks), or at the head when it
     /// is gone.
     pub fn insert_after(&mut self, id: TaskId, tasks: impl IntoIterator<Item = T>) {
-        let mut at = self.position(id).map_or(0, |index| index + 1);
-        for task in tasks {
+        let first = self.position(id).map_or(0, |index| index + 1);
+        for (at, task) in (first..).zip(tasks) {
             let queued = self.wrap(task);
             self.tasks.insert(at, queued);
-            at += 1;
         }
     }
 
