@@ -158,6 +158,11 @@ impl<T> TaskQueue<T> {
         self.tasks.front()
     }
 
+    /// The head, to merge combined binding contexts into it.
+    pub fn peek_mut(&mut self) -> Option<&mut QueuedTask<T>> {
+        self.tasks.front_mut()
+    }
+
     /// The task `id`, for example to merge combined binding contexts into it.
     pub fn get_mut(&mut self, id: TaskId) -> Option<&mut QueuedTask<T>> {
         self.tasks.iter_mut().find(|queued| queued.id == id)
