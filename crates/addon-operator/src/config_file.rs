@@ -15,6 +15,8 @@ use tokio::task::JoinHandle;
 /// Quiet time after the last file-system event before the file is read again.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(200);
 const EVENT_BUFFER: usize = 16;
+/// A re-read happens at the latest this many debounce periods after the first event.
+const MAX_DEBOUNCES: u32 = 10;
 
 /// A change of the stored config.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,8 +216,11 @@ async fn watch_loop(
     debounce: Duration,
 ) {
     while signals.recv().await.is_some() {
+        // Wait for quiet, but not forever: other files in the directory may change constantly.
+        let give_up = tokio::time::Instant::now() + debounce * MAX_DEBOUNCES;
         loop {
-            match tokio::time::timeout(debounce, signals.recv()).await {
+            let quiet_at = (tokio::time::Instant::now() + debounce).min(give_up);
+            match tokio::time::timeout_at(quiet_at, signals.recv()).await {
                 Ok(Some(())) => continue,
                 Ok(None) => return,
                 Err(_quiet) => break,

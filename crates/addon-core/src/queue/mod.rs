@@ -22,9 +22,13 @@ pub trait QueueTask {
     fn description(&self) -> String;
 }
 
+/// Identifies a task inside its queue for as long as it is queued.
+pub type TaskId = u64;
+
 /// A task with its failure history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueuedTask<T> {
+    pub id: TaskId,
     pub task: T,
     /// Failed attempts so far.
     pub failures: u32,
@@ -37,8 +41,9 @@ pub struct QueuedTask<T> {
 }
 
 impl<T> QueuedTask<T> {
-    fn new(task: T) -> Self {
+    fn new(id: TaskId, task: T) -> Self {
         Self {
+            id,
             task,
             failures: 0,
             retry_at: None,
@@ -64,12 +69,17 @@ impl<T: QueueTask> QueuedTask<T> {
 }
 
 /// A FIFO queue processed by one worker: the head runs until it succeeds.
+///
+/// The worker takes the head with [`TaskQueue::start_head`], runs it without holding the queue,
+/// then reports by id ([`TaskQueue::complete`] or [`TaskQueue::fail`]): tasks may have been put in
+/// front of it meanwhile.
 #[derive(Debug, Clone)]
 pub struct TaskQueue<T> {
     name: QueueName,
     backoff: Backoff,
     tasks: VecDeque<QueuedTask<T>>,
-    head_running: bool,
+    next_id: TaskId,
+    running: Option<TaskId>,
 }
 
 impl<T> TaskQueue<T> {
@@ -78,7 +88,8 @@ impl<T> TaskQueue<T> {
             name,
             backoff,
             tasks: VecDeque::new(),
-            head_running: false,
+            next_id: 1,
+            running: None,
         }
     }
 
@@ -98,15 +109,26 @@ impl<T> TaskQueue<T> {
         self.tasks.iter()
     }
 
+    fn wrap(&mut self, task: T) -> QueuedTask<T> {
+        let id = self.next_id;
+        self.next_id += 1;
+        QueuedTask::new(id, task)
+    }
+
     /// Appends a task at the tail.
-    pub fn push_back(&mut self, task: T) {
-        self.tasks.push_back(QueuedTask::new(task));
+    pub fn push_back(&mut self, task: T) -> TaskId {
+        let queued = self.wrap(task);
+        let id = queued.id;
+        self.tasks.push_back(queued);
+        id
     }
 
     /// Puts a task at the head, before the current head.
-    pub fn push_front(&mut self, task: T) {
-        self.head_running = false;
-        self.tasks.push_front(QueuedTask::new(task));
+    pub fn push_front(&mut self, task: T) -> TaskId {
+        let queued = self.wrap(task);
+        let id = queued.id;
+        self.tasks.push_front(queued);
+        id
     }
 
     /// Puts tasks at the head keeping their order (`[a, b]` → `a, b, <old head>, ...`).
@@ -117,14 +139,33 @@ impl<T> TaskQueue<T> {
         }
     }
 
+    /// Puts tasks right after the task `id` (upstream's "after" tasks), or at the head when it
+    /// is gone.
+    pub fn insert_after(&mut self, id: TaskId, tasks: impl IntoIterator<Item = T>) {
+        let first = self.position(id).map_or(0, |index| index + 1);
+        for (at, task) in (first..).zip(tasks) {
+            let queued = self.wrap(task);
+            self.tasks.insert(at, queued);
+        }
+    }
+
+    fn position(&self, id: TaskId) -> Option<usize> {
+        self.tasks.iter().position(|queued| queued.id == id)
+    }
+
     /// The head, whether or not it may run now.
     pub fn peek(&self) -> Option<&QueuedTask<T>> {
         self.tasks.front()
     }
 
-    /// The head, to merge combined tasks into it.
+    /// The head, to merge combined binding contexts into it.
     pub fn peek_mut(&mut self) -> Option<&mut QueuedTask<T>> {
         self.tasks.front_mut()
+    }
+
+    /// The task `id`, for example to merge combined binding contexts into it.
+    pub fn get_mut(&mut self, id: TaskId) -> Option<&mut QueuedTask<T>> {
+        self.tasks.iter_mut().find(|queued| queued.id == id)
     }
 
     /// The head if its retry time has come.
@@ -141,29 +182,56 @@ impl<T> TaskQueue<T> {
             .map(|head| head.retry_at.unwrap_or(Duration::ZERO))
     }
 
-    /// Marks the head as being run by the worker (shown in dumps).
+    /// Marks the head as being run by the worker (shown in dumps, spared by `remove_where`).
     pub fn start_head(&mut self) -> Option<&QueuedTask<T>> {
-        self.head_running = !self.tasks.is_empty();
+        self.running = self.tasks.front().map(|head| head.id);
         self.tasks.front()
     }
 
-    /// Removes the head after it succeeded (or failed with `allowFailure`).
-    pub fn pop(&mut self) -> Option<T> {
-        self.head_running = false;
-        self.tasks.pop_front().map(|queued| queued.task)
+    /// The task being run, if any.
+    pub fn running(&self) -> Option<TaskId> {
+        self.running
     }
 
-    /// The head failed at `now`: it stays at the head and may run again at the returned time.
-    pub fn fail_head(&mut self, now: Duration, error: impl Into<String>) -> Option<Duration> {
-        self.head_running = false;
+    /// Removes the task `id` after it succeeded (or failed with `allowFailure`).
+    pub fn complete(&mut self, id: TaskId) -> Option<T> {
+        if self.running == Some(id) {
+            self.running = None;
+        }
+        let index = self.position(id)?;
+        self.tasks.remove(index).map(|queued| queued.task)
+    }
+
+    /// Removes the head (a queue without concurrent head insertions).
+    pub fn pop(&mut self) -> Option<T> {
+        let id = self.tasks.front()?.id;
+        self.complete(id)
+    }
+
+    /// The task `id` failed at `now`: it stays in place and may run again at the returned time.
+    pub fn fail(
+        &mut self,
+        id: TaskId,
+        now: Duration,
+        error: impl Into<String>,
+    ) -> Option<Duration> {
+        if self.running == Some(id) {
+            self.running = None;
+        }
         let backoff = self.backoff;
-        let head = self.tasks.front_mut()?;
-        head.failures = head.failures.saturating_add(1);
-        head.retry_delay = backoff.delay(head.failures);
-        let retry_at = now.saturating_add(head.retry_delay);
-        head.retry_at = Some(retry_at);
-        head.last_error = Some(error.into());
+        let task = self.get_mut(id)?;
+        task.failures = task.failures.saturating_add(1);
+        task.retry_delay = backoff.delay(task.failures);
+        let retry_at = now.saturating_add(task.retry_delay);
+        task.retry_at = Some(retry_at);
+        task.last_error = Some(error.into());
         Some(retry_at)
+    }
+
+    /// The head failed at `now` (a queue without concurrent head insertions).
+    pub fn fail_head(&mut self, now: Duration, error: impl Into<String>) -> Option<Duration> {
+        let id = self.tasks.front()?.id;
+        self.fail(id, now, error)
     }
 
     /// Lets the head run at once, keeping its failure count (a config change put at the head).
@@ -184,7 +252,11 @@ impl<T> TaskQueue<T> {
             .tasks
             .iter()
             .skip(1)
-            .take_while(|queued| queued.failures == 0 && same_run(&head.task, &queued.task))
+            .take_while(|queued| {
+                queued.failures == 0
+                    && Some(queued.id) != self.running
+                    && same_run(&head.task, &queued.task)
+            })
             .count();
         self.tasks
             .drain(1..=count)
@@ -192,14 +264,13 @@ impl<T> TaskQueue<T> {
             .collect()
     }
 
-    /// Removes every task except the running head for which `remove` holds (for example the
+    /// Removes every task except the running one for which `remove` holds (for example the
     /// tasks of a module being deleted), returning them in queue order.
     pub fn remove_where(&mut self, mut remove: impl FnMut(&T) -> bool) -> Vec<T> {
-        let skip_head = usize::from(self.head_running);
         let mut kept = VecDeque::with_capacity(self.tasks.len());
         let mut removed = Vec::new();
-        for (index, queued) in self.tasks.drain(..).enumerate() {
-            if index >= skip_head && remove(&queued.task) {
+        for queued in self.tasks.drain(..) {
+            if Some(queued.id) != self.running && remove(&queued.task) {
                 removed.push(queued.task);
             } else {
                 kept.push_back(queued);
@@ -213,7 +284,7 @@ impl<T> TaskQueue<T> {
     pub fn status(&self, now: Duration) -> String {
         match self.tasks.front() {
             None => String::new(),
-            Some(_) if self.head_running => "run first task".to_string(),
+            Some(_) if self.running.is_some() => "run first task".to_string(),
             Some(head) => match head.retry_at {
                 Some(at) if at > now => format!(
                     "sleep after fail for {} ({} left of {} delay)",

@@ -229,3 +229,39 @@ fn pushing_to_an_unknown_queue_is_an_error() {
     assert_eq!(error.to_string(), "queue 'nope' is not created");
     assert_eq!(set.total_len(), 0);
 }
+
+#[test]
+fn a_task_put_in_front_of_the_running_head_does_not_steal_its_result() {
+    let mut queue = queue();
+    queue.push_back(task("a", "x"));
+    let running = queue.start_head().unwrap().id;
+    queue.push_front(task("config", "x"));
+    assert_eq!(queue.fail(running, secs(0), "boom"), Some(secs(5)));
+    assert_eq!(hooks(&queue), ["config", "a"]);
+    assert_eq!(queue.peek().unwrap().failures, 0);
+    assert_eq!(queue.complete(running), Some(task("a", "x")));
+    assert_eq!(hooks(&queue), ["config"]);
+}
+
+#[test]
+fn after_tasks_follow_the_task_that_created_them() {
+    let mut queue = queue();
+    let first = queue.push_back(task("a", "x"));
+    queue.push_back(task("tail", "x"));
+    queue.insert_after(first, [task("b", "x"), task("c", "x")]);
+    assert_eq!(hooks(&queue), ["a", "b", "c", "tail"]);
+    queue.complete(first);
+    queue.insert_after(first, [task("d", "x")]);
+    assert_eq!(hooks(&queue), ["d", "b", "c", "tail"]);
+}
+
+#[test]
+fn task_ids_are_unique_within_a_queue() {
+    let mut queue = queue();
+    let ids = [
+        queue.push_back(task("a", "x")),
+        queue.push_front(task("b", "x")),
+    ];
+    assert_ne!(ids[0], ids[1]);
+    assert_eq!(queue.get_mut(ids[1]).unwrap().task.hook, "b");
+}

@@ -138,3 +138,24 @@ async fn a_failed_save_is_an_error_and_forgets_the_unsaved_text() {
         ConfigEvent::Changed("a: 2\n".into())
     );
 }
+
+#[tokio::test]
+async fn constant_activity_in_the_directory_does_not_delay_a_change_forever() {
+    let (dir, path, store) = store_with("a: 1\n").await;
+    let mut events = store.subscribe();
+    let noise = dir.path().join("noise.log");
+    let writer = tokio::spawn(async move {
+        for i in 0..200 {
+            std::fs::write(&noise, format!("{i}")).unwrap();
+            tokio::time::sleep(DEBOUNCE / 5).await;
+        }
+    });
+    std::fs::write(&path, "a: 7\n").unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(
+        next_event(&mut events).await,
+        ConfigEvent::Changed("a: 7\n".into())
+    );
+    assert!(started.elapsed() < DEBOUNCE * 40, "{:?}", started.elapsed());
+    writer.abort();
+}

@@ -198,6 +198,20 @@ fn hook_dir(path: &Path) -> PathBuf {
     }
 }
 
+/// The process spec of `<hook> --config` (binding discovery): run in the hook's directory with
+/// the settings' timeout, stdout captured. Run it with [`process::run`] and parse `stdout`.
+pub fn config_spec(settings: &HookRunSettings, hook_path: &Path) -> ProcessSpec {
+    ProcessSpec {
+        program: hook_path.to_path_buf(),
+        args: vec!["--config".to_string()],
+        cwd: hook_dir(hook_path),
+        env: Vec::new(),
+        timeout: settings.timeout,
+        kill_grace: settings.kill_grace,
+        capture_stdout: true,
+    }
+}
+
 /// Runs one hook. Dropping the future kills it and removes its files.
 pub async fn run_hook(
     settings: &HookRunSettings,

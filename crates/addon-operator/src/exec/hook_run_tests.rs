@@ -337,3 +337,29 @@ async fn global_hooks_get_global_file_names() {
     );
     assert!(names.iter().any(|name| name.starts_with("global-values-")));
 }
+
+#[tokio::test]
+async fn the_config_spec_runs_the_hook_with_config_and_captures_stdout() {
+    let fixture = Fixture::new();
+    let hook = fixture.hook("if [ \"$1\" = --config ]; then echo 'configVersion: v1'; fi");
+    let spec = config_spec(&fixture.settings, &hook);
+    let output = process::run(&spec, &LogFields::default()).await.unwrap();
+    assert!(output.succeeded());
+    assert_eq!(output.stdout, "configVersion: v1\n");
+}
+
+#[tokio::test]
+async fn dropping_a_running_hook_removes_its_tmp_files() {
+    let fixture = Fixture::new();
+    let hook = fixture.hook("echo started > report\nsleep 100");
+    let running = fixture.run(&hook);
+    tokio::select! {
+        _ = running => panic!("the hook should still be running"),
+        () = async {
+            while !fixture.module_dir().join("hooks/sub/report").exists() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        } => {}
+    }
+    assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+}

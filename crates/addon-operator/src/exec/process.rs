@@ -153,8 +153,15 @@ pub async fn run_until_cancelled(
         pgid: Pid::from_raw(pid),
         armed: true,
     };
-    let stdout = spawn_reader(child.stdout.take(), "stdout", spec.capture_stdout, log);
-    let stderr = spawn_reader(child.stderr.take(), "stderr", false, log);
+    let stop_reading = CancellationToken::new();
+    let stdout = spawn_reader(
+        child.stdout.take(),
+        "stdout",
+        spec.capture_stdout,
+        log,
+        &stop_reading,
+    );
+    let stderr = spawn_reader(child.stderr.take(), "stderr", false, log, &stop_reading);
 
     let supervised = supervise(pid, spec, cancel, &group).await;
     let (user, sys) = usage::cpu_times(pid).unwrap_or_default();
@@ -168,8 +175,7 @@ pub async fn run_until_cancelled(
     }
     group.armed = false;
 
-    let (stdout, _) = drain(stdout).await;
-    let (_, stderr_tail) = drain(stderr).await;
+    let ((stdout, _), (_, stderr_tail)) = drain(stdout, stderr, &stop_reading).await;
     Ok(ProcessOutput {
         exit: stopped_by_us.unwrap_or_else(|| exit_kind(status)),
         stdout,
@@ -334,12 +340,14 @@ fn spawn_reader<R>(
     stream: &'static str,
     capture: bool,
     log: &LogFields,
+    stop: &CancellationToken,
 ) -> Option<JoinHandle<Collected>>
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
     let log = log.clone();
-    pipe.map(|pipe| tokio::spawn(read_lines(pipe, stream, capture, log)))
+    let stop = stop.clone();
+    pipe.map(|pipe| tokio::spawn(read_lines(pipe, stream, capture, log, stop)))
 }
 
 async fn read_lines<R: AsyncRead + Unpin>(
@@ -347,6 +355,7 @@ async fn read_lines<R: AsyncRead + Unpin>(
     stream: &'static str,
     capture: bool,
     log: LogFields,
+    stop: CancellationToken,
 ) -> Collected {
     let mut reader = BufReader::new(pipe);
     let mut captured = Vec::new();
@@ -354,7 +363,11 @@ async fn read_lines<R: AsyncRead + Unpin>(
     let mut line = Vec::new();
     loop {
         line.clear();
-        match reader.read_until(b'\n', &mut line).await {
+        let read = tokio::select! {
+            read = reader.read_until(b'\n', &mut line) => read,
+            () = stop.cancelled() => break,
+        };
+        match read {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }
@@ -399,17 +412,28 @@ fn log_line(log: &LogFields, stream: &'static str, line: &[u8]) {
     );
 }
 
-async fn drain(reader: Option<JoinHandle<Collected>>) -> Collected {
-    let Some(mut reader) = reader else {
-        return Collected::default();
-    };
-    match tokio::time::timeout(OUTPUT_DRAIN, &mut reader).await {
-        Ok(Ok(collected)) => collected,
-        Ok(Err(_)) => Collected::default(),
+/// Collects both readers; pipes still open after [`OUTPUT_DRAIN`] (a background child holds them)
+/// are abandoned, keeping what was read so far.
+async fn drain(
+    stdout: Option<JoinHandle<Collected>>,
+    stderr: Option<JoinHandle<Collected>>,
+    stop: &CancellationToken,
+) -> (Collected, Collected) {
+    let both = async { tokio::join!(collect(stdout), collect(stderr)) };
+    tokio::pin!(both);
+    match tokio::time::timeout(OUTPUT_DRAIN, &mut both).await {
+        Ok(collected) => collected,
         Err(_) => {
-            reader.abort();
-            Collected::default()
+            stop.cancel();
+            both.await
         }
+    }
+}
+
+async fn collect(reader: Option<JoinHandle<Collected>>) -> Collected {
+    match reader {
+        Some(reader) => reader.await.unwrap_or_default(),
+        None => Collected::default(),
     }
 }
 
@@ -635,5 +659,51 @@ mod tests {
         let output = run(&spec, &LogFields::default()).await.unwrap();
         assert!(output.succeeded());
         assert_eq!(output.stdout, "");
+    }
+
+    #[tokio::test]
+    async fn a_background_child_holding_the_pipes_does_not_block_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "echo config\nsleep 30 &\necho $! > child.pid\necho done",
+        );
+        let started = std::time::Instant::now();
+        let output = run(&spec(hook, Duration::from_secs(60)), &LogFields::default())
+            .await
+            .unwrap();
+        assert!(output.succeeded());
+        assert_eq!(output.stdout, "config\ndone\n");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let child = wait_for_pid_file(&dir.path().join("child.pid")).await;
+        let _ = killpg(Pid::from_raw(child), Signal::SIGKILL);
+        let _ = nix::sys::signal::kill(Pid::from_raw(child), Signal::SIGKILL);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn hooks_run_normally_under_paused_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "sleep 0.3\necho '{\"a\":1}'\necho warn >&2",
+        );
+        let output = run(&spec(hook, Duration::from_secs(1)), &LogFields::default())
+            .await
+            .unwrap();
+        assert_eq!(output.exit, ExitKind::Code(0));
+        assert_eq!(output.stdout, "{\"a\":1}\n");
+        assert_eq!(output.stderr_tail, "warn\n");
+    }
+
+    #[tokio::test]
+    async fn a_long_line_without_newline_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(dir.path(), "hook", "head -c 300000 /dev/zero | tr '\\0' x");
+        let output = run(&spec(hook, Duration::from_secs(10)), &LogFields::default())
+            .await
+            .unwrap();
+        assert_eq!(output.stdout.len(), 300_000);
     }
 }
