@@ -1,0 +1,292 @@
+//! `addon-operator start` with real bash hooks (using jq) on temporary trees, checked through the
+//! log the hooks append to, the values files they copy, and the config file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{binary, path_with_tools, require_tool, write};
+
+/// A running operator on a temp tree.
+struct Operator {
+    child: Child,
+    root: tempfile::TempDir,
+}
+
+impl Operator {
+    fn start(root: tempfile::TempDir, extra: &[&str]) -> Self {
+        let log = root.path().join("operator.log");
+        let mut cmd = Command::new(binary());
+        cmd.arg("start")
+            .arg("--working-dir")
+            .arg(root.path())
+            .arg("--config-file")
+            .arg(root.path().join("config.yaml"))
+            .arg("--tmp-dir")
+            .arg(root.path().join("tmp"))
+            .args(["--retry-initial-delay", "200ms", "--retry-max-delay", "1s"])
+            .args(extra)
+            .env("PATH", path_with_tools())
+            .env("HOOK_LOG", root.path().join("hooks.log"))
+            .env("SEEN_DIR", root.path().join("seen"))
+            .env("LOG_LEVEL", "info")
+            .env_remove("ADDON_OPERATOR_MODULES_DIR")
+            .env_remove("MODULES_DIR")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap());
+        let child = cmd.spawn().expect("start addon-operator");
+        std::fs::create_dir_all(root.path().join("seen")).unwrap();
+        Self { child, root }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.path().join(rel)
+    }
+
+    fn hook_log(&self) -> Vec<String> {
+        std::fs::read_to_string(self.path("hooks.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn operator_log(&self) -> String {
+        std::fs::read_to_string(self.path("operator.log")).unwrap_or_default()
+    }
+
+    /// Waits until `done(hook log)` holds (at most 30 s).
+    fn wait_for(&self, what: &str, done: impl Fn(&[String]) -> bool) {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(30) {
+            if done(&self.hook_log()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "timed out waiting for {what}\nhook log:\n{}\noperator log:\n{}",
+            self.hook_log().join("\n"),
+            self.operator_log()
+        );
+    }
+
+    fn seen(&self, name: &str) -> Value {
+        let text = std::fs::read_to_string(self.path(&format!("seen/{name}"))).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// A bash hook that prints `config` for `--config`, else appends `<name> <bindings>` to
+/// `$HOOK_LOG`, copies its values files to `$SEEN_DIR/<name>.{values,config}.json`, then runs
+/// `body`.
+fn hook(root: &Path, rel: &str, name: &str, config: &str, body: &str) {
+    let text = format!(
+        r#"#!/usr/bin/env bash
+set -euo pipefail
+if [[ "${{1:-}}" == "--config" ]]; then
+cat <<'CFG'
+{config}
+CFG
+exit 0
+fi
+echo "{name} $(jq -r '[.[].binding] | join(",")' "$BINDING_CONTEXT_PATH")" >> "$HOOK_LOG"
+cp "$VALUES_PATH" "$SEEN_DIR/{name}.values.json"
+cp "$CONFIG_VALUES_PATH" "$SEEN_DIR/{name}.config.json"
+{body}
+"#
+    );
+    write(&root.join(rel), &text, true);
+}
+
+fn count(log: &[String], line: &str) -> usize {
+    log.iter().filter(|l| *l == line).count()
+}
+
+fn lifecycle_tree() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    hook(
+        r,
+        "global-hooks/startup",
+        "startup",
+        "configVersion: v1\nonStartup: 1",
+        "",
+    );
+    hook(
+        r,
+        "global-hooks/password",
+        "password",
+        "configVersion: v1\nbeforeAll: 1",
+        r#"if [[ "$(jq -r '.global.password // ""' "$CONFIG_VALUES_PATH")" == "" ]]; then
+  echo '[{"op": "add", "path": "/global/password", "value": "s3cret"}]' > "$CONFIG_VALUES_JSON_PATCH_PATH"
+fi"#,
+    );
+    write(
+        &r.join("modules/values.yaml"),
+        "global:\n  param1: 100\n  param2: \"Yes\"\nsomeModuleEnabled: true\notherEnabled: true\n",
+        false,
+    );
+    write(
+        &r.join("modules/001-some-module/values.yaml"),
+        "someModule:\n  param1: String\n",
+        false,
+    );
+    hook(
+        r,
+        "modules/001-some-module/hooks/before",
+        "some-before",
+        "configVersion: v1\nbeforeHelm: 1",
+        "",
+    );
+    hook(
+        r,
+        "modules/002-other/hooks/before",
+        "other-before",
+        "configVersion: v1\nbeforeHelm: 1",
+        "",
+    );
+    write(
+        &r.join("config.yaml"),
+        "global: |\n  param1: 200\nsomeModule: |\n  param1: Long string\n  param2: FOO\n",
+        false,
+    );
+    root
+}
+
+#[test]
+fn lifecycle_order_values_files_config_patches_and_file_edits() {
+    if !require_tool("jq") {
+        return;
+    }
+    let op = Operator::start(lifecycle_tree(), &[]);
+    op.wait_for("the first converge", |log| {
+        log.iter().any(|l| l == "other-before beforeHelm")
+    });
+    assert_eq!(
+        op.hook_log(),
+        [
+            "startup onStartup",
+            "password beforeAll",
+            "some-before beforeHelm",
+            "other-before beforeHelm",
+        ]
+    );
+    // the VALUES seed example, plus the global password the beforeAll hook stored in the config
+    assert_eq!(
+        op.seen("some-before.config.json"),
+        json!({"global": {"param1": 200, "password": "s3cret"},
+               "someModule": {"param1": "Long string", "param2": "FOO"}})
+    );
+    assert_eq!(
+        op.seen("some-before.values.json"),
+        json!({"global": {"param1": 200, "param2": "Yes", "password": "s3cret",
+                          "enabledModules": ["some-module", "other"]},
+               "someModule": {"param1": "Long string", "param2": "FOO"}})
+    );
+    assert_eq!(
+        op.seen("startup.values.json"),
+        json!({"global": {"param1": 200, "param2": "Yes"}})
+    );
+    let config = std::fs::read_to_string(op.path("config.yaml")).unwrap();
+    assert!(config.contains("password: s3cret"), "{config}");
+    assert!(
+        config.contains("Long string"),
+        "untouched keys are kept: {config}"
+    );
+
+    // editing only a module section re-runs only that module
+    write(
+        &op.path("config.yaml"),
+        &config.replace("FOO", "BAR"),
+        false,
+    );
+    op.wait_for("the module run after the edit", |log| {
+        count(log, "some-before beforeHelm") == 2
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let log = op.hook_log();
+    assert_eq!(count(&log, "other-before beforeHelm"), 1, "{log:?}");
+    assert_eq!(count(&log, "password beforeAll"), 1, "{log:?}");
+    assert_eq!(
+        op.seen("some-before.values.json")["someModule"]["param2"],
+        "BAR"
+    );
+
+    // a broken edit is rejected with a clear log line and changes nothing
+    write(
+        &op.path("config.yaml"),
+        "global: |\n  param1: [broken\n",
+        false,
+    );
+    let started = Instant::now();
+    while !op.operator_log().contains("config edit rejected") {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{}",
+            op.operator_log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(op.hook_log().len(), log.len());
+}
+
+#[test]
+fn hanging_hook_is_killed_at_the_timeout_and_invalid_patch_is_retried() {
+    if !require_tool("jq") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    // hangs on its first run only
+    hook(
+        r,
+        "global-hooks/hang",
+        "hang",
+        "configVersion: v1\nonStartup: 1",
+        r#"if [[ ! -f "$SEEN_DIR/hung" ]]; then touch "$SEEN_DIR/hung"; sleep 60; fi"#,
+    );
+    // writes garbage as its values patch on its first run only
+    hook(
+        r,
+        "global-hooks/garbage",
+        "garbage",
+        "configVersion: v1\nonStartup: 2",
+        r#"if [[ ! -f "$SEEN_DIR/garbled" ]]; then touch "$SEEN_DIR/garbled"; echo 'this is not json' > "$VALUES_JSON_PATCH_PATH"; fi"#,
+    );
+    write(&r.join("modules/.keep"), "", false);
+    write(&r.join("config.yaml"), "", false);
+    let started = Instant::now();
+    let op = Operator::start(
+        root,
+        &["--hook-timeout", "1s", "--hook-kill-grace", "200ms"],
+    );
+    op.wait_for("both hooks to succeed", |log| {
+        count(log, "garbage onStartup") == 2
+    });
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(
+        op.hook_log(),
+        [
+            "hang onStartup",
+            "hang onStartup",
+            "garbage onStartup",
+            "garbage onStartup"
+        ]
+    );
+    let log = op.operator_log();
+    assert!(log.contains("timed out"), "{log}");
+    assert!(log.contains("garbage"), "{log}");
+    assert!(log.contains("retried"), "{log}");
+}
