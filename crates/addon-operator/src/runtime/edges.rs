@@ -176,6 +176,17 @@ impl HookExecutor for ProcessHooks {
             let run = hook_run::run_hook(&self.settings, &invocation, &self.cancel)
                 .await
                 .map_err(|e| failure(&e))?;
+            let usage = &run.process.usage;
+            tracing::info!(
+                hook = %req.hook.name,
+                binding = req.binding,
+                exit = %run.process.exit,
+                duration_ms = run.process.duration.as_millis() as u64,
+                user_cpu_ms = usage.user.as_millis() as u64,
+                sys_cpu_ms = usage.sys.as_millis() as u64,
+                max_rss_kb = usage.max_rss_kb,
+                "hook run finished"
+            );
             match run.outputs {
                 Some(outputs) if run.process.succeeded() => Ok(outputs),
                 _ => Err(HookFailure {
