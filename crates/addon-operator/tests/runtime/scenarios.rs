@@ -602,3 +602,104 @@ async fn config_patch_lands_in_the_config_store_at_once_and_values_patch_stays_i
         serde_json::json!({"global": {"keep": "me", "password": "s3cret", "discovered": 3}})
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn after_helm_failure_on_the_first_run_reruns_the_whole_module() {
+    let dir = tree(&[
+        ("modules/values.yaml", "webEnabled: true\n"),
+        ("modules/010-web/Chart.yaml", "name: web\nversion: 0.1.0\n"),
+        (
+            "modules/010-web/hooks/startup",
+            "configVersion: v1\nonStartup: 1\n",
+        ),
+        (
+            "modules/010-web/hooks/before",
+            "configVersion: v1\nbeforeHelm: 1\n",
+        ),
+        (
+            "modules/010-web/hooks/after",
+            "configVersion: v1\nafterHelm: 1\n",
+        ),
+    ]);
+    let hooks = FakeHooks::new();
+    let failed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    hooks.respond(move |call| {
+        if call.name == "web/hooks/after" && !failed.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            Err("afterHelm failed".into())
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    let op = start(dir, "", hooks, FakeHelm::new()).await;
+    op.settle().await;
+    assert_eq!(
+        op.runs(),
+        [
+            "run web/hooks/startup onStartup",
+            "run web/hooks/before beforeHelm",
+            "helm upgrade web",
+            "run web/hooks/after afterHelm",
+            "failed ModuleRun:web:startup:converge",
+            "run web/hooks/startup onStartup",
+            "run web/hooks/before beforeHelm",
+            "run web/hooks/after afterHelm",
+        ],
+        "helm does not upgrade again: nothing changed since the first upgrade"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn failing_enabled_script_holds_main_and_is_retried() {
+    let dir = tree(&[
+        (
+            "global-hooks/hooks/sched",
+            "configVersion: v1\nschedule:\n- name: tick\n  crontab: '*/5 * * * * *'\n",
+        ),
+        ("modules/values.yaml", "webEnabled: true\n"),
+        ("modules/010-web/enabled", "#!/bin/sh\n"),
+        (
+            "modules/010-web/hooks/before",
+            "configVersion: v1\nbeforeHelm: 1\n",
+        ),
+    ]);
+    let hooks = FakeHooks::new();
+    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    hooks.respond(move |call| {
+        if call.name != "web/enabled" {
+            return Ok(HookOutputs::default());
+        }
+        if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 2 {
+            Err("enabled script crashed".into())
+        } else {
+            Ok(values_patch("true"))
+        }
+    });
+    let op = start(dir, "", hooks, FakeHelm::new()).await;
+    op.settle().await;
+    let runs = op.runs();
+    assert_eq!(
+        &runs[..5],
+        [
+            "enabled web",
+            "failed DiscoverModules",
+            "enabled web",
+            "failed DiscoverModules",
+            "enabled web",
+        ]
+    );
+    assert_eq!(runs[5], "run web/hooks/before beforeHelm");
+    // schedules only fire after the first converge is done
+    assert!(!runs[..6].iter().any(|r| r.contains("sched")), "{runs:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn absent_helm_resources_run_the_module_again() {
+    let op = start(small_tree(), "", default_hooks(), FakeHelm::new()).await;
+    op.settle().await;
+    let mark = op.clear_history_marker();
+    op.handle
+        .resources_absent(&addon_core::names::ModuleName::new("web").unwrap());
+    op.settle().await;
+    assert_eq!(op.runs_since(mark), ["run web/hooks/before beforeHelm"]);
+}
