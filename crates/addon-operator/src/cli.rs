@@ -109,28 +109,9 @@ pub enum LogType {
     Json,
 }
 
-/// Parses durations like `500ms`, `30s`, `5m`, `1h`, or a plain number of seconds.
+/// Parses Go-style durations (`500ms`, `30s`, `1m30s`, `1h`), like the Go operator's flags.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration such as 30s or 5m"))?;
-    let secs = match unit {
-        "" | "s" => n,
-        "ms" => n / 1000.0,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => {
-            return Err(format!(
-                "'{text}': unknown unit '{unit}' (use ms, s, m or h)"
-            ));
-        }
-    };
-    Ok(std::time::Duration::from_secs_f64(secs))
+    addon_core::hook_config::parse_go_duration(text.trim())
 }
 
 #[cfg(test)]
@@ -143,7 +124,8 @@ mod tests {
         assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
         assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert!(parse_duration("2").is_err(), "a unit is required");
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("s").is_err());
     }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 /// Parses a non-negative Go duration. `0` alone is allowed; otherwise every number needs a unit
 /// (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`).
-pub(crate) fn parse_go_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
     let invalid = || format!("invalid duration \"{text}\"");
     let s = text.strip_prefix('+').unwrap_or(text);
     if s == "0" {

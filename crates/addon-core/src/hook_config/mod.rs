@@ -2,6 +2,7 @@
 
 mod crontab;
 mod duration;
+pub use duration::parse_go_duration;
 mod error;
 mod groups;
 mod kubernetes;

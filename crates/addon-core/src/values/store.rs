@@ -533,6 +533,15 @@ impl ValuesStore {
         })
     }
 
+    /// Modules enabled by their flags (before `enabled` scripts), in module order.
+    pub fn enabled_by_flags(&self) -> Vec<ModuleName> {
+        self.all_flag_layers()
+            .into_iter()
+            .filter(|(_, flags)| flags.enabled())
+            .map(|(name, _)| name)
+            .collect()
+    }
+
     /// Every module in order with its flag layers: the input of enablement.
     pub fn all_flag_layers(&self) -> Vec<(ModuleName, FlagLayers)> {
         self.modules

@@ -36,12 +36,7 @@ pub async fn evaluate(
         None => Config::empty(),
     };
     store.set_config(config.clone());
-    let flagged: Vec<ModuleName> = store
-        .all_flag_layers()
-        .into_iter()
-        .filter(|(_, flags)| flags.enabled())
-        .map(|(name, _)| name)
-        .collect();
+    let flagged = store.enabled_by_flags();
     if let Err(e) = store.check_config(&config, &flagged) {
         errors.push(error_chain(&e));
     }
