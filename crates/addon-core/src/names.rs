@@ -250,7 +250,16 @@ mod tests {
 
     #[test]
     fn non_kebab_names_are_rejected() {
-        for bad in ["Module", "my_module", "-x", "x-", "a--b", "1abc", "", "myModule"] {
+        for bad in [
+            "Module",
+            "my_module",
+            "-x",
+            "x-",
+            "a--b",
+            "1abc",
+            "",
+            "myModule",
+        ] {
             assert!(ModuleName::new(bad).is_err(), "{bad} accepted");
         }
     }
