@@ -83,6 +83,7 @@ fn route(
         ["healthz" | "readyz" | "livez", ..] => Ok("ok".into_response()),
         ["api"] => Ok(json_body(&discovery::core_versions(&app.server_address))),
         ["apis"] => Ok(json_body(&discovery::group_list(&registry))),
+        ["openapi", "v2"] => Ok(discovery::openapi_v2(headers)),
         ["api", version] => found(discovery::resource_list(&registry, "", version)),
         ["apis", group] => found(discovery::group_doc(&registry, group)),
         ["apis", group, version] => found(discovery::resource_list(&registry, group, version)),

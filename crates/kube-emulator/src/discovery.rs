@@ -1,6 +1,10 @@
 //! Discovery documents: `/version`, `/api`, `/apis` and the per-group-version resource lists.
 
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+
+use crate::status::json_body;
 
 use crate::resources::{Registry, ResourceInfo};
 
@@ -30,6 +34,29 @@ pub fn version() -> Value {
         "compiler": "gc",
         "platform": "linux/amd64"
     })
+}
+
+/// Media type of the protobuf OpenAPI v2 document.
+const OPENAPI_V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// An empty OpenAPI v2 document (protobuf or JSON, as asked): clients find no schemas and skip
+/// client-side validation instead of failing to download one.
+pub fn openapi_v2(headers: &HeaderMap) -> Response {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if accept.contains("protobuf") {
+        // Field 1 (`swagger`, a string) = "2.0"; every other field empty.
+        let body: &'static [u8] = b"\x0a\x032.0";
+        return ([(header::CONTENT_TYPE, OPENAPI_V2_PROTOBUF)], body).into_response();
+    }
+    json_body(&json!({
+        "swagger": "2.0",
+        "info": {"title": "kube-emulator", "version": "v1.35.0"},
+        "paths": {},
+        "definitions": {}
+    }))
 }
 
 /// The `/api` answer (legacy core group versions).
