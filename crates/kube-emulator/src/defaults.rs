@@ -21,9 +21,14 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
             root.insert("status".into(), json!({ "phase": "Active" }));
         }
         ("", "secrets") => {
-            meta::ensure_object(obj)
-                .entry("type")
-                .or_insert_with(|| json!("Opaque"));
+            let root = meta::ensure_object(obj);
+            if root
+                .get("type")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                root.insert("type".into(), json!("Opaque"));
+            }
         }
         ("apiextensions.k8s.io", "customresourcedefinitions") => crd_status(obj),
         _ => {}

@@ -208,10 +208,11 @@ impl Store {
         self.lock().delete(info, ns, name, opts)
     }
 
-    /// Forgets the event history: resuming a watch from any version seen so far gets `410 Gone`.
+    /// Forgets the event history: resuming a watch from any version handed out so far (the
+    /// current one included) gets `410 Gone`.
     pub fn compact_history(&self) {
         let mut state = self.lock();
-        let rv = state.rv;
+        let rv = state.rv + 1;
         state.history.compact_to(rv);
     }
 
