@@ -128,7 +128,7 @@ fn resource_entries(info: &ResourceInfo) -> Vec<Value> {
         "singularName": info.singular,
         "namespaced": info.namespaced,
         "kind": info.kind,
-        "verbs": VERBS,
+        "verbs": if info.create_only { &["create"][..] } else { VERBS },
     });
     if let Some(map) = main.as_object_mut() {
         if !info.short_names.is_empty() {

@@ -51,6 +51,8 @@ pub struct ResourceInfo {
     pub short_names: Vec<String>,
     /// Whether `/status` is a separate subresource.
     pub has_status: bool,
+    /// Whether the resource only answers `create` (access and token reviews), storing nothing.
+    pub create_only: bool,
 }
 
 impl ResourceInfo {
@@ -322,6 +324,46 @@ const BUILTINS: &[Builtin] = &[
     ),
 ];
 
+/// Review kinds: `create` answers with an approving status and stores nothing.
+const REVIEWS: &[(&str, &str, &str, bool)] = &[
+    (
+        "authorization.k8s.io",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "LocalSubjectAccessReview",
+        "localsubjectaccessreviews",
+        true,
+    ),
+    (
+        "authentication.k8s.io",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        false,
+    ),
+    (
+        "authentication.k8s.io",
+        "TokenReview",
+        "tokenreviews",
+        false,
+    ),
+];
+
 /// All resources the emulator serves right now.
 #[derive(Clone, Debug, Default)]
 pub struct Registry {
@@ -353,6 +395,20 @@ impl Registry {
                     .map(String::from)
                     .collect(),
                 has_status: *status,
+                create_only: false,
+            });
+        }
+        for (group, kind, plural, namespaced) in REVIEWS {
+            resources.push(ResourceInfo {
+                group: (*group).to_string(),
+                versions: vec!["v1".to_string()],
+                kind: (*kind).to_string(),
+                plural: (*plural).to_string(),
+                singular: kind.to_lowercase(),
+                namespaced: *namespaced,
+                short_names: Vec::new(),
+                has_status: false,
+                create_only: true,
             });
         }
         for crd in crds {
@@ -448,6 +504,7 @@ pub fn crd_resource(crd: &Value) -> Option<ResourceInfo> {
         namespaced: spec.get("scope").and_then(Value::as_str) != Some("Cluster"),
         short_names,
         has_status,
+        create_only: false,
     })
 }
 

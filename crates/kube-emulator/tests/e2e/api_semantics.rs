@@ -377,3 +377,54 @@ async fn status_subresource_updates_only_status_and_main_updates_keep_it() {
         (Some("Running"), Some("1"))
     );
 }
+
+#[tokio::test]
+async fn deletes_answer_a_success_status_unless_finalizers_keep_the_object() {
+    let env = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    cms.create(
+        &PostParams::default(),
+        &cm(json!({"metadata": {"name": "gone"}})),
+    )
+    .await
+    .unwrap();
+    assert!(
+        cms.delete("gone", &DeleteParams::default())
+            .await
+            .unwrap()
+            .is_right()
+    );
+    cms.create(
+        &PostParams::default(),
+        &cm(json!({"metadata": {"name": "kept", "finalizers": ["x/y"]}})),
+    )
+    .await
+    .unwrap();
+    assert!(
+        cms.delete("kept", &DeleteParams::default())
+            .await
+            .unwrap()
+            .is_left()
+    );
+}
+
+#[tokio::test]
+async fn access_reviews_are_always_allowed_and_never_stored() {
+    let env = start().await;
+    let review = br#"{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}}"#;
+    let resp = raw_request(
+        &env.emu.url(),
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        &[("Content-Type", "application/json")],
+        review,
+    )
+    .await;
+    assert_eq!(resp.status, 201);
+    assert_eq!(resp.json()["status"]["allowed"], true);
+    assert!(
+        env.emu
+            .objects("authorization.k8s.io", "selfsubjectaccessreviews")
+            .is_empty()
+    );
+}

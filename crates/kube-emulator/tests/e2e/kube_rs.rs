@@ -326,3 +326,30 @@ async fn watcher_relists_after_410_gone_when_its_version_is_expired() {
         other => panic!("expected a 410 ERROR event, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn watches_get_periodic_bookmarks_and_end_after_timeout_seconds() {
+    let config = EmulatorConfig {
+        bookmark_interval: Duration::from_millis(200),
+        ..EmulatorConfig::default()
+    };
+    let env = start_with(config).await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    let started = std::time::Instant::now();
+    let events: Vec<WatchEvent<ConfigMap>> = cms
+        .watch(&WatchParams::default().timeout(1), "0")
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(5),
+        "{elapsed:?}"
+    );
+    assert!(
+        events.iter().any(|e| matches!(e, WatchEvent::Bookmark(_))),
+        "{events:?}"
+    );
+}
