@@ -4,6 +4,7 @@
 //! from [`EmulatorHandle::write_kubeconfig`]. See `docs/kube-emulator.md` for what is emulated.
 
 mod api;
+mod apply;
 mod body;
 mod clock;
 mod defaults;

@@ -125,7 +125,7 @@ fn merge_field(target: &mut Map<String, Value>, key: &str, value: &Value) {
 }
 
 /// The merge key of a list field, judged by the field name and the patch items.
-fn list_merge_key(field: &str, items: &[Value]) -> Option<&'static str> {
+pub(crate) fn list_merge_key(field: &str, items: &[Value]) -> Option<&'static str> {
     let has = |k: &str| items.iter().any(|i| i.get(k).is_some());
     match field {
         "containers"

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::read::object_id;
 use super::{Params, ResourceRequest, dry_run, name_of, ns_of, respond, selectors, stamp};
+use crate::apply;
 use crate::body;
 use crate::meta;
 use crate::patch::{self, PatchKind};
@@ -104,31 +105,34 @@ pub(super) fn patch(
     bytes: &[u8],
 ) -> Result<Response, ApiError> {
     let kind = PatchKind::from_content_type(&body::content_type(headers))?;
+    tracing::trace!(kind = ?kind, body = %String::from_utf8_lossy(bytes), "patch");
     let apply = kind == PatchKind::Apply;
+    let manager = params
+        .get("fieldManager")
+        .map(String::as_str)
+        .unwrap_or("unknown");
+    let api_version = req.info.api_version(&req.version);
     let status_only = req.sub.as_deref() == Some("status");
     let mut created = false;
+    let (ns, name) = (ns_of(req), name_of(req));
+    let change = |current: Option<&Value>| {
+        if !apply {
+            let current = current.ok_or_else(|| ApiError::not_found(req.info.qualified(), name))?;
+            return patch::apply_patch(kind, current, bytes);
+        }
+        let applied = body::parse_yaml_or_json(bytes)?;
+        created = current.is_none();
+        let out = apply::apply(current, &applied, manager, &api_version);
+        Ok(if created { stamp(req, out) } else { out })
+    };
     let result = app.store.modify(
         &req.info,
-        ns_of(req),
-        name_of(req),
+        ns,
+        name,
         status_only,
         dry_run(params),
         apply,
-        |current| match current {
-            Some(current) => {
-                let mut out = patch::apply_patch(kind, current, bytes)?;
-                if apply {
-                    meta::remove_meta(&mut out, "managedFields");
-                }
-                Ok(out)
-            }
-            None => {
-                created = true;
-                let mut obj = body::parse_yaml_or_json(bytes)?;
-                meta::remove_meta(&mut obj, "managedFields");
-                Ok(stamp(req, obj))
-            }
-        },
+        change,
     )?;
     let code = if created {
         StatusCode::CREATED

@@ -439,12 +439,7 @@ impl State {
         m.insert("uid".into(), json!(clock::new_uid()));
         m.insert("creationTimestamp".into(), json!(clock::now_rfc3339()));
         m.insert("generation".into(), json!(1));
-        for field in [
-            "resourceVersion",
-            "deletionTimestamp",
-            "managedFields",
-            "selfLink",
-        ] {
+        for field in ["resourceVersion", "deletionTimestamp", "selfLink"] {
             m.remove(field);
         }
         defaults::on_create(info, &mut obj);

@@ -41,9 +41,16 @@ pub(super) fn merge_update(
             }
         }
     }
-    meta::remove_meta(&mut new, "managedFields");
-    if let Some(m) = current.pointer("/metadata/managedFields") {
-        meta::set_meta(&mut new, "managedFields", m.clone());
+    let sent_managed_fields = new
+        .pointer("/metadata/managedFields")
+        .is_some_and(Value::is_array);
+    if !sent_managed_fields {
+        match current.pointer("/metadata/managedFields") {
+            Some(m) => meta::set_meta(&mut new, "managedFields", m.clone()),
+            None => {
+                meta::remove_meta(&mut new, "managedFields");
+            }
+        }
     }
     let generation = current
         .pointer("/metadata/generation")

@@ -5,13 +5,21 @@ use std::path::Path;
 use crate::common::{TestEnv, start, tool};
 
 const CHART_YAML: &str = "apiVersion: v2\nname: demo\nversion: 0.1.0\nappVersion: \"1.0\"\n";
-const VALUES_YAML: &str = "image: nginx:1\nreplicas: 1\ngreeting: hello\n";
+const VALUES_YAML: &str = "image: nginx:1\nreplicas: 1\ngreeting: hello\nextra: true\n";
 const TEMPLATES: &str = r#"apiVersion: v1
 kind: ConfigMap
 metadata:
   name: {{ .Release.Name }}-config
+  labels:
+    base: "1"
+    {{- if .Values.extra }}
+    extra: "yes"
+    {{- end }}
 data:
   greeting: {{ .Values.greeting | quote }}
+  {{- if .Values.extra }}
+  extra: "yes"
+  {{- end }}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -89,11 +97,18 @@ async fn release_lifecycle(env: &TestEnv, helm: &Path) {
             "greeting=bye",
             "--set",
             "image=nginx:2",
+            "--set",
+            "extra=false",
         ],
     )
     .await;
     let cm = env.emu.object("", "configmaps", ns, "rel-config").unwrap();
-    assert_eq!(cm["data"]["greeting"], "bye");
+    assert_eq!(
+        cm["data"],
+        serde_json::json!({"greeting": "bye"}),
+        "removed values leave the object"
+    );
+    assert!(cm["metadata"]["labels"].get("extra").is_none(), "{cm}");
     let deploy = env
         .emu
         .object("apps", "deployments", ns, "rel-web")
