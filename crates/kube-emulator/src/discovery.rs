@@ -139,6 +139,17 @@ fn resource_entries(info: &ResourceInfo) -> Vec<Value> {
         }
     }
     let mut entries = vec![main];
+    if crate::api::has_scale(info) {
+        entries.push(json!({
+            "name": format!("{}/scale", info.plural),
+            "singularName": "",
+            "namespaced": info.namespaced,
+            "group": "autoscaling",
+            "version": "v1",
+            "kind": "Scale",
+            "verbs": ["get", "patch", "update"],
+        }));
+    }
     if info.has_status {
         entries.push(json!({
             "name": format!("{}/status", info.plural),

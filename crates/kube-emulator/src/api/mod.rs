@@ -1,9 +1,11 @@
 //! The HTTP entry point: path routing to discovery, resource verbs, watches and admin paths.
 
 mod read;
+mod scale;
 mod write;
 
 pub use read::selectors;
+pub use scale::has_scale;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -136,7 +138,7 @@ fn resolve(
     let sub = tail.get(1).map(|s| s.to_string());
     if sub
         .as_deref()
-        .is_some_and(|s| s != "status" && s != "finalize")
+        .is_some_and(|s| !matches!(s, "status" | "finalize" | "scale"))
     {
         return Err(not_found_path());
     }
@@ -168,6 +170,9 @@ fn serve_resource(
             "{} only supports create",
             req.info.qualified()
         )));
+    }
+    if req.sub.as_deref() == Some("scale") {
+        return scale::serve(app, method, &req, params, headers, bytes);
     }
     match (method.as_str(), req.name.is_some()) {
         ("GET", false) if watching => watch::serve(app, req, params),

@@ -196,3 +196,77 @@ async fn helm4_waits_for_workloads_the_emulator_reports_ready() {
             .is_some()
     );
 }
+
+const WIDGET_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.io
+spec:
+  group: example.io
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#;
+
+#[tokio::test]
+async fn helm3_and_helm4_install_crds_from_the_crds_folder_then_custom_resources() {
+    for name in ["helm3", "helm4"] {
+        let Some(helm) = tool(name) else { return };
+        let env = start().await;
+        let chart = env.dir.path().join("crdchart");
+        std::fs::create_dir_all(chart.join("templates")).unwrap();
+        std::fs::create_dir_all(chart.join("crds")).unwrap();
+        std::fs::write(
+            chart.join("Chart.yaml"),
+            "apiVersion: v2\nname: crdc\nversion: 0.1.0\n",
+        )
+        .unwrap();
+        std::fs::write(chart.join("crds/widget.yaml"), WIDGET_CRD).unwrap();
+        let widget = "apiVersion: example.io/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: {{ .Values.size | default 1 }}}\n";
+        std::fs::write(chart.join("templates/widget.yaml"), widget).unwrap();
+        let chart = chart.to_str().unwrap();
+        env.run(
+            &helm,
+            &["upgrade", "--install", "c", chart, "-n", "default"],
+        )
+        .await;
+        env.run(
+            &helm,
+            &[
+                "upgrade",
+                "--install",
+                "c",
+                chart,
+                "-n",
+                "default",
+                "--set",
+                "size=5",
+            ],
+        )
+        .await;
+        let w1 = env
+            .emu
+            .object("example.io", "widgets", "default", "w1")
+            .expect("widget created");
+        assert_eq!(w1["spec"]["size"], 5, "{name}");
+        env.run(&helm, &["uninstall", "c", "-n", "default"]).await;
+        assert!(
+            env.emu.objects("example.io", "widgets").is_empty(),
+            "{name}"
+        );
+        assert!(
+            env.emu
+                .object(
+                    "apiextensions.k8s.io",
+                    "customresourcedefinitions",
+                    "",
+                    "widgets.example.io"
+                )
+                .is_some()
+        );
+    }
+}

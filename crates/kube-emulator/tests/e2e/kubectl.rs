@@ -137,7 +137,7 @@ async fn kubectl_applies_client_and_server_side_and_gets_by_label_and_across_nam
 }
 
 #[tokio::test]
-async fn kubectl_patches_strategic_merge_and_json_then_deletes() {
+async fn kubectl_patches_strategic_merge_and_json_scales_then_deletes() {
     let Some(kubectl) = tool("kubectl") else {
         return;
     };
@@ -210,6 +210,22 @@ async fn kubectl_patches_strategic_merge_and_json_then_deletes() {
     );
     assert_eq!(deploy["metadata"]["labels"]["m"], "1");
     assert_eq!(deploy["spec"]["replicas"], 5);
+    env.run(
+        &kubectl,
+        &["scale", "deploy", "web", "-n", "demo", "--replicas=7"],
+    )
+    .await;
+    let scaled = env
+        .emu
+        .object("apps", "deployments", "demo", "web")
+        .unwrap();
+    assert_eq!(
+        (
+            scaled["spec"]["replicas"].as_i64(),
+            scaled["status"]["readyReplicas"].as_i64()
+        ),
+        (Some(7), Some(7))
+    );
 
     env.run(&kubectl, &["delete", "service", "web", "-n", "demo"])
         .await;
