@@ -1,1 +1,29 @@
-//! Kubernetes API server emulator on loopback (built in its own issue).
+//! Kubernetes API server emulator on loopback: enough of the API for kube-rs, kubectl and helm.
+//!
+//! Start one with [`Emulator::start`], point clients at [`EmulatorHandle::url`] or a kubeconfig
+//! from [`EmulatorHandle::write_kubeconfig`]. See `docs/kube-emulator.md` for what is emulated.
+
+mod api;
+mod apply;
+mod body;
+mod clock;
+mod defaults;
+mod discovery;
+mod events;
+mod faults;
+mod kubeconfig;
+mod meta;
+mod patch;
+mod persist;
+mod protobuf;
+mod resources;
+mod selector;
+mod server;
+mod status;
+mod store;
+mod watch;
+
+pub use kubeconfig::kubeconfig_yaml;
+pub use persist::PersistError;
+pub use server::{Emulator, EmulatorConfig, EmulatorError, EmulatorHandle};
+pub use status::ApiError;

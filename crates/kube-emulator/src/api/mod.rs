@@ -1,0 +1,268 @@
+//! The HTTP entry point: path routing to discovery, resource verbs, watches and admin paths.
+
+mod read;
+mod scale;
+mod write;
+
+pub use read::selectors;
+pub use scale::has_scale;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::discovery;
+use crate::meta;
+use crate::resources::ResourceInfo;
+use crate::server::App;
+use crate::status::{ApiError, json_body, success_status};
+use crate::watch;
+
+/// Query parameters of a request.
+pub type Params = HashMap<String, String>;
+
+/// A request aimed at a resource.
+pub struct ResourceRequest {
+    /// The resource.
+    pub info: ResourceInfo,
+    /// The version in the path.
+    pub version: String,
+    /// Namespace from the path.
+    pub namespace: Option<String>,
+    /// Object name from the path.
+    pub name: Option<String>,
+    /// Subresource (`status`).
+    pub sub: Option<String>,
+    /// Legacy `/watch/` path prefix.
+    pub legacy_watch: bool,
+}
+
+/// Answers every request (axum fallback handler).
+pub async fn handle(
+    State(app): State<Arc<App>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
+    let path = uri.path().to_string();
+    if let Some(rest) = path.strip_prefix("/emulator/") {
+        return admin(&app, rest, &uri);
+    }
+    if let Some(failure) = app.faults.take_failure() {
+        return failure.into_response();
+    }
+    let params: Params = Query::try_from_uri(&uri).map(|q| q.0).unwrap_or_default();
+    let result = route(&app, &method, &path, &params, &headers, &bytes);
+    match result {
+        Ok(response) => response,
+        Err(e) => {
+            tracing::debug!(%method, %path, code = e.code(), error = %e, "request failed");
+            e.into_response()
+        }
+    }
+}
+
+fn route(
+    app: &Arc<App>,
+    method: &Method,
+    path: &str,
+    params: &Params,
+    headers: &HeaderMap,
+    bytes: &[u8],
+) -> Result<Response, ApiError> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let registry = app.store.registry();
+    let found = |doc: Option<Value>| doc.map(|d| json_body(&d)).ok_or_else(not_found_path);
+    match segs.as_slice() {
+        ["version"] => Ok(json_body(&discovery::version())),
+        ["healthz" | "readyz" | "livez", ..] => Ok("ok".into_response()),
+        ["api"] => Ok(json_body(&discovery::core_versions(&app.server_address))),
+        ["apis"] => Ok(json_body(&discovery::group_list(&registry))),
+        ["openapi", "v2"] => Ok(discovery::openapi_v2(headers)),
+        ["api", version] => found(discovery::resource_list(&registry, "", version)),
+        ["apis", group] => found(discovery::group_doc(&registry, group)),
+        ["apis", group, version] => found(discovery::resource_list(&registry, group, version)),
+        ["api", version, rest @ ..] => {
+            let req = resolve(&registry, "", version, rest)?;
+            serve_resource(app, method, req, params, headers, bytes)
+        }
+        ["apis", group, version, rest @ ..] => {
+            let req = resolve(&registry, group, version, rest)?;
+            serve_resource(app, method, req, params, headers, bytes)
+        }
+        _ => Err(not_found_path()),
+    }
+}
+
+fn not_found_path() -> ApiError {
+    ApiError::NoRoute
+}
+
+/// Parses `[watch/][namespaces/<ns>/]<plural>[/<name>[/<sub>]]`.
+fn resolve(
+    registry: &crate::resources::Registry,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+) -> Result<ResourceRequest, ApiError> {
+    let (legacy_watch, rest) = match rest {
+        ["watch", tail @ ..] => (true, tail),
+        _ => (false, rest),
+    };
+    let namespaced_form = match rest {
+        ["namespaces", ns, plural, tail @ ..] if tail.len() <= 2 => registry
+            .find(group, version, plural)
+            .filter(|i| i.namespaced)
+            .map(|info| (info.clone(), Some(ns.to_string()), tail)),
+        _ => None,
+    };
+    let (info, namespace, tail) = match namespaced_form {
+        Some(found) => found,
+        None => match rest {
+            [plural, tail @ ..] if tail.len() <= 2 => {
+                let info = registry
+                    .find(group, version, plural)
+                    .ok_or_else(not_found_path)?;
+                (info.clone(), None, tail)
+            }
+            _ => return Err(not_found_path()),
+        },
+    };
+    let name = tail.first().map(|s| s.to_string());
+    let sub = tail.get(1).map(|s| s.to_string());
+    if sub
+        .as_deref()
+        .is_some_and(|s| !matches!(s, "status" | "finalize" | "scale"))
+    {
+        return Err(not_found_path());
+    }
+    if info.namespaced && namespace.is_none() && name.is_some() {
+        return Err(not_found_path());
+    }
+    Ok(ResourceRequest {
+        info,
+        version: version.to_string(),
+        namespace,
+        name,
+        sub,
+        legacy_watch,
+    })
+}
+
+fn serve_resource(
+    app: &Arc<App>,
+    method: &Method,
+    req: ResourceRequest,
+    params: &Params,
+    headers: &HeaderMap,
+    bytes: &[u8],
+) -> Result<Response, ApiError> {
+    let watching =
+        req.legacy_watch || matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
+    if req.info.create_only && (method != Method::POST || req.name.is_some()) {
+        return Err(ApiError::MethodNotAllowed(format!(
+            "{} only supports create",
+            req.info.qualified()
+        )));
+    }
+    if req.sub.as_deref() == Some("scale") {
+        return scale::serve(app, method, &req, params, headers, bytes);
+    }
+    match (method.as_str(), req.name.is_some()) {
+        ("GET", false) if watching => watch::serve(app, req, params),
+        ("GET", false) => read::list(app, &req, params),
+        ("GET", true) => read::get(app, &req),
+        ("POST", false) => write::create(app, &req, params, headers, bytes),
+        ("PUT", true) => write::update(app, &req, params, headers, bytes),
+        ("PATCH", true) => write::patch(app, &req, params, headers, bytes),
+        ("DELETE", true) => write::delete(app, &req, params, headers, bytes),
+        ("DELETE", false) => write::delete_collection(app, &req, params, headers, bytes),
+        _ => Err(ApiError::MethodNotAllowed(format!(
+            "the server does not allow this method on the requested resource ({method})"
+        ))),
+    }
+}
+
+/// Sets `apiVersion` and `kind` for the version the client asked for.
+pub fn stamp(req: &ResourceRequest, mut obj: Value) -> Value {
+    let map = meta::ensure_object(&mut obj);
+    map.insert(
+        "apiVersion".into(),
+        json!(req.info.api_version(&req.version)),
+    );
+    map.insert("kind".into(), json!(req.info.kind));
+    obj
+}
+
+fn respond(req: &ResourceRequest, code: StatusCode, obj: Value) -> Response {
+    let mut response = json_body(&stamp(req, obj));
+    *response.status_mut() = code;
+    response
+}
+
+fn ns_of(req: &ResourceRequest) -> &str {
+    req.namespace.as_deref().unwrap_or("")
+}
+
+fn name_of(req: &ResourceRequest) -> &str {
+    req.name.as_deref().unwrap_or("")
+}
+
+fn dry_run(params: &Params) -> bool {
+    params.get("dryRun").is_some_and(|v| !v.is_empty())
+}
+
+/// `/emulator/...` admin paths: `drop-watches` and `fail?count=N&code=C`.
+fn admin(app: &App, rest: &str, uri: &Uri) -> Response {
+    let params: Params = Query::try_from_uri(uri).map(|q| q.0).unwrap_or_default();
+    match rest {
+        "drop-watches" => {
+            app.faults.drop_watches();
+            json_body(&success_status())
+        }
+        "fail" => {
+            let count = params
+                .get("count")
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(1);
+            let code = params
+                .get("code")
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(500);
+            app.faults.fail_next(count, code);
+            json_body(&success_status())
+        }
+        _ => not_found_path().into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Registry;
+
+    #[test]
+    fn paths_resolve_namespaced_cluster_and_status_forms() {
+        let reg = Registry::new(std::iter::empty());
+        let r = resolve(&reg, "", "v1", &["namespaces", "ns1", "configmaps", "cm"]).unwrap();
+        assert_eq!(
+            (r.namespace.as_deref(), r.name.as_deref()),
+            (Some("ns1"), Some("cm"))
+        );
+        let r = resolve(&reg, "", "v1", &["namespaces", "ns1", "status"]).unwrap();
+        assert_eq!(
+            (r.info.plural.as_str(), r.name.as_deref(), r.sub.as_deref()),
+            ("namespaces", Some("ns1"), Some("status"))
+        );
+        let r = resolve(&reg, "", "v1", &["watch", "pods"]).unwrap();
+        assert!(r.legacy_watch && r.namespace.is_none());
+        assert!(resolve(&reg, "", "v1", &["configmaps", "x"]).is_err());
+        assert!(resolve(&reg, "", "v1", &["nothing"]).is_err());
+    }
+}

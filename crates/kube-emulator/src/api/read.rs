@@ -1,0 +1,110 @@
+//! Read verbs: get and list (selectors, paging with continue tokens).
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+
+use super::{Params, ResourceRequest, name_of, ns_of, respond, stamp};
+use crate::meta;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::server::App;
+use crate::status::{ApiError, json_body};
+
+pub(super) fn get(app: &App, req: &ResourceRequest) -> Result<Response, ApiError> {
+    let obj = app
+        .store
+        .get(&req.info.key(), ns_of(req), name_of(req))
+        .ok_or_else(|| ApiError::not_found(req.info.qualified(), name_of(req)))?;
+    Ok(respond(req, StatusCode::OK, obj))
+}
+
+/// Parsed `labelSelector` and `fieldSelector`.
+pub fn selectors(params: &Params) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    let labels = LabelSelector::parse(
+        params
+            .get("labelSelector")
+            .map(String::as_str)
+            .unwrap_or(""),
+    )?;
+    let fields = FieldSelector::parse(
+        params
+            .get("fieldSelector")
+            .map(String::as_str)
+            .unwrap_or(""),
+    )?;
+    Ok((labels, fields))
+}
+
+pub(super) fn list(
+    app: &App,
+    req: &ResourceRequest,
+    params: &Params,
+) -> Result<Response, ApiError> {
+    let (labels, fields) = selectors(params)?;
+    let (items, rv) = app.store.list(&req.info.key(), req.namespace.as_deref());
+    let after = params
+        .get("continue")
+        .filter(|c| !c.is_empty())
+        .map(|c| decode_continue(c))
+        .transpose()?;
+    let mut matching: Vec<Value> = items
+        .into_iter()
+        .filter(|o| labels.matches(o) && fields.matches(o))
+        .filter(|o| after.as_ref().is_none_or(|a| object_id(o) > *a))
+        .collect();
+    let limit = params
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0);
+    let mut list_meta = json!({ "resourceVersion": rv.to_string() });
+    if let Some(limit) = limit
+        && matching.len() > limit
+    {
+        let remaining = matching.len() - limit;
+        matching.truncate(limit);
+        if let Some(last) = matching.last() {
+            list_meta["continue"] = json!(encode_continue(&object_id(last)));
+            list_meta["remainingItemCount"] = json!(remaining);
+        }
+    }
+    let items: Vec<Value> = matching.into_iter().map(|o| stamp(req, o)).collect();
+    Ok(json_body(&json!({
+        "kind": format!("{}List", req.info.kind),
+        "apiVersion": req.info.api_version(&req.version),
+        "metadata": list_meta,
+        "items": items,
+    })))
+}
+
+pub(super) fn object_id(obj: &Value) -> (String, String) {
+    (
+        meta::namespace(obj).unwrap_or("").to_string(),
+        meta::name(obj).unwrap_or("").to_string(),
+    )
+}
+
+fn encode_continue(id: &(String, String)) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{}/{}", id.0, id.1))
+}
+
+fn decode_continue(token: &str) -> Result<(String, String), ApiError> {
+    let invalid = || ApiError::BadRequest("continue key is not valid".into());
+    let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| invalid())?;
+    let text = String::from_utf8(bytes).map_err(|_| invalid())?;
+    let (ns, name) = text.split_once('/').ok_or_else(invalid)?;
+    Ok((ns.to_string(), name.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_tokens_round_trip() {
+        let id = ("ns".to_string(), "name".to_string());
+        assert_eq!(decode_continue(&encode_continue(&id)).unwrap(), id);
+        assert!(decode_continue("!!").is_err());
+    }
+}

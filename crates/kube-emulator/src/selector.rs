@@ -1,0 +1,187 @@
+//! Label and field selectors as the list and watch query parameters spell them.
+
+use serde_json::Value;
+
+use crate::status::ApiError;
+
+/// One parsed label requirement.
+#[derive(Debug, Clone, PartialEq)]
+enum Requirement {
+    Equals(String, String),
+    NotEquals(String, String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    NotExists(String),
+}
+
+/// A parsed `labelSelector` (all requirements must hold).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LabelSelector(Vec<Requirement>);
+
+impl LabelSelector {
+    /// Parses `a=b,c!=d,e in (f,g),h notin (i),j,!k`.
+    pub fn parse(text: &str) -> Result<Self, ApiError> {
+        split_top_level(text)
+            .into_iter()
+            .map(|part| parse_requirement(part.trim()))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Self)
+    }
+
+    /// Whether an object's labels satisfy every requirement.
+    pub fn matches(&self, object: &Value) -> bool {
+        let labels = object.pointer("/metadata/labels");
+        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        self.0.iter().all(|req| match req {
+            Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
+            Requirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
+            Requirement::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
+            Requirement::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
+            Requirement::Exists(k) => get(k).is_some(),
+            Requirement::NotExists(k) => get(k).is_none(),
+        })
+    }
+}
+
+/// Splits on commas that are not inside parentheses, dropping empty parts.
+fn split_top_level(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts.into_iter().filter(|p| !p.trim().is_empty()).collect()
+}
+
+fn parse_requirement(part: &str) -> Result<Requirement, ApiError> {
+    let invalid = || ApiError::BadRequest(format!("unable to parse requirement: {part:?}"));
+    if let Some(key) = part.strip_prefix('!') {
+        return Ok(Requirement::NotExists(key.trim().to_string()));
+    }
+    if let Some((k, v)) = part.split_once("!=") {
+        return Ok(Requirement::NotEquals(k.trim().into(), v.trim().into()));
+    }
+    if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+        return Ok(Requirement::Equals(k.trim().into(), v.trim().into()));
+    }
+    for (word, negate) in [(" notin ", true), (" in ", false)] {
+        if let Some((k, set)) = part.split_once(word) {
+            let set = set
+                .trim()
+                .strip_prefix('(')
+                .and_then(|s| s.strip_suffix(')'));
+            let values: Vec<String> = set
+                .ok_or_else(invalid)?
+                .split(',')
+                .map(|v| v.trim().to_string())
+                .collect();
+            let key = k.trim().to_string();
+            return Ok(if negate {
+                Requirement::NotIn(key, values)
+            } else {
+                Requirement::In(key, values)
+            });
+        }
+    }
+    if part.contains(|c: char| c.is_whitespace() || c == '(' || c == ')') {
+        return Err(invalid());
+    }
+    Ok(Requirement::Exists(part.to_string()))
+}
+
+/// A parsed `fieldSelector`: `path=value` and `path!=value` terms on dotted field paths.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FieldSelector(Vec<(String, bool, String)>);
+
+impl FieldSelector {
+    /// Parses `metadata.name=x,metadata.namespace!=y`.
+    pub fn parse(text: &str) -> Result<Self, ApiError> {
+        let mut terms = Vec::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (path, equal, value) = if let Some((p, v)) = part.split_once("!=") {
+                (p, false, v)
+            } else if let Some((p, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+                (p, true, v)
+            } else {
+                return Err(ApiError::BadRequest(format!(
+                    "invalid field selector: {part:?}"
+                )));
+            };
+            terms.push((path.trim().to_string(), equal, value.trim().to_string()));
+        }
+        Ok(Self(terms))
+    }
+
+    /// Whether the object satisfies every term (missing fields read as empty strings).
+    pub fn matches(&self, object: &Value) -> bool {
+        self.0.iter().all(|(path, equal, value)| {
+            let pointer = format!("/{}", path.replace('.', "/"));
+            let actual = match object.pointer(&pointer) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            (actual == *value) == *equal
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(labels: Value) -> Value {
+        json!({"metadata": {"name": "a", "namespace": "ns", "labels": labels}, "type": "Opaque"})
+    }
+
+    #[test]
+    fn every_label_operator_is_understood() {
+        let o = obj(json!({"app": "web", "tier": "front"}));
+        for (sel, want) in [
+            ("app=web", true),
+            ("app==web", true),
+            ("app!=web", false),
+            ("app in (db, web)", true),
+            ("app notin (web)", false),
+            ("tier", true),
+            ("!tier", false),
+            ("!missing,app=web,tier in (front)", true),
+            ("missing notin (x)", true),
+            ("", true),
+        ] {
+            assert_eq!(
+                LabelSelector::parse(sel).unwrap().matches(&o),
+                want,
+                "{sel}"
+            );
+        }
+    }
+
+    #[test]
+    fn field_selector_compares_dotted_paths() {
+        let o = obj(json!({}));
+        assert!(
+            FieldSelector::parse("metadata.name=a,metadata.namespace!=x")
+                .unwrap()
+                .matches(&o)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.name==b")
+                .unwrap()
+                .matches(&o)
+        );
+        assert!(FieldSelector::parse("type=Opaque").unwrap().matches(&o));
+        assert!(FieldSelector::parse("bogus").is_err());
+    }
+}
