@@ -117,9 +117,7 @@ impl Shared {
                     hook: def.name().clone(),
                     index,
                 };
-                if let Err(e) = self.scheduler.start(id, binding.crontab.source()) {
-                    tracing::error!(hook = %def.name(), error = %error_chain(&e), "schedule not started");
-                }
+                self.scheduler.start(id, binding.crontab.clone());
             }
         }
     }
@@ -221,7 +219,7 @@ impl Runtime {
             return Err(StartupError { errors });
         }
         let (schedule_tx, schedule_events) = mpsc::channel(256);
-        let scheduler = Scheduler::new(clock, chrono::Utc, schedule_tx);
+        let scheduler = Scheduler::new(clock, schedule_tx);
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
             notify: Notify::new(),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use addon_core::binding_context::{combine, compact_groups};
 use addon_core::names::QueueName;
-use addon_core::queue::QueueTask;
+use addon_core::queue::{QueueTask, TaskId};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -16,7 +16,7 @@ use super::state::State;
 use super::task::{Outcome, Task};
 
 enum Pick {
-    Run(Task),
+    Run(TaskId, Task),
     WaitUntil(Duration),
     Idle,
 }
@@ -32,7 +32,7 @@ pub async fn run(shared: Arc<Shared>, queue: QueueName, stop: CancellationToken)
             pick(&mut shared.lock(), &queue, now)
         };
         match pick {
-            Pick::Run(task) => run_task(&shared, &queue, task).await,
+            Pick::Run(id, task) => run_task(&shared, &queue, id, task).await,
             Pick::WaitUntil(at) => {
                 let deadline = shared.epoch + at;
                 tokio::select! {
@@ -76,11 +76,13 @@ fn pick(st: &mut State, queue: &QueueName, now: Duration) -> Pick {
         }
         h.contexts = compact_groups(std::mem::take(&mut h.contexts));
     }
-    let task = q.start_head().map(|h| (h.task.clone(), h.description()));
+    let task = q
+        .start_head()
+        .map(|h| (h.id, h.task.clone(), h.description()));
     match task {
-        Some((task, description)) => {
+        Some((id, task, description)) => {
             st.record(format!("start {description}"));
-            Pick::Run(task)
+            Pick::Run(id, task)
         }
         None => Pick::Idle,
     }
@@ -99,7 +101,7 @@ fn combinable(head: &Task, next: &Task) -> bool {
     }
 }
 
-async fn run_task(shared: &Shared, queue: &QueueName, task: Task) {
+async fn run_task(shared: &Shared, queue: &QueueName, id: TaskId, task: Task) {
     let span = tracing::info_span!(
         "task",
         task.kind = task.kind(),
@@ -112,7 +114,7 @@ async fn run_task(shared: &Shared, queue: &QueueName, task: Task) {
         tracing::info!(task = %task.description(), "task started");
         let outcome = handlers::handle(shared, queue, &task).await;
         let elapsed = started.elapsed();
-        apply(shared, queue, &task, outcome, elapsed);
+        apply(shared, queue, id, &task, outcome, elapsed);
     }
     .instrument(span)
     .await;
@@ -126,7 +128,14 @@ fn hook_name(task: &Task) -> String {
     }
 }
 
-fn apply(shared: &Shared, queue: &QueueName, task: &Task, outcome: Outcome, elapsed: Duration) {
+fn apply(
+    shared: &Shared,
+    queue: &QueueName,
+    id: TaskId,
+    task: &Task,
+    outcome: Outcome,
+    elapsed: Duration,
+) {
     let now = shared.now();
     let mut st = shared.lock();
     let Ok(q) = st.queues.get_mut(queue) else {
@@ -134,7 +143,7 @@ fn apply(shared: &Shared, queue: &QueueName, task: &Task, outcome: Outcome, elap
     };
     match outcome {
         Outcome::Done { head, tail } => {
-            q.pop();
+            q.complete(id);
             q.push_front_all(head);
             tracing::info!(duration_ms = elapsed.as_millis() as u64, "task done");
             for (name, t) in tail {
@@ -142,7 +151,7 @@ fn apply(shared: &Shared, queue: &QueueName, task: &Task, outcome: Outcome, elap
             }
         }
         Outcome::Failed(message) => {
-            let retry_at = q.fail_head(now, message.clone());
+            let retry_at = q.fail(id, now, message.clone());
             let delay = retry_at
                 .map(|at| at.saturating_sub(now))
                 .unwrap_or_default();
