@@ -431,6 +431,17 @@ async fn module_disabled_while_its_run_keeps_failing_is_deleted() {
         .filter(|r| *r == "run web/hooks/before beforeHelm")
         .count();
     assert!(failures >= 3, "{:?}", op.runs());
+    let text = op.handle.queues_text();
+    assert!(
+        text.contains("ModuleRun:web:startup:converge:failures"),
+        "{text}"
+    );
+    assert!(text.contains("broken module"), "{text}");
+    let json = op.handle.queues_json().to_string();
+    assert!(
+        json.contains("\"main\"") && json.contains("ModuleRun:web"),
+        "{json}"
+    );
     let mark = op.clear_history_marker();
     edit(&op, "webEnabled: false\n");
     op.settle().await;
