@@ -119,6 +119,7 @@ async fn edges(args: &StartArgs, cancel_hooks: CancellationToken) -> anyhow::Res
         hooks: Arc::new(hooks),
         helm: Arc::new(helm),
         kube: Arc::new(NoCluster),
+        objects: Arc::new(NoCluster),
         config,
     })
 }

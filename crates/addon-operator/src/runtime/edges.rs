@@ -7,6 +7,7 @@ use std::sync::Arc;
 use addon_core::config::{Config, ConfigErrors};
 use addon_core::discovery::HookFile;
 use addon_core::hook_config::{KubernetesBinding, WatchEvent};
+use addon_core::hook_output::kube_patch::KubeOperation;
 use addon_core::names::{HookName, ModuleName};
 use addon_core::values::store::HookValues;
 use futures::future::BoxFuture;
@@ -98,6 +99,12 @@ pub trait KubeEvents: Send + Sync {
     fn stop(&self, key: &MonitorKey);
 }
 
+/// Applies hooks' `$KUBERNETES_PATCH_PATH` operations to the cluster.
+pub trait ObjectPatches: Send + Sync {
+    /// Applies `ops` in order; an error names the failed operation.
+    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>>;
+}
+
 /// A config store problem.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigBackendError {
@@ -140,6 +147,7 @@ pub struct Edges {
     pub hooks: Arc<dyn HookExecutor>,
     pub helm: Arc<dyn Helm>,
     pub kube: Arc<dyn KubeEvents>,
+    pub objects: Arc<dyn ObjectPatches>,
     pub config: Arc<dyn ConfigBackend>,
 }
 
@@ -260,6 +268,16 @@ impl KubeEvents for NoCluster {
     }
 
     fn stop(&self, _key: &MonitorKey) {}
+}
+
+impl ObjectPatches for NoCluster {
+    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>> {
+        tracing::warn!(
+            operations = ops.len(),
+            "no Kubernetes cluster: the hook's Kubernetes operations are validated, not applied"
+        );
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// The local config file (`--config-file`), parsed with the file format of `addon_core::config`.

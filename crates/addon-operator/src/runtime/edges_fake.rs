@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use addon_core::hook_config::{KubernetesBinding, WatchEvent};
+use addon_core::hook_output::kube_patch::KubeOperation;
 use addon_core::names::ModuleName;
 use addon_core::values::store::HookValues;
 use futures::future::BoxFuture;
@@ -14,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::edges::{
     EnabledAnswer, HookExecutor, HookFailure, HookRequest, KubeError, KubeEvent, KubeEvents,
-    MonitorKey,
+    MonitorKey, ObjectPatches,
 };
 use crate::exec::hook_run::HookOutputs;
 
@@ -128,6 +129,8 @@ struct KubeState {
     /// kind (lowercase) → objects
     objects: BTreeMap<String, Vec<Value>>,
     monitors: BTreeMap<MonitorKey, String>,
+    /// operations applied by hooks, in order
+    applied: Vec<KubeOperation>,
 }
 
 /// A Kubernetes whose objects the test sets; `emit` sends a watch event to every started monitor
@@ -156,6 +159,11 @@ impl FakeKube {
             .insert(kind.to_lowercase(), objects);
     }
 
+    /// The `$KUBERNETES_PATCH_PATH` operations hooks applied, in order.
+    pub fn applied(&self) -> Vec<KubeOperation> {
+        lock(&self.state).applied.clone()
+    }
+
     /// Keys of the monitors started and not stopped.
     pub fn monitors(&self) -> Vec<MonitorKey> {
         lock(&self.state).monitors.keys().cloned().collect()
@@ -174,6 +182,13 @@ impl FakeKube {
                 });
             }
         }
+    }
+}
+
+impl ObjectPatches for FakeKube {
+    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>> {
+        lock(&self.state).applied.extend(ops.iter().cloned());
+        Box::pin(async { Ok(()) })
     }
 }
 

@@ -4,7 +4,8 @@
 
 use addon_core::binding_context::{BindingContext, ContextBuilder, render};
 use addon_core::hook_config::BindingType;
-use addon_core::hook_output::{kube_patch, metrics};
+use addon_core::hook_output::kube_patch::{self, KubeOperation};
+use addon_core::hook_output::metrics;
 use addon_core::names::{HookName, ModuleName};
 use addon_core::values::patch::{HookRef, PatchKind, ValuesPatch};
 
@@ -95,7 +96,7 @@ async fn apply_outputs(
     for warning in config_patch.warnings.iter().chain(&values_patch.warnings) {
         tracing::warn!(hook = %def.name(), "{warning}");
     }
-    check_other_outputs(def, outputs)?;
+    let kube_ops = check_other_outputs(def, outputs)?;
     let (effect, to_save) = {
         let mut st = shared.lock();
         let config = st
@@ -122,26 +123,26 @@ async fn apply_outputs(
             .await
             .map_err(|e| format!("hook '{}': {}", def.name(), error_chain(&e)))?;
     }
+    if !kube_ops.is_empty() {
+        shared
+            .edges
+            .objects
+            .apply(&kube_ops)
+            .await
+            .map_err(|e| format!("hook '{}': $KUBERNETES_PATCH_PATH: {e}", def.name()))?;
+    }
     Ok(effect)
 }
 
-/// `$METRICS_PATH` and `$KUBERNETES_PATCH_PATH` must be valid; their operations are not applied
-/// by this runtime yet, which is said once per run in the log.
-fn check_other_outputs(def: &HookDef, outputs: &HookOutputs) -> Result<(), String> {
+/// `$METRICS_PATH` and `$KUBERNETES_PATCH_PATH` must be valid; returns the Kubernetes operations.
+/// Metric operations are validated only (no metrics endpoint in this version).
+fn check_other_outputs(def: &HookDef, outputs: &HookOutputs) -> Result<Vec<KubeOperation>, String> {
     let hook = def.name();
     let metric_ops = metrics::parse(&outputs.metrics)
         .map_err(|e| format!("hook '{hook}': $METRICS_PATH: {}", error_chain(&e)))?;
-    let kube_ops = kube_patch::parse(&outputs.kubernetes_patch)
-        .map_err(|e| format!("hook '{hook}': $KUBERNETES_PATCH_PATH: {}", error_chain(&e)))?;
-    if !kube_ops.is_empty() {
-        tracing::warn!(
-            hook = %hook,
-            operations = kube_ops.len(),
-            "Kubernetes patch operations are validated but not applied by this version"
-        );
-    }
     if !metric_ops.is_empty() {
         tracing::debug!(hook = %hook, operations = metric_ops.len(), "hook metrics received");
     }
-    Ok(())
+    kube_patch::parse(&outputs.kubernetes_patch)
+        .map_err(|e| format!("hook '{hook}': $KUBERNETES_PATCH_PATH: {}", error_chain(&e)))
 }

@@ -86,6 +86,7 @@ pub async fn start(dir: tempfile::TempDir, config: &str, hooks: FakeHooks, helm:
         hooks: Arc::new(hooks.clone()),
         helm: Arc::new(helm.clone()),
         kube: Arc::new(kube.clone()),
+        objects: Arc::new(kube.clone()),
         config: config.clone(),
     };
     let settings = RuntimeSettings {

@@ -714,3 +714,36 @@ async fn absent_helm_resources_run_the_module_again() {
     op.settle().await;
     assert_eq!(op.runs_since(mark), ["run web/hooks/before beforeHelm"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn kubernetes_operations_of_a_hook_are_applied_and_invalid_ones_fail_the_run() {
+    let dir = tree(&[(
+        "global-hooks/hooks/ops",
+        "configVersion: v1\nonStartup: 1\n",
+    )]);
+    let hooks = FakeHooks::new();
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    hooks.respond(move |_| {
+        let first = runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+        let ops = if first {
+            r#"{"operation": "Explode", "kind": "Pod", "name": "x"}"#
+        } else {
+            r#"{"operation": "Delete", "kind": "Pod", "namespace": "d", "name": "x"}"#
+        };
+        Ok(HookOutputs {
+            kubernetes_patch: ops.into(),
+            ..Default::default()
+        })
+    });
+    let op = start(dir, "", hooks, FakeHelm::new()).await;
+    op.settle().await;
+    assert_eq!(
+        &op.runs()[..3],
+        [
+            "run hooks/ops onStartup",
+            "failed GlobalHookRun:onStartup:hooks/ops:onStartup",
+            "run hooks/ops onStartup",
+        ]
+    );
+    assert_eq!(op.kube.applied().len(), 1);
+}
