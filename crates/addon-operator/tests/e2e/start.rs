@@ -290,3 +290,106 @@ fn hanging_hook_is_killed_at_the_timeout_and_invalid_patch_is_retried() {
     assert!(log.contains("garbage"), "{log}");
     assert!(log.contains("retried"), "{log}");
 }
+
+#[test]
+fn invalid_tree_and_config_stop_the_start_with_every_error_listed() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    write(
+        &r.join("global-hooks/openapi/config-values.yaml"),
+        "type: object\nrequired: [project, clusterName]\nproperties:\n  project: {type: string}\n  clusterName: {type: string}\n",
+        false,
+    );
+    write(&r.join("modules/values.yaml"), "", false);
+    write(
+        &r.join("config.yaml"),
+        "global: |\n  project: myProject\n",
+        false,
+    );
+    hook(
+        r,
+        "global-hooks/bad",
+        "bad",
+        "configVersion: v1\nonStartup: soon",
+        "",
+    );
+    let out = Command::new(binary())
+        .arg("start")
+        .arg("--working-dir")
+        .arg(r)
+        .arg("--config-file")
+        .arg(r.join("config.yaml"))
+        .arg("--tmp-dir")
+        .arg(r.join("tmp"))
+        .env("PATH", path_with_tools())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("onStartup"), "{stderr}");
+    let hook_errors = stderr.lines().filter(|l| l.contains("hook 'bad'")).count();
+    assert_eq!(hook_errors, 1, "{stderr}");
+
+    // with the hook fixed, the invalid config (the VALUES seed example) is what stops it
+    hook(
+        r,
+        "global-hooks/bad",
+        "bad",
+        "configVersion: v1\nonStartup: 1",
+        "",
+    );
+    let out = Command::new(binary())
+        .arg("start")
+        .arg("--working-dir")
+        .arg(r)
+        .arg("--config-file")
+        .arg(r.join("config.yaml"))
+        .arg("--tmp-dir")
+        .arg(r.join("tmp"))
+        .env("PATH", path_with_tools())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("clusterName"), "{stderr}");
+}
+
+#[test]
+fn sigterm_stops_a_running_hook_and_the_operator_exits_cleanly() {
+    if !require_tool("jq") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    hook(
+        r,
+        "global-hooks/slow",
+        "slow",
+        "configVersion: v1\nonStartup: 1",
+        r#"trap 'echo "slow got TERM" >> "$HOOK_LOG"; exit 1' TERM
+sleep 60 &
+wait"#,
+    );
+    write(&r.join("modules/.keep"), "", false);
+    write(&r.join("config.yaml"), "", false);
+    let mut op = Operator::start(root, &["--hook-kill-grace", "5s"]);
+    op.wait_for("the slow hook to start", |log| {
+        log.iter().any(|l| l == "slow onStartup")
+    });
+    let started = Instant::now();
+    Command::new("kill")
+        .args(["-TERM", &op.child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = op.child.wait().unwrap();
+    assert!(status.success(), "{}", op.operator_log());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "exited after the grace period"
+    );
+    assert!(
+        op.hook_log().iter().any(|l| l == "slow got TERM"),
+        "{:?}",
+        op.hook_log()
+    );
+}

@@ -747,3 +747,27 @@ async fn kubernetes_operations_of_a_hook_are_applied_and_invalid_ones_fail_the_r
     );
     assert_eq!(op.kube.applied().len(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn release_without_a_module_is_purged_before_after_all() {
+    let dir = tree(&[
+        (
+            "global-hooks/hooks/after-all",
+            "configVersion: v1\nafterAll: 1\n",
+        ),
+        ("modules/values.yaml", "webEnabled: true\n"),
+        ("modules/010-web/Chart.yaml", "name: web\nversion: 0.1.0\n"),
+    ]);
+    let helm = FakeHelm::new().with_release("removed-module");
+    let op = start(dir, "", default_hooks(), helm).await;
+    op.settle().await;
+    assert_eq!(
+        op.runs(),
+        [
+            "helm upgrade web",
+            "helm uninstall removed-module",
+            "run hooks/after-all afterAll",
+        ]
+    );
+    assert_eq!(op.helm.release_names(), ["web"]);
+}
