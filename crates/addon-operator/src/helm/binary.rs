@@ -325,16 +325,8 @@ impl BinaryHelm {
     }
 
     async fn list(&self) -> Result<Vec<String>, HelmError> {
-        let argv = args([
-            "list",
-            "-n",
-            self.namespace(),
-            "--all",
-            "--max",
-            "0",
-            "-o",
-            "json",
-        ]);
+        let mut argv = args(["list", "-n", self.namespace(), "--max", "0", "-o", "json"]);
+        argv.extend(self.version.list_flags());
         let out = self
             .runner
             .run(&argv, self.settings.query_timeout)

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use addon_operator::helm::UpgradeRequest;
 use addon_operator::helm::binary::{BinaryHelm, HelmSettings};
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
@@ -145,8 +145,18 @@ impl Env {
             "data": {"release": base64::engine::general_purpose::STANDARD.encode(encoded)},
         }))
         .unwrap();
+        self.ensure_namespace().await;
         let api: Api<Secret> = Api::namespaced(self.client.clone(), NS);
         api.create(&PostParams::default(), &secret).await.unwrap();
+    }
+
+    async fn ensure_namespace(&self) {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        if api.get_opt(NS).await.unwrap().is_none() {
+            let ns: Namespace =
+                serde_json::from_value(serde_json::json!({"metadata": {"name": NS}})).unwrap();
+            api.create(&PostParams::default(), &ns).await.unwrap();
+        }
     }
 }
 

@@ -44,6 +44,16 @@ impl HelmVersion {
         }
         flags
     }
+
+    /// Flags `helm list` needs to show releases in every status: helm 3 shows only deployed
+    /// and failed ones without `--all`; helm 4 shows all by default and has no `--all`.
+    pub fn list_flags(self) -> Vec<OsString> {
+        if self.major == 3 {
+            vec!["--all".into()]
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 impl std::fmt::Display for HelmVersion {
@@ -100,5 +110,18 @@ mod tests {
         }
         .upgrade_flags();
         assert_eq!(v319, ["--take-ownership"]);
+    }
+
+    #[test]
+    fn only_helm_3_needs_all_to_list_every_status() {
+        assert_eq!(
+            HelmVersion {
+                major: 3,
+                minor: 19
+            }
+            .list_flags(),
+            ["--all"]
+        );
+        assert!(HelmVersion { major: 4, minor: 1 }.list_flags().is_empty());
     }
 }
