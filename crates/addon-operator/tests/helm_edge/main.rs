@@ -2,9 +2,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod absent;
 mod common;
 mod failures;
 mod lifecycle;
+mod startup;
 
 /// One `#[tokio::test]` per scenario and helm binary: `helm3::<scenario>`, `helm4::<scenario>`.
 macro_rules! with_each_helm {
@@ -51,4 +53,6 @@ with_each_helm! {
         => a_release_stuck_in_pending_upgrade_is_unstuck_by_the_next_upgrade;
     crate::failures::a_release_stuck_in_pending_install_is_installed_afresh
         => a_release_stuck_in_pending_install_is_installed_afresh;
+    crate::absent::absent_cluster_scoped_objects_and_kinds_no_longer_served_are_detected
+        => absent_cluster_scoped_objects_and_kinds_no_longer_served_are_detected;
 }

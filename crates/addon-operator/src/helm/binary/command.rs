@@ -111,6 +111,46 @@ mod tests {
         assert_eq!(go_duration(Duration::from_millis(1500)), "1500ms");
     }
 
+    fn script(dir: &Path, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("fake-helm");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[tokio::test]
+    async fn a_helm_that_runs_too_long_is_killed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let runner = Runner::new(script(tmp.path(), "sleep 30"), tmp.path(), None, &[]);
+        let started = std::time::Instant::now();
+        let result = runner.run(&[], Duration::from_millis(200)).await;
+        assert!(
+            matches!(result, Err(RunError::TimedOut { .. })),
+            "{result:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn output_and_trimmed_stderr_are_captured_with_the_private_env() {
+        let tmp = tempfile::tempdir().unwrap();
+        let body = "echo \"$HELM_DATA_HOME $KUBECONFIG $1\"; echo '  oops  ' >&2; exit 3";
+        let runner = Runner::new(
+            script(tmp.path(), body),
+            Path::new("/t"),
+            Some(Path::new("/k")),
+            &[],
+        );
+        let out = runner
+            .run(&args(["arg"]), Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert!(!out.success);
+        assert_eq!(out.stdout, "/t/helm/data /k arg\n");
+        assert_eq!(out.stderr, "oops");
+    }
+
     #[test]
     fn extra_env_comes_last_so_it_wins() {
         let runner = Runner::new(
