@@ -1,6 +1,7 @@
 //! Helm against a cluster: the `helm` binary (3.x or 4.x) installs, upgrades and uninstalls
 //! releases; the Kubernetes API tells which objects of a release are absent.
 
+mod argv;
 mod chart;
 mod cluster;
 mod command;
@@ -13,8 +14,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
+use self::argv::Target;
 pub use self::cluster::ClusterError;
-use self::command::{Output, RunError, Runner, args, go_duration};
+use self::command::{Output, RunError, Runner};
 use self::release::{ReleaseState, is_not_found, names_from_list_json};
 pub use self::version::HelmVersion;
 use super::{Helm, HelmError, UpgradeRequest};
@@ -156,6 +158,29 @@ impl BinaryHelm {
             })
     }
 
+    fn target(&self) -> Target<'_> {
+        Target {
+            namespace: self.namespace(),
+            version: self.version,
+            history_max: self.settings.history_max,
+            timeout: self.settings.timeout,
+        }
+    }
+
+    /// The chart of `req`, copied off the async threads when it must be synthesised.
+    async fn prepare_chart(&self, req: &UpgradeRequest) -> Result<chart::Chart, HelmError> {
+        let (dir, release, tmp) = (
+            req.chart_dir.clone(),
+            req.release.clone(),
+            self.settings.tmp_dir.clone(),
+        );
+        tokio::task::spawn_blocking(move || chart::prepare(&dir, &release, &tmp))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|prepared| prepared)
+            .map_err(|e| write_failed(&req.release, "chart", &e))
+    }
+
     /// Limit of commands that wait for the cluster (`--timeout` plus a margin for helm itself).
     fn long_limit(&self) -> Duration {
         self.settings.timeout + Duration::from_secs(30)
@@ -163,7 +188,7 @@ impl BinaryHelm {
 
     /// The latest revision of `release`, or `None` when there is no release.
     async fn state(&self, release: &str) -> Result<Option<ReleaseState>, HelmError> {
-        let argv = args(["status", release, "-n", self.namespace(), "-o", "json"]);
+        let argv = argv::status(release, self.namespace());
         let out = self
             .run("status", release, &argv, self.settings.query_timeout)
             .await?;
@@ -256,34 +281,20 @@ impl BinaryHelm {
     async fn upgrade_now(&self, req: &UpgradeRequest) -> Result<(), HelmError> {
         let release = req.release.as_str();
         self.unstick(release).await?;
-        let io_failed = |what: &str, e: std::io::Error| HelmError::Command {
-            operation: "upgrade",
-            release: release.to_string(),
-            message: format!("cannot write the {what}: {e}"),
-        };
-        let chart = chart::prepare(&req.chart_dir, release, &self.settings.tmp_dir)
-            .map_err(|e| io_failed("chart", e))?;
+        let chart = self.prepare_chart(req).await?;
         let files = chart::write_values(
             &self.settings.tmp_dir,
             release,
             &req.values_yaml,
             &req.checksum,
         )
-        .map_err(|e| io_failed("values file", e))?;
-        let mut argv = args(["upgrade", "--install", release]);
-        argv.push(chart.path().into());
-        argv.extend(args(["-n", self.namespace(), "--create-namespace"]));
-        for file in [&files.values, &files.checksum] {
-            argv.push("--values".into());
-            argv.push(file.path().into());
-        }
-        argv.extend(args([
-            "--history-max".to_string(),
-            self.settings.history_max.to_string(),
-            "--timeout".to_string(),
-            go_duration(self.settings.timeout),
-        ]));
-        argv.extend(self.version.upgrade_flags());
+        .map_err(|e| write_failed(release, "values file", &e))?;
+        let argv = argv::upgrade(
+            self.target(),
+            release,
+            chart.path(),
+            &[files.values.path(), files.checksum.path()],
+        );
         let started = std::time::Instant::now();
         let out = self
             .run("upgrade", release, &argv, self.long_limit())
@@ -302,14 +313,7 @@ impl BinaryHelm {
     }
 
     async fn uninstall_now(&self, release: &str) -> Result<(), HelmError> {
-        let argv = args([
-            "uninstall".to_string(),
-            release.to_string(),
-            "-n".to_string(),
-            self.namespace().to_string(),
-            "--timeout".to_string(),
-            go_duration(self.settings.timeout),
-        ]);
+        let argv = argv::uninstall(self.target(), release);
         let out = self
             .run("uninstall", release, &argv, self.long_limit())
             .await?;
@@ -325,8 +329,7 @@ impl BinaryHelm {
     }
 
     async fn list(&self) -> Result<Vec<String>, HelmError> {
-        let mut argv = args(["list", "-n", self.namespace(), "--max", "0", "-o", "json"]);
-        argv.extend(self.version.list_flags());
+        let argv = argv::list(self.namespace(), self.version);
         let out = self
             .runner
             .run(&argv, self.settings.query_timeout)
@@ -348,7 +351,7 @@ impl BinaryHelm {
 
 async fn detect_version(runner: &Runner, limit: Duration) -> Result<HelmVersion, BinaryHelmError> {
     let out = runner
-        .run(&args(["version", "--template", "{{.Version}}"]), limit)
+        .run(&argv::version(), limit)
         .await
         .map_err(|e| BinaryHelmError::Version {
             message: error_chain(&e),
@@ -367,6 +370,14 @@ async fn detect_version(runner: &Runner, limit: Duration) -> Result<HelmVersion,
         });
     }
     Ok(version)
+}
+
+fn write_failed(release: &str, what: &str, error: &std::io::Error) -> HelmError {
+    HelmError::Command {
+        operation: "upgrade",
+        release: release.to_string(),
+        message: format!("cannot write the {what}: {error}"),
+    }
 }
 
 /// An error and its sources on one line.
