@@ -16,6 +16,7 @@ use futures::future::BoxFuture;
 
 use self::argv::Target;
 pub use self::cluster::ClusterError;
+use self::cluster::Storage;
 use self::command::{Output, RunError, Runner};
 use self::release::{ReleaseState, is_not_found, names_from_list_json};
 pub use self::version::HelmVersion;
@@ -253,8 +254,9 @@ impl BinaryHelm {
     }
 
     /// A revision left `pending-*` by a helm process that died blocks every later upgrade
-    /// ("another operation is in progress"); like the Go operator, drop that revision's storage
-    /// Secret so helm continues from the revision before it (or installs afresh).
+    /// ("another operation is in progress"); like the Go operator, drop that revision from helm's
+    /// storage (Secret or ConfigMap) so helm continues from the revision before it (or installs
+    /// afresh). With the `memory` or `sql` driver the release is left to helm's error.
     async fn unstick(&self, release: &str) -> Result<(), HelmError> {
         let Some(state) = self.state(release).await? else {
             return Ok(());
@@ -262,6 +264,17 @@ impl BinaryHelm {
         if !state.is_pending() {
             return Ok(());
         }
+        let driver = self.runner.driver();
+        let Some(storage) = Storage::from_driver(&driver) else {
+            tracing::warn!(
+                module = %release,
+                release,
+                status = %state.status,
+                driver,
+                "release is stuck and its storage driver is out of reach; not unsticking it"
+            );
+            return Ok(());
+        };
         tracing::warn!(
             module = %release,
             release,
@@ -269,13 +282,19 @@ impl BinaryHelm {
             revision = state.revision,
             "release is stuck; deleting its latest revision before the upgrade"
         );
-        cluster::delete_release_secret(&self.client, self.namespace(), release, state.revision)
-            .await
-            .map_err(|e| HelmError::Command {
-                operation: "upgrade",
-                release: release.to_string(),
-                message: error_chain(&e),
-            })
+        cluster::delete_revision(
+            &self.client,
+            storage,
+            self.namespace(),
+            release,
+            state.revision,
+        )
+        .await
+        .map_err(|e| HelmError::Command {
+            operation: "upgrade",
+            release: release.to_string(),
+            message: error_chain(&e),
+        })
     }
 
     async fn upgrade_now(&self, req: &UpgradeRequest) -> Result<(), HelmError> {

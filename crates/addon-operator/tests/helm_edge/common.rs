@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use addon_operator::helm::UpgradeRequest;
 use addon_operator::helm::binary::{BinaryHelm, HelmSettings};
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
@@ -43,11 +43,18 @@ pub struct Env {
     pub dir: TempDir,
     pub helm: BinaryHelm,
     pub client: kube::Client,
+    /// helm's storage driver: `secret` or `configmap`.
+    pub driver: String,
 }
 
 impl Env {
     /// Starts everything for the helm binary `name`; `None` when it is missing (outside CI).
     pub async fn start(name: &str) -> Option<Self> {
+        Self::start_with_driver(name, "secret").await
+    }
+
+    /// Like [`Env::start`] with helm's storage driver (`HELM_DRIVER`) set through `extra_env`.
+    pub async fn start_with_driver(name: &str, driver: &str) -> Option<Self> {
         let binary = helm_binary(name)?;
         let emu = Emulator::start(EmulatorConfig::default())
             .await
@@ -58,6 +65,7 @@ impl Env {
             .expect("kubeconfig written");
         let mut settings = HelmSettings::new(binary, NS.into(), dir.path().join("tmp"));
         settings.kubeconfig = Some(kubeconfig);
+        settings.extra_env = vec![("HELM_DRIVER".into(), driver.into())];
         let helm = BinaryHelm::new(settings).await.expect("helm edge starts");
         let client = client_for(&emu.kubeconfig_yaml()).await;
         Some(Self {
@@ -65,6 +73,7 @@ impl Env {
             dir,
             helm,
             client,
+            driver: driver.into(),
         })
     }
 
@@ -119,8 +128,8 @@ impl Env {
             .collect()
     }
 
-    /// Writes a release revision the way helm's secret driver stores it (base64 JSON, helm
-    /// reads it with or without gzip), e.g. one left `pending-upgrade` by a killed helm.
+    /// Writes a release revision the way helm's storage driver does (base64 JSON, which helm
+    /// reads with or without gzip), e.g. one left `pending-upgrade` by a killed helm.
     pub async fn write_revision(&self, release: &str, revision: u64, status: &str) {
         use base64::Engine as _;
         let body = serde_json::json!({
@@ -133,19 +142,28 @@ impl Env {
             "manifest": "",
         });
         let encoded = base64::engine::general_purpose::STANDARD.encode(body.to_string());
+        let metadata = serde_json::json!({
+            "name": format!("sh.helm.release.v1.{release}.v{revision}"),
+            "labels": {"name": release, "owner": "helm", "status": status,
+                       "version": revision.to_string()},
+        });
+        self.ensure_namespace().await;
+        if self.driver == "configmap" {
+            let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+                "metadata": metadata,
+                "data": {"release": encoded},
+            }))
+            .unwrap();
+            let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), NS);
+            api.create(&PostParams::default(), &cm).await.unwrap();
+            return;
+        }
         let secret: Secret = serde_json::from_value(serde_json::json!({
-            "apiVersion": "v1",
-            "kind": "Secret",
             "type": "helm.sh/release.v1",
-            "metadata": {
-                "name": format!("sh.helm.release.v1.{release}.v{revision}"),
-                "labels": {"name": release, "owner": "helm", "status": status,
-                           "version": revision.to_string()},
-            },
+            "metadata": metadata,
             "data": {"release": base64::engine::general_purpose::STANDARD.encode(encoded)},
         }))
         .unwrap();
-        self.ensure_namespace().await;
         let api: Api<Secret> = Api::namespaced(self.client.clone(), NS);
         api.create(&PostParams::default(), &secret).await.unwrap();
     }

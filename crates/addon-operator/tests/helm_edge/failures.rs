@@ -79,3 +79,29 @@ pub async fn a_release_stuck_in_pending_install_is_installed_afresh(env: Env) {
     assert!(env.config_map("web-config").is_some());
     assert!(!env.helm.should_upgrade(&req).await.unwrap());
 }
+
+#[tokio::test]
+async fn a_stuck_release_kept_in_config_maps_is_unstuck_too() {
+    for name in ["helm3", "helm4"] {
+        let Some(env) = Env::start_with_driver(name, "configmap").await else {
+            return;
+        };
+        let module = env.module("web", true);
+        env.helm
+            .upgrade(&env.request(&module, "hello", "sum-1"))
+            .await
+            .unwrap();
+        env.write_revision("web", 2, "pending-upgrade").await;
+        let req = env.request(&module, "bye", "sum-2");
+
+        env.helm.upgrade(&req).await.unwrap();
+
+        assert!(!env.helm.should_upgrade(&req).await.unwrap(), "{name}");
+        assert!(
+            env.release_secrets().is_empty(),
+            "{name}: nothing in Secrets"
+        );
+        let revisions = env.emu.objects("", "configmaps").len();
+        assert_eq!(revisions, 3, "{name}: v1, v2 and the chart's config map");
+    }
+}

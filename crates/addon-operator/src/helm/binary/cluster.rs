@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::{ApiCapabilities, Scope};
@@ -38,8 +38,8 @@ pub enum ClusterError {
         #[source]
         source: kube::Error,
     },
-    #[error("cannot delete the release storage Secret {namespace}/{name}")]
-    DeleteSecret {
+    #[error("cannot delete the release revision {namespace}/{name}")]
+    DeleteRevision {
         namespace: String,
         name: String,
         #[source]
@@ -56,7 +56,7 @@ impl ClusterError {
             Self::Client(_) => "kube_client",
             Self::Discover { .. } => "kube_discovery",
             Self::Get { .. } => "kube_get",
-            Self::DeleteSecret { .. } => "kube_delete",
+            Self::DeleteRevision { .. } => "kube_delete",
         }
     }
 }
@@ -216,20 +216,50 @@ async fn discover(
     }
 }
 
-/// Deletes `sh.helm.release.v1.<release>.v<revision>` (helm's secret storage driver); a missing
-/// Secret is fine.
-pub(crate) async fn delete_release_secret(
+/// Where helm keeps release revisions (`HELM_DRIVER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Storage {
+    Secrets,
+    ConfigMaps,
+}
+
+impl Storage {
+    /// The storage of a `HELM_DRIVER` value (empty: helm's default, secrets); `None` for the
+    /// `memory` and `sql` drivers, whose revisions the API cannot reach.
+    pub fn from_driver(driver: &str) -> Option<Self> {
+        match driver {
+            "" | "secret" | "secrets" => Some(Self::Secrets),
+            "configmap" | "configmaps" => Some(Self::ConfigMaps),
+            _ => None,
+        }
+    }
+}
+
+/// Deletes revision `revision` of `release` from helm's storage
+/// (`sh.helm.release.v1.<release>.v<revision>`); a missing object is fine.
+pub(crate) async fn delete_revision(
     client: &kube::Client,
+    storage: Storage,
     namespace: &str,
     release: &str,
     revision: u64,
 ) -> Result<(), ClusterError> {
     let name = format!("sh.helm.release.v1.{release}.v{revision}");
-    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    match api.delete(&name, &DeleteParams::default()).await {
-        Ok(_) => Ok(()),
+    let params = DeleteParams::default();
+    let result = match storage {
+        Storage::Secrets => Api::<Secret>::namespaced(client.clone(), namespace)
+            .delete(&name, &params)
+            .await
+            .map(|_| ()),
+        Storage::ConfigMaps => Api::<ConfigMap>::namespaced(client.clone(), namespace)
+            .delete(&name, &params)
+            .await
+            .map(|_| ()),
+    };
+    match result {
+        Ok(()) => Ok(()),
         Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
-        Err(source) => Err(ClusterError::DeleteSecret {
+        Err(source) => Err(ClusterError::DeleteRevision {
             namespace: namespace.to_string(),
             name,
             source,
@@ -264,6 +294,15 @@ mod tests {
             objects[0].gvk(),
             GroupVersionKind::gvk("", "v1", "ConfigMap")
         );
+    }
+
+    #[test]
+    fn secret_and_configmap_drivers_are_reachable_and_memory_and_sql_are_not() {
+        assert_eq!(Storage::from_driver(""), Some(Storage::Secrets));
+        assert_eq!(Storage::from_driver("secret"), Some(Storage::Secrets));
+        assert_eq!(Storage::from_driver("configmap"), Some(Storage::ConfigMaps));
+        assert_eq!(Storage::from_driver("memory"), None);
+        assert_eq!(Storage::from_driver("sql"), None);
     }
 
     #[test]

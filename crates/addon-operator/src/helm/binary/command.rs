@@ -60,6 +60,16 @@ impl Runner {
         Self { binary, env }
     }
 
+    /// The effective `HELM_DRIVER` (the last one set).
+    pub fn driver(&self) -> String {
+        self.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "HELM_DRIVER")
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
     /// Runs `helm ARGS`, killing it after `limit`.
     pub async fn run(&self, args: &[OsString], limit: Duration) -> Result<Output, RunError> {
         let mut cmd = Command::new(&self.binary);
@@ -168,6 +178,7 @@ mod tests {
             driver.last().map(|(_, v)| v.as_os_str()),
             Some("configmap".as_ref())
         );
+        assert_eq!(runner.driver(), "configmap");
         assert!(
             runner
                 .env
