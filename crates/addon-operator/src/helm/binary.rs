@@ -72,7 +72,7 @@ pub enum BinaryHelmError {
     Version { message: String },
     #[error("helm {version} is not supported (helm 3 or 4 is)")]
     Unsupported { version: String },
-    #[error("cannot connect to Kubernetes for helm releases")]
+    #[error("cannot build the Kubernetes client of the helm edge")]
     Cluster(#[from] ClusterError),
 }
 
@@ -88,6 +88,12 @@ impl BinaryHelmError {
 }
 
 /// [`Helm`] with the real `helm` binary and a Kubernetes client.
+///
+/// ```text
+/// let mut settings = HelmSettings::new(helm_binary, namespace, tmp_dir);
+/// settings.kubeconfig = kubeconfig;            // None: in-cluster or ~/.kube/config
+/// let helm: Arc<dyn Helm> = Arc::new(BinaryHelm::new(settings).await?);
+/// ```
 pub struct BinaryHelm {
     settings: HelmSettings,
     runner: Runner,
