@@ -1,6 +1,7 @@
 //! The Helm edge: what the runtime asks of Helm (releases, upgrade decisions, install, delete),
 //! behind a trait with an in-memory fake for tests.
 
+pub mod binary;
 pub mod fake;
 pub mod template;
 

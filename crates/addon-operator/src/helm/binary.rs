@@ -1,0 +1,439 @@
+//! Helm against a cluster: the `helm` binary (3.x or 4.x) installs, upgrades and uninstalls
+//! releases; the Kubernetes API tells which objects of a release are absent.
+
+mod argv;
+mod chart;
+mod cluster;
+mod command;
+mod release;
+mod version;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use self::argv::Target;
+pub use self::cluster::ClusterError;
+use self::cluster::Storage;
+use self::command::{Output, RunError, Runner};
+use self::release::{ReleaseState, is_not_found, names_from_list_json};
+pub use self::version::HelmVersion;
+use super::{Helm, HelmError, UpgradeRequest};
+
+/// How to run helm; build with [`HelmSettings::new`] and adjust the public fields.
+#[derive(Debug, Clone)]
+pub struct HelmSettings {
+    /// The `helm` binary (`--helm-binary`, `HELM_BINARY`, or `helm` from `PATH`).
+    pub binary: PathBuf,
+    /// Namespace of every release (`ADDON_OPERATOR_NAMESPACE`); empty means `default`.
+    pub namespace: String,
+    /// Kubeconfig for helm and the API client; `None` lets both infer it (in-cluster, ~/.kube).
+    pub kubeconfig: Option<PathBuf>,
+    /// Private directory for values files, synthesised charts and helm's cache/config/data.
+    pub tmp_dir: PathBuf,
+    /// `--history-max`.
+    pub history_max: u32,
+    /// `--timeout` of upgrade and uninstall (helm waits this long for hooks).
+    pub timeout: Duration,
+    /// Time limit of the read-only helm commands (`version`, `list`, `status`).
+    pub query_timeout: Duration,
+    /// Extra environment of every helm process, set last.
+    pub extra_env: Vec<(String, String)>,
+}
+
+impl HelmSettings {
+    /// Defaults: no kubeconfig, history of 10 revisions, 20 minutes timeout, 60 s for queries.
+    pub fn new(binary: PathBuf, namespace: String, tmp_dir: PathBuf) -> Self {
+        Self {
+            binary,
+            namespace,
+            kubeconfig: None,
+            tmp_dir,
+            history_max: 10,
+            timeout: Duration::from_secs(20 * 60),
+            query_timeout: Duration::from_secs(60),
+            extra_env: Vec::new(),
+        }
+    }
+}
+
+/// Why [`BinaryHelm::new`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BinaryHelmError {
+    #[error("cannot create the helm temp dir {}", path.display())]
+    TmpDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`helm version` failed: {message}")]
+    Version { message: String },
+    #[error("helm {version} is not supported (helm 3 or 4 is)")]
+    Unsupported { version: String },
+    #[error("cannot build the Kubernetes client of the helm edge")]
+    Cluster(#[from] ClusterError),
+}
+
+impl BinaryHelmError {
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::TmpDir { .. } => "helm_tmp_dir",
+            Self::Version { .. } => "helm_version",
+            Self::Unsupported { .. } => "helm_unsupported",
+            Self::Cluster(e) => e.category(),
+        }
+    }
+}
+
+/// [`Helm`] with the real `helm` binary and a Kubernetes client.
+///
+/// ```text
+/// let mut settings = HelmSettings::new(helm_binary, namespace, tmp_dir);
+/// settings.kubeconfig = kubeconfig;            // None: in-cluster or ~/.kube/config
+/// let helm: Arc<dyn Helm> = Arc::new(BinaryHelm::new(settings).await?);
+/// ```
+pub struct BinaryHelm {
+    settings: HelmSettings,
+    runner: Runner,
+    version: HelmVersion,
+    client: kube::Client,
+}
+
+impl BinaryHelm {
+    /// Detects the helm version (`helm version`) and builds the API client; nothing is sent to
+    /// the cluster yet.
+    pub async fn new(settings: HelmSettings) -> Result<Self, BinaryHelmError> {
+        std::fs::create_dir_all(&settings.tmp_dir).map_err(|source| BinaryHelmError::TmpDir {
+            path: settings.tmp_dir.clone(),
+            source,
+        })?;
+        let runner = Runner::new(
+            settings.binary.clone(),
+            &settings.tmp_dir,
+            settings.kubeconfig.as_deref(),
+            &settings.extra_env,
+        );
+        let version = detect_version(&runner, settings.query_timeout).await?;
+        let client = cluster::client(settings.kubeconfig.as_deref()).await?;
+        tracing::info!(
+            binary = %settings.binary.display(),
+            helm_version = %version,
+            namespace = %settings.namespace,
+            "using the helm binary"
+        );
+        Ok(Self {
+            settings,
+            runner,
+            version,
+            client,
+        })
+    }
+
+    /// The detected helm version.
+    pub fn version(&self) -> HelmVersion {
+        self.version
+    }
+
+    fn namespace(&self) -> &str {
+        if self.settings.namespace.is_empty() {
+            "default"
+        } else {
+            &self.settings.namespace
+        }
+    }
+
+    /// Runs helm; a failure to start or a timeout becomes `HelmError` for `operation`.
+    async fn run(
+        &self,
+        operation: &'static str,
+        release: &str,
+        args: &[OsString],
+        limit: Duration,
+    ) -> Result<Output, HelmError> {
+        self.runner
+            .run(args, limit)
+            .await
+            .map_err(|error| match error {
+                RunError::Spawn { binary, source } => HelmError::Spawn { binary, source },
+                timed_out @ RunError::TimedOut { .. } => HelmError::Command {
+                    operation,
+                    release: release.to_string(),
+                    message: timed_out.to_string(),
+                },
+            })
+    }
+
+    fn target(&self) -> Target<'_> {
+        Target {
+            namespace: self.namespace(),
+            version: self.version,
+            history_max: self.settings.history_max,
+            timeout: self.settings.timeout,
+        }
+    }
+
+    /// The chart of `req`, copied off the async threads when it must be synthesised.
+    async fn prepare_chart(&self, req: &UpgradeRequest) -> Result<chart::Chart, HelmError> {
+        let (dir, release, tmp) = (
+            req.chart_dir.clone(),
+            req.release.clone(),
+            self.settings.tmp_dir.clone(),
+        );
+        tokio::task::spawn_blocking(move || chart::prepare(&dir, &release, &tmp))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|prepared| prepared)
+            .map_err(|e| write_failed(&req.release, "chart", &e))
+    }
+
+    /// Limit of commands that wait for the cluster (`--timeout` plus a margin for helm itself).
+    fn long_limit(&self) -> Duration {
+        self.settings.timeout + Duration::from_secs(30)
+    }
+
+    /// The latest revision of `release`, or `None` when there is no release.
+    async fn state(&self, release: &str) -> Result<Option<ReleaseState>, HelmError> {
+        let argv = argv::status(release, self.namespace());
+        let out = self
+            .run("status", release, &argv, self.settings.query_timeout)
+            .await?;
+        if !out.success {
+            if is_not_found(&out.stderr) {
+                return Ok(None);
+            }
+            return Err(self.failed("status", release, out));
+        }
+        ReleaseState::from_status_json(&out.stdout)
+            .map(Some)
+            .map_err(|e| HelmError::Command {
+                operation: "status",
+                release: release.to_string(),
+                message: format!("unexpected `helm status -o json` output: {e}"),
+            })
+    }
+
+    /// Logs helm's stderr and turns it into the error.
+    fn failed(&self, operation: &'static str, release: &str, out: Output) -> HelmError {
+        tracing::error!(
+            module = %release,
+            release = %release,
+            operation,
+            stderr = %out.stderr,
+            "helm failed"
+        );
+        HelmError::Command {
+            operation,
+            release: release.to_string(),
+            message: out.stderr,
+        }
+    }
+
+    fn cluster_failed(&self, release: &str, error: ClusterError) -> HelmError {
+        HelmError::Command {
+            operation: "check resources",
+            release: release.to_string(),
+            message: error_chain(&error),
+        }
+    }
+
+    async fn should_upgrade_now(&self, req: &UpgradeRequest) -> Result<bool, HelmError> {
+        let release = req.release.as_str();
+        let Some(state) = self.state(release).await? else {
+            tracing::info!(module = %release, release, "helm upgrade needed: no release");
+            return Ok(true);
+        };
+        if let Some(reason) = state.upgrade_reason(&req.checksum) {
+            tracing::info!(module = %release, release, %reason, "helm upgrade needed");
+            return Ok(true);
+        }
+        let absent = cluster::first_absent(&self.client, &state.manifest, self.namespace())
+            .await
+            .map_err(|e| self.cluster_failed(release, e))?;
+        if let Some(resource) = absent {
+            tracing::info!(module = %release, release, %resource, "helm upgrade needed: resource absent");
+            return Ok(true);
+        }
+        tracing::debug!(module = %release, release, "helm upgrade not needed");
+        Ok(false)
+    }
+
+    /// A revision left `pending-*` by a helm process that died blocks every later upgrade
+    /// ("another operation is in progress"); like the Go operator, drop that revision from helm's
+    /// storage (Secret or ConfigMap) so helm continues from the revision before it (or installs
+    /// afresh). With the `memory` or `sql` driver the release is left to helm's error.
+    async fn unstick(&self, release: &str) -> Result<(), HelmError> {
+        let Some(state) = self.state(release).await? else {
+            return Ok(());
+        };
+        if !state.is_pending() {
+            return Ok(());
+        }
+        let driver = self.runner.driver();
+        let Some(storage) = Storage::from_driver(&driver) else {
+            tracing::warn!(
+                module = %release,
+                release,
+                status = %state.status,
+                driver,
+                "release is stuck and its storage driver is out of reach; not unsticking it"
+            );
+            return Ok(());
+        };
+        tracing::warn!(
+            module = %release,
+            release,
+            status = %state.status,
+            revision = state.revision,
+            "release is stuck; deleting its latest revision before the upgrade"
+        );
+        cluster::delete_revision(
+            &self.client,
+            storage,
+            self.namespace(),
+            release,
+            state.revision,
+        )
+        .await
+        .map_err(|e| HelmError::Command {
+            operation: "upgrade",
+            release: release.to_string(),
+            message: error_chain(&e),
+        })
+    }
+
+    async fn upgrade_now(&self, req: &UpgradeRequest) -> Result<(), HelmError> {
+        let release = req.release.as_str();
+        self.unstick(release).await?;
+        let chart = self.prepare_chart(req).await?;
+        let files = chart::write_values(
+            &self.settings.tmp_dir,
+            release,
+            &req.values_yaml,
+            &req.checksum,
+        )
+        .map_err(|e| write_failed(release, "values file", &e))?;
+        let argv = argv::upgrade(
+            self.target(),
+            release,
+            chart.path(),
+            &[files.values.path(), files.checksum.path()],
+        );
+        let started = std::time::Instant::now();
+        let out = self
+            .run("upgrade", release, &argv, self.long_limit())
+            .await?;
+        if !out.success {
+            return Err(self.failed("upgrade", release, out));
+        }
+        tracing::info!(
+            module = %release,
+            release,
+            checksum = %req.checksum,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "helm upgrade done"
+        );
+        Ok(())
+    }
+
+    async fn uninstall_now(&self, release: &str) -> Result<(), HelmError> {
+        let argv = argv::uninstall(self.target(), release);
+        let out = self
+            .run("uninstall", release, &argv, self.long_limit())
+            .await?;
+        if out.success {
+            tracing::info!(module = %release, release, "helm release uninstalled");
+            return Ok(());
+        }
+        if is_not_found(&out.stderr) {
+            tracing::debug!(module = %release, release, "no release to uninstall");
+            return Ok(());
+        }
+        Err(self.failed("uninstall", release, out))
+    }
+
+    async fn list(&self) -> Result<Vec<String>, HelmError> {
+        let argv = argv::list(self.namespace(), self.version);
+        let out = self
+            .runner
+            .run(&argv, self.settings.query_timeout)
+            .await
+            .map_err(|e| HelmError::List {
+                message: e.to_string(),
+            })?;
+        if !out.success {
+            tracing::error!(stderr = %out.stderr, "helm list failed");
+            return Err(HelmError::List {
+                message: out.stderr,
+            });
+        }
+        names_from_list_json(&out.stdout).map_err(|e| HelmError::List {
+            message: format!("unexpected `helm list -o json` output: {e}"),
+        })
+    }
+}
+
+async fn detect_version(runner: &Runner, limit: Duration) -> Result<HelmVersion, BinaryHelmError> {
+    let out = runner
+        .run(&argv::version(), limit)
+        .await
+        .map_err(|e| BinaryHelmError::Version {
+            message: error_chain(&e),
+        })?;
+    if !out.success {
+        return Err(BinaryHelmError::Version {
+            message: out.stderr,
+        });
+    }
+    let version = HelmVersion::parse(&out.stdout).ok_or_else(|| BinaryHelmError::Version {
+        message: format!("unexpected output {:?}", out.stdout.trim()),
+    })?;
+    if !version.is_supported() {
+        return Err(BinaryHelmError::Unsupported {
+            version: out.stdout.trim().to_string(),
+        });
+    }
+    Ok(version)
+}
+
+fn write_failed(release: &str, what: &str, error: &std::io::Error) -> HelmError {
+    HelmError::Command {
+        operation: "upgrade",
+        release: release.to_string(),
+        message: format!("cannot write the {what}: {error}"),
+    }
+}
+
+/// An error and its sources on one line.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl Helm for BinaryHelm {
+    fn releases(&self) -> BoxFuture<'_, Result<Vec<String>, HelmError>> {
+        Box::pin(self.list())
+    }
+
+    fn should_upgrade<'a>(
+        &'a self,
+        req: &'a UpgradeRequest,
+    ) -> BoxFuture<'a, Result<bool, HelmError>> {
+        Box::pin(self.should_upgrade_now(req))
+    }
+
+    fn upgrade<'a>(&'a self, req: &'a UpgradeRequest) -> BoxFuture<'a, Result<(), HelmError>> {
+        Box::pin(self.upgrade_now(req))
+    }
+
+    fn uninstall<'a>(&'a self, release: &'a str) -> BoxFuture<'a, Result<(), HelmError>> {
+        Box::pin(self.uninstall_now(release))
+    }
+}
