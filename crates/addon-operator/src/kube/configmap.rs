@@ -207,10 +207,7 @@ struct Edits {
 
 impl Edits {
     async fn run(mut self, api: Api<ConfigMap>, config: watcher::Config) {
-        let mut stream = watcher(api, config)
-            .default_backoff()
-            .into_stream()
-            .boxed();
+        let mut stream = watcher(api, config).default_backoff().into_stream().boxed();
         loop {
             let data = match stream.try_next().await {
                 Ok(Some(event)) => match self.data_of(event) {

@@ -17,7 +17,10 @@ pub struct ResolvedKind {
 /// A kind that could not be resolved.
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
-    #[error("kind '{kind}'{} is not served by the API server", in_version(api_version))]
+    #[error(
+        "kind '{kind}'{} is not served by the API server",
+        in_version(api_version)
+    )]
     UnknownKind {
         kind: String,
         api_version: Option<String>,

@@ -39,9 +39,10 @@ pub enum WatchError {
 }
 
 fn scope_name(scope: &Option<String>) -> String {
-    scope
-        .as_ref()
-        .map_or_else(|| "all namespaces".to_string(), |ns| format!("namespace '{ns}'"))
+    scope.as_ref().map_or_else(
+        || "all namespaces".to_string(),
+        |ns| format!("namespace '{ns}'"),
+    )
 }
 
 impl WatchError {
@@ -245,7 +246,11 @@ impl KubeWatches {
                 selector: selector.to_string(),
                 source,
             })?;
-        Ok(list.items.into_iter().filter_map(|n| n.metadata.name).collect())
+        Ok(list
+            .items
+            .into_iter()
+            .filter_map(|n| n.metadata.name)
+            .collect())
     }
 }
 

@@ -29,10 +29,7 @@ impl KnownObjects {
     /// Starts from the objects of the initial list (already returned to the runtime).
     pub fn new(objects: &[Value]) -> Self {
         Self {
-            objects: objects
-                .iter()
-                .map(|o| (identity(o), o.clone()))
-                .collect(),
+            objects: objects.iter().map(|o| (identity(o), o.clone())).collect(),
             relist: None,
         }
     }
@@ -133,7 +130,15 @@ mod tests {
     fn kinds(events: &[(WatchEvent, Value)]) -> Vec<(WatchEvent, String)> {
         events
             .iter()
-            .map(|(e, o)| (*e, o["metadata"]["uid"].as_str().unwrap_or_default().to_string()))
+            .map(|(e, o)| {
+                (
+                    *e,
+                    o["metadata"]["uid"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            })
             .collect()
     }
 
@@ -162,7 +167,11 @@ mod tests {
                 (WatchEvent::Added, "d".to_string()),
             ]
         );
-        assert_eq!(events[0].1, obj("c", "3"), "a deletion carries the last known object");
+        assert_eq!(
+            events[0].1,
+            obj("c", "3"),
+            "a deletion carries the last known object"
+        );
     }
 
     #[test]

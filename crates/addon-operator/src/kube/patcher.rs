@@ -4,9 +4,13 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use addon_core::hook_output::kube_patch::{CreateMode, DeletePropagation, KubeOperation, ObjectRef};
+use addon_core::hook_output::kube_patch::{
+    CreateMode, DeletePropagation, KubeOperation, ObjectRef,
+};
 use addon_core::jq::{JqError, JqFilter};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, PropagationPolicy,
+};
 use serde_json::Value;
 
 use super::discovery::{DiscoveryError, KindResolver};
@@ -362,7 +366,9 @@ fn is_code(err: &kube::Error, code: u16) -> bool {
 /// `ignoreMissingObject`: a `404 Not Found` from the GET or PATCH is success.
 fn ignore_missing(done: Step<()>, ignore: bool) -> Step<()> {
     match done {
-        Err(OperationFailure::Get(e) | OperationFailure::Patch(e)) if ignore && is_code(&e, 404) => {
+        Err(OperationFailure::Get(e) | OperationFailure::Patch(e))
+            if ignore && is_code(&e, 404) =>
+        {
             Ok(())
         }
         other => other,

@@ -43,6 +43,12 @@ impl Env {
         Arc::new(KindResolver::new(self.client().await))
     }
 
+    /// Creates a namespace (namespaced objects need theirs to exist).
+    pub async fn namespace(&self, name: &str) {
+        self.create(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+            .await;
+    }
+
     /// Creates `object` (JSON with apiVersion, kind, metadata) and returns it as stored.
     pub async fn create(&self, object: Value) -> Value {
         let api = self.api_of(&object).await;
@@ -54,7 +60,10 @@ impl Env {
     pub async fn api_of(&self, object: &Value) -> Api<DynamicObject> {
         let resolver = self.resolver().await;
         let resolved = resolver
-            .resolve(object["apiVersion"].as_str(), object["kind"].as_str().unwrap())
+            .resolve(
+                object["apiVersion"].as_str(),
+                object["kind"].as_str().unwrap(),
+            )
             .await
             .unwrap();
         let ar: ApiResource = resolved.resource;
@@ -104,7 +113,10 @@ pub fn describe(ev: &KubeEvent) -> (String, String) {
 }
 
 /// The next `n` events, failing after 10 s.
-pub async fn next_events(rx: &mut mpsc::UnboundedReceiver<KubeEvent>, n: usize) -> Vec<(String, String)> {
+pub async fn next_events(
+    rx: &mut mpsc::UnboundedReceiver<KubeEvent>,
+    n: usize,
+) -> Vec<(String, String)> {
     let mut out = Vec::new();
     while out.len() < n {
         match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {

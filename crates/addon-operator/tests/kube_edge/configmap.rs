@@ -16,6 +16,9 @@ use crate::common::{Env, start};
 const NS: &str = "d8-system";
 
 async fn store(env: &Env) -> ConfigMapStore {
+    if env.emu.object("", "namespaces", "", NS).is_none() {
+        env.namespace(NS).await;
+    }
     ConfigMapStore::new(env.client().await, NS, DEFAULT_CONFIGMAP_NAME)
 }
 
@@ -30,9 +33,13 @@ fn config(pairs: &[(&str, &str)]) -> Config {
 async fn edit(env: &Env, data: serde_json::Value) {
     let api: Api<ConfigMap> = Api::namespaced(env.client().await, NS);
     let patch = json!({"data": data});
-    api.patch(DEFAULT_CONFIGMAP_NAME, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap();
+    api.patch(
+        DEFAULT_CONFIGMAP_NAME,
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .unwrap();
 }
 
 async fn next_update(rx: &mut mpsc::UnboundedReceiver<ConfigUpdate>) -> ConfigUpdate {
@@ -61,14 +68,23 @@ async fn a_saved_config_loads_back_equal_and_an_update_keeps_the_configmap() {
     let first = config(&[("global", "a: 1\n"), ("someModuleEnabled", "true")]);
     store.save(&first).await.unwrap();
     assert_eq!(store.load().await.unwrap(), first);
-    let created = env.emu.object("", "configmaps", NS, DEFAULT_CONFIGMAP_NAME).unwrap();
+    let created = env
+        .emu
+        .object("", "configmaps", NS, DEFAULT_CONFIGMAP_NAME)
+        .unwrap();
 
     let second = config(&[("global", "a: 2\n"), ("someModule", "x: y\n")]);
     store.save(&second).await.unwrap();
     assert_eq!(store.load().await.unwrap(), second);
-    let updated = env.emu.object("", "configmaps", NS, DEFAULT_CONFIGMAP_NAME).unwrap();
+    let updated = env
+        .emu
+        .object("", "configmaps", NS, DEFAULT_CONFIGMAP_NAME)
+        .unwrap();
     assert_eq!(updated["metadata"]["uid"], created["metadata"]["uid"]);
-    assert_eq!(updated["data"], json!({"global": "a: 2\n", "someModule": "x: y\n"}));
+    assert_eq!(
+        updated["data"],
+        json!({"global": "a: 2\n", "someModule": "x: y\n"})
+    );
 }
 
 #[tokio::test]
@@ -79,7 +95,11 @@ async fn an_external_edit_arrives_on_the_watch_as_a_parsed_config() {
     store.load().await.unwrap();
     let mut rx = store.watch();
 
-    edit(&env, json!({"global": "a: 5\n", "someModuleEnabled": "false"})).await;
+    edit(
+        &env,
+        json!({"global": "a: 5\n", "someModuleEnabled": "false"}),
+    )
+    .await;
     let got = next_update(&mut rx).await.unwrap();
     assert_eq!(
         got,

@@ -77,6 +77,7 @@ async fn a_label_selected_pod_binding_lists_existing_pods_then_reports_changes_o
 async fn a_namespace_restricted_binding_sees_only_its_namespaces() {
     let env = start().await;
     for ns in ["one", "two", "three"] {
+        env.namespace(ns).await;
         env.create(pod(ns, "old", "x")).await;
     }
     let (watches, mut rx) = watches(&env).await;
@@ -116,7 +117,11 @@ async fn a_name_selector_limits_the_binding_to_the_named_objects() {
             .await
             .unwrap()
             .unwrap();
-        got.push((e.key.binding, e.event.as_str(), e.object["metadata"]["name"].clone()));
+        got.push((
+            e.key.binding,
+            e.event.as_str(),
+            e.object["metadata"]["name"].clone(),
+        ));
     }
     got.sort_by_key(|g| g.0);
     assert_eq!(
@@ -159,7 +164,10 @@ async fn changes_made_while_watches_are_dropped_arrive_once_without_duplicate_ad
     delete(&env, "default", "a").await;
     let mut got = next_events(&mut rx, 2).await;
     got.sort();
-    assert_eq!(got, [ev("Deleted", "default/a"), ev("Modified", "default/c")]);
+    assert_eq!(
+        got,
+        [ev("Deleted", "default/a"), ev("Modified", "default/c")]
+    );
     no_events(&mut rx, Duration::from_millis(500)).await;
 }
 

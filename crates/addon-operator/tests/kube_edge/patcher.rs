@@ -48,7 +48,8 @@ async fn create_fails_on_an_existing_object_and_create_if_not_exists_leaves_it_a
     assert_eq!(err.failures[0].index, 0);
     let text = err.to_string();
     assert!(
-        text.contains("operation 0 (Create object v1/ConfigMap/default/a)") && text.contains("create"),
+        text.contains("operation 0 (Create object v1/ConfigMap/default/a)")
+            && text.contains("create"),
         "{text}"
     );
 
@@ -69,7 +70,10 @@ async fn create_or_update_creates_then_replaces_the_whole_object() {
     };
     run(&env, &op(1)).await.unwrap();
     run(&env, &op(3)).await.unwrap();
-    let d = env.emu.object("apps", "deployments", "default", "web").unwrap();
+    let d = env
+        .emu
+        .object("apps", "deployments", "default", "web")
+        .unwrap();
     assert_eq!(d["spec"]["replicas"], 3);
     assert_eq!(d["metadata"]["generation"], 2);
 }
@@ -111,15 +115,24 @@ async fn jq_patch_updates_the_object_and_honours_ignore_missing_object() {
     let env = start().await;
     env.create(deployment("web", 1)).await;
     let ops = r#"
-{"operation": "JQPatch", "kind": "Deployment", "namespace": "default", "name": "web", "jqFilter": ".spec.replicas = 4 | .metadata.labels.patched = \"yes\""}
+{"operation": "JQPatch", "kind": "Deployment", "namespace": "default", "name": "web", "jqFilter": ".spec.replicas = 4 | .spec.template.metadata.labels.patched = \"yes\""}
 {"operation": "JQPatch", "kind": "Deployment", "namespace": "default", "name": "web", "jqFilter": "."}
 {"operation": "JQPatch", "kind": "Deployment", "namespace": "default", "name": "gone", "jqFilter": ".spec.replicas = 1", "ignoreMissingObject": true}
 "#;
     run(&env, ops).await.unwrap();
-    let d = env.emu.object("apps", "deployments", "default", "web").unwrap();
+    let d = env
+        .emu
+        .object("apps", "deployments", "default", "web")
+        .unwrap();
     assert_eq!(d["spec"]["replicas"], 4);
-    assert_eq!(d["metadata"]["labels"]["patched"], "yes");
-    assert_eq!(d["metadata"]["generation"], 2, "the no-op filter wrote nothing");
+    assert_eq!(
+        d["spec"]["template"]["metadata"]["labels"]["patched"],
+        "yes"
+    );
+    assert_eq!(
+        d["metadata"]["generation"], 2,
+        "the no-op filter wrote nothing"
+    );
 }
 
 #[tokio::test]
@@ -134,7 +147,10 @@ async fn merge_and_json_patches_change_the_object_and_its_status_subresource() {
 {"operation": "JSONPatch", "kind": "Pod", "namespace": "default", "name": "p", "subresource": "status", "jsonPatch": [{"op": "add", "path": "/status/message", "value": "hi"}]}
 "#;
     run(&env, ops).await.unwrap();
-    let d = env.emu.object("apps", "deployments", "default", "web").unwrap();
+    let d = env
+        .emu
+        .object("apps", "deployments", "default", "web")
+        .unwrap();
     assert_eq!(d["spec"]["replicas"], 2);
     assert_eq!(d["metadata"]["labels"], json!({"a": "b"}));
     let p = env.emu.object("", "pods", "default", "p").unwrap();
@@ -162,7 +178,13 @@ async fn patches_of_a_missing_object_fail_unless_ignore_missing_object_is_set() 
     assert_eq!(indexes, [0, 2, 3], "{err}");
     assert!(cm(&env, "made").is_some(), "the other operations still ran");
     let text = err.to_string();
-    assert!(text.starts_with("3 of 4 Kubernetes operations failed"), "{text}");
-    assert!(text.contains("operation 2 (JQPatch object /ConfigMap/default/gone): get"), "{text}");
+    assert!(
+        text.starts_with("3 of 4 Kubernetes operations failed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("operation 2 (JQPatch object /ConfigMap/default/gone): get"),
+        "{text}"
+    );
     assert!(text.contains("kind 'Gadget' is not served"), "{text}");
 }
