@@ -46,6 +46,10 @@ fn scope_name(scope: &Option<String>) -> String {
 }
 
 impl WatchError {
+    fn is_not_found(&self) -> bool {
+        matches!(self, Self::List { source: kube::Error::Api(s), .. } if s.code == 404)
+    }
+
     pub fn category(&self) -> &'static str {
         match self {
             Self::Resolve(e) => e.category(),
@@ -172,7 +176,17 @@ impl KubeWatches {
         let mut objects = Vec::new();
         let mut listed = Vec::new();
         for scope in scopes {
-            let found = list(&scope, &selection, &resolved.resource).await?;
+            let found = match list(&scope, &selection, &resolved.resource).await {
+                Ok(found) => found,
+                Err(e) => {
+                    if e.is_not_found() {
+                        // The resource went away (a CRD deleted): ask discovery again next time.
+                        self.resolver
+                            .forget(binding.api_version.as_deref(), &binding.kind);
+                    }
+                    return Err(e);
+                }
+            };
             objects.extend(found.iter().cloned());
             listed.push((scope, KnownObjects::new(&found)));
         }

@@ -252,3 +252,49 @@ async fn start_is_idempotent_per_key_and_stop_ends_the_watch() {
     env.create(pod("default", "c", "x")).await;
     no_events(&mut rx, Duration::from_millis(300)).await;
 }
+
+#[tokio::test]
+async fn a_namespace_label_selector_watches_the_namespaces_labelled_at_start() {
+    let env = start().await;
+    for (ns, team) in [("red", "a"), ("blue", "a"), ("green", "b")] {
+        env.create(json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": ns, "labels": {"team": team}}}))
+            .await;
+        env.create(pod(ns, "p", "x")).await;
+    }
+    let (watches, mut rx) = watches(&env).await;
+    let binding =
+        &bindings("- kind: Pod\n  namespace: {labelSelector: {matchLabels: {team: a}}}\n")[0];
+    let objects = watches.start(&key(0), binding).await.unwrap();
+    assert_eq!(names(&objects), ["blue/p", "red/p"]);
+
+    env.create(pod("green", "q", "x")).await;
+    env.create(pod("red", "q", "x")).await;
+    assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "red/q")]);
+    no_events(&mut rx, Duration::from_millis(300)).await;
+}
+
+#[tokio::test]
+async fn a_failing_api_server_fails_start_and_a_later_start_succeeds() {
+    let env = start().await;
+    env.create(pod("default", "a", "x")).await;
+    let (watches, mut rx) = watches(&env).await;
+    let binding = &bindings("- kind: Pod\n")[0];
+    // Discovery and the list both need the server: enough failures to exhaust kube-rs' retries.
+    env.emu.fail_next_requests(20, 503);
+    assert!(watches.start(&key(0), binding).await.is_err());
+    env.emu.fail_next_requests(0, 503);
+    assert_eq!(watches.start(&key(0), binding).await.unwrap().len(), 1);
+
+    // Failures while watching only delay events.
+    let api = env.api_of(&pod("default", "b", "x")).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.emu.fail_next_requests(3, 503);
+    env.emu.drop_watches();
+    let b: kube::api::DynamicObject = serde_json::from_value(pod("default", "b", "x")).unwrap();
+    while api.create(&PostParams::default(), &b).await.is_err() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "default/b")]);
+    no_events(&mut rx, Duration::from_millis(300)).await;
+}

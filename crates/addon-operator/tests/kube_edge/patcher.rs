@@ -19,7 +19,11 @@ async fn patcher(env: &Env) -> ObjectPatcher {
 
 async fn run(env: &Env, text: &str) -> Result<(), PatchError> {
     let ops = parse(text).unwrap();
-    patcher(env).await.apply(&ops).await
+    let patcher = patcher(env).await;
+    // Spawned: the runtime may run patches on any worker thread.
+    tokio::spawn(async move { patcher.apply(&ops).await })
+        .await
+        .unwrap()
 }
 
 fn cm(env: &Env, name: &str) -> Option<Value> {
