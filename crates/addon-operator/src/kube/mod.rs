@@ -3,6 +3,7 @@
 pub mod client;
 pub mod configmap;
 pub mod discovery;
+pub mod edge;
 pub mod events;
 pub mod known;
 pub mod patcher;
@@ -10,5 +11,6 @@ pub mod patcher;
 pub use client::{ClientError, connect};
 pub use configmap::{ConfigMapStore, DEFAULT_CONFIGMAP_NAME};
 pub use discovery::{DiscoveryError, KindResolver, ResolvedKind};
+pub use edge::KubeEdge;
 pub use events::KubeWatches;
 pub use patcher::{ObjectPatcher, PatchError, PatcherSettings};

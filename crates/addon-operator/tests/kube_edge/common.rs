@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use addon_core::hook_config::{self, HookScope, KubernetesBinding};
 use addon_core::names::HookName;
-use addon_operator::kube::{KindResolver, connect};
+use addon_operator::kube::{KindResolver, KubeEdge, connect};
 use addon_operator::runtime::edges::{KubeEvent, MonitorKey};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
@@ -39,8 +39,13 @@ impl Env {
         connect(Some(&self.kubeconfig)).await.unwrap()
     }
 
+    /// The edge as the operator builds it.
+    pub async fn edge(&self) -> KubeEdge {
+        KubeEdge::connect(Some(&self.kubeconfig)).await.unwrap()
+    }
+
     pub async fn resolver(&self) -> Arc<KindResolver> {
-        Arc::new(KindResolver::new(self.client().await))
+        self.edge().await.resolver
     }
 
     /// Creates a namespace (namespaced objects need theirs to exist).

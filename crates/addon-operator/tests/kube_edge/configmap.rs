@@ -19,7 +19,7 @@ async fn store(env: &Env) -> ConfigMapStore {
     if env.emu.object("", "namespaces", "", NS).is_none() {
         env.namespace(NS).await;
     }
-    ConfigMapStore::new(env.client().await, NS, DEFAULT_CONFIGMAP_NAME)
+    env.edge().await.config_store(NS, DEFAULT_CONFIGMAP_NAME)
 }
 
 fn config(pairs: &[(&str, &str)]) -> Config {

@@ -13,7 +13,7 @@ use crate::common::{Env, bindings, key, names, next_events, no_events, pod, star
 
 async fn watches(env: &Env) -> (KubeWatches, mpsc::UnboundedReceiver<KubeEvent>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (KubeWatches::new(env.resolver().await, tx), rx)
+    (env.edge().await.watches(tx), rx)
 }
 
 fn ev(event: &str, name: &str) -> (String, String) {
