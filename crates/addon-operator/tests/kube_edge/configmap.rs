@@ -147,3 +147,33 @@ async fn our_own_save_produces_no_update() {
         config(&[("global", "a: 3\n")])
     );
 }
+
+#[tokio::test]
+async fn an_edit_made_while_the_watch_is_down_arrives_once_and_a_relist_of_unchanged_data_is_silent()
+ {
+    let env = start().await;
+    let store = store(&env).await;
+    store.save(&config(&[("global", "a: 1\n")])).await.unwrap();
+    let mut rx = store.watch();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // A relist (expired history) of the same data reports nothing.
+    env.emu.expire_history();
+    env.emu.drop_watches();
+    no_update(&mut rx, Duration::from_millis(500)).await;
+
+    env.emu.drop_watches();
+    edit(&env, json!({"global": "a: 2\n"})).await;
+    assert_eq!(
+        next_update(&mut rx).await.unwrap(),
+        config(&[("global", "a: 2\n")])
+    );
+    env.emu.expire_history();
+    env.emu.drop_watches();
+    edit(&env, json!({"global": "a: 3\n"})).await;
+    assert_eq!(
+        next_update(&mut rx).await.unwrap(),
+        config(&[("global", "a: 3\n")])
+    );
+    no_update(&mut rx, Duration::from_millis(500)).await;
+}
