@@ -395,3 +395,48 @@ impl Drop for KubeWatches {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use addon_core::hook_config::{HookScope, parse};
+    use addon_core::names::HookName;
+
+    fn binding(yaml: &str) -> KubernetesBinding {
+        let text = format!("configVersion: v1\nkubernetes:\n- kind: Pod\n{yaml}");
+        let hook = HookName::new("h").unwrap();
+        parse(&hook, HookScope::Global, &text)
+            .unwrap()
+            .kubernetes
+            .remove(0)
+    }
+
+    #[test]
+    fn one_matched_name_goes_to_the_server_as_a_field_selector() {
+        let s = Selection::of(&binding(
+            "  nameSelector: {matchNames: [a]}\n  fieldSelector: {matchExpressions: [{field: status.phase, operator: Equals, value: Running}]}\n",
+        ));
+        assert_eq!(
+            s.fields.as_deref(),
+            Some("status.phase=Running,metadata.name=a")
+        );
+        assert!(s.names.is_none() && s.labels.is_none());
+    }
+
+    #[test]
+    fn several_matched_names_are_filtered_locally() {
+        let s = Selection::of(&binding(
+            "  nameSelector: {matchNames: [a, b]}\n  labelSelector: {matchLabels: {app: web}}\n",
+        ));
+        assert_eq!(s.fields, None);
+        assert_eq!(s.labels.as_deref(), Some("app=web"));
+        let names: Vec<&str> = s.names.iter().flatten().map(String::as_str).collect();
+        assert_eq!(names, ["a", "b"]);
+        let named = |n: &str| {
+            let mut o = DynamicObject::new(n, &ApiResource::erase::<Namespace>(&()));
+            o.metadata.name = Some(n.to_string());
+            o
+        };
+        assert!(s.selects(&named("a")) && !s.selects(&named("c")));
+    }
+}
