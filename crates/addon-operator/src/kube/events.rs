@@ -16,6 +16,7 @@ use tokio::task::AbortHandle;
 
 use super::discovery::{DiscoveryError, KindResolver, ResolvedKind};
 use super::known::{KnownObjects, Observed};
+use super::namespaces::Follower;
 use crate::runtime::edges::{KubeError, KubeEvent, KubeEvents, MonitorKey};
 
 /// A binding's watch that could not be started.
@@ -59,7 +60,8 @@ impl WatchError {
 }
 
 /// The watches of kubernetes bindings: `start` lists the matching objects and watches them
-/// (one watch per namespace of `namespace.nameSelector`, else one for all namespaces); events
+/// (one watch per namespace of `namespace.nameSelector` or `namespace.labelSelector`, following
+/// namespaces as they gain or lose the labels, else one for all namespaces); events
 /// go to the channel given to [`KubeWatches::new`]. Watches restart by themselves (dropped
 /// connections, `410 Gone`, API server restarts); a relist reports only real differences.
 pub struct KubeWatches {
@@ -137,9 +139,22 @@ impl Selection {
 }
 
 /// One watch of a monitor: the API (namespaced or not) and where it reports.
-struct Scope {
+pub(super) struct Scope {
     api: Api<DynamicObject>,
     name: Option<String>,
+}
+
+impl Scope {
+    pub(super) fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    pub(super) fn namespaced(client: kube::Client, namespace: &str, ar: &ApiResource) -> Self {
+        Self {
+            api: Api::namespaced_with(client, namespace, ar),
+            name: Some(namespace.to_string()),
+        }
+    }
 }
 
 impl KubeWatches {
@@ -166,6 +181,8 @@ impl KubeWatches {
         key: &MonitorKey,
         binding: &KubernetesBinding,
     ) -> Result<Vec<Value>, WatchError> {
+        // One watch per key: a new start replaces the running one.
+        self.abort(key);
         let resolved = self
             .resolver
             .resolve(binding.api_version.as_deref(), &binding.kind)
@@ -190,19 +207,24 @@ impl KubeWatches {
             objects.extend(found.iter().cloned());
             listed.push((scope, KnownObjects::new(&found)));
         }
-        let handles = listed
-            .into_iter()
-            .map(|(scope, known)| {
-                let watch = Watch {
-                    key: key.clone(),
-                    binding: binding.name.clone(),
-                    selection: selection.clone(),
-                    resource: resolved.resource.clone(),
-                    events: self.events.clone(),
-                };
-                tokio::spawn(watch.run(scope, known)).abort_handle()
-            })
-            .collect();
+        let watch = Watch {
+            key: key.clone(),
+            binding: binding.name.clone(),
+            selection,
+            resource: resolved.resource.clone(),
+            events: self.events.clone(),
+        };
+        let handles = match namespace_labels(binding, &resolved) {
+            Some(selector) => {
+                let client = self.resolver.client().clone();
+                let follower = Follower::new(client, watch, selector, listed);
+                vec![tokio::spawn(follower.run()).abort_handle()]
+            }
+            None => listed
+                .into_iter()
+                .map(|(scope, known)| watch.clone().spawn(scope, known))
+                .collect(),
+        };
         if let Some(old) = self.lock().insert(key.clone(), handles) {
             old.iter().for_each(AbortHandle::abort);
         }
@@ -248,6 +270,13 @@ impl KubeWatches {
                 })
                 .collect(),
         })
+    }
+
+    /// Aborts the key's watches; whether there were any.
+    fn abort(&self, key: &MonitorKey) -> bool {
+        let handles = self.lock().remove(key);
+        handles.iter().flatten().for_each(AbortHandle::abort);
+        handles.is_some()
     }
 
     /// `namespace.labelSelector`: the namespaces matching it when the watch starts.
@@ -302,16 +331,27 @@ pub(crate) fn to_json(object: DynamicObject, ar: &ApiResource) -> Value {
     value
 }
 
+/// `namespace.labelSelector` of a namespaced kind, as a query (it wins over `nameSelector`).
+fn namespace_labels(binding: &KubernetesBinding, resolved: &ResolvedKind) -> Option<String> {
+    let selector = binding.namespace.as_ref()?.label_selector.as_ref()?;
+    resolved.namespaced.then(|| selector.to_query())
+}
+
 /// One running watch of a monitor.
-struct Watch {
-    key: MonitorKey,
+#[derive(Clone)]
+pub(super) struct Watch {
+    pub(super) key: MonitorKey,
     binding: String,
     selection: Selection,
-    resource: ApiResource,
+    pub(super) resource: ApiResource,
     events: mpsc::UnboundedSender<KubeEvent>,
 }
 
 impl Watch {
+    pub(super) fn spawn(self, scope: Scope, known: KnownObjects) -> AbortHandle {
+        tokio::spawn(self.run(scope, known)).abort_handle()
+    }
+
     async fn run(self, scope: Scope, mut known: KnownObjects) {
         let mut stream = watcher(scope.api, self.selection.watcher_config())
             .default_backoff()
@@ -381,8 +421,7 @@ impl KubeEvents for KubeWatches {
     }
 
     fn stop(&self, key: &MonitorKey) {
-        if let Some(handles) = self.lock().remove(key) {
-            handles.iter().for_each(AbortHandle::abort);
+        if self.abort(key) {
             tracing::info!(hook = %key.hook, binding = key.binding, "kubernetes binding watch stopped");
         }
     }

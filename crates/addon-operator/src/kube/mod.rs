@@ -6,6 +6,7 @@ pub mod discovery;
 pub mod edge;
 pub mod events;
 pub mod known;
+mod namespaces;
 pub mod patcher;
 
 pub use client::{ClientError, connect};

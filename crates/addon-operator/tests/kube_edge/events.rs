@@ -253,8 +253,18 @@ async fn start_is_idempotent_per_key_and_stop_ends_the_watch() {
     no_events(&mut rx, Duration::from_millis(300)).await;
 }
 
+async fn label_namespace(env: &Env, ns: &str, team: &str) {
+    let api = env
+        .api_of(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+        .await;
+    let patch = json!({"metadata": {"labels": {"team": team}}});
+    api.patch(ns, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
-async fn a_namespace_label_selector_watches_the_namespaces_labelled_at_start() {
+async fn a_namespace_label_selector_follows_namespaces_gaining_and_losing_the_labels() {
     let env = start().await;
     for (ns, team) in [("red", "a"), ("blue", "a"), ("green", "b")] {
         env.create(json!({"apiVersion": "v1", "kind": "Namespace",
@@ -271,6 +281,22 @@ async fn a_namespace_label_selector_watches_the_namespaces_labelled_at_start() {
     env.create(pod("green", "q", "x")).await;
     env.create(pod("red", "q", "x")).await;
     assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "red/q")]);
+    no_events(&mut rx, Duration::from_millis(300)).await;
+
+    label_namespace(&env, "green", "a").await;
+    let mut got = next_events(&mut rx, 2).await;
+    got.sort();
+    assert_eq!(got, [ev("Added", "green/p"), ev("Added", "green/q")]);
+
+    label_namespace(&env, "red", "b").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.create(pod("red", "r", "x")).await;
+    env.create(pod("green", "r", "x")).await;
+    assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "green/r")]);
+    no_events(&mut rx, Duration::from_millis(300)).await;
+
+    watches.stop(&key(0));
+    env.create(pod("green", "s", "x")).await;
     no_events(&mut rx, Duration::from_millis(300)).await;
 }
 
