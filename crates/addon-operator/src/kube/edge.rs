@@ -1,0 +1,47 @@
+//! [`KubeEdge`]: one client and one discovery cache shared by the watches, the ConfigMap store and the object patcher.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::client::{ClientError, connect};
+use super::configmap::ConfigMapStore;
+use super::discovery::KindResolver;
+use super::events::KubeWatches;
+use super::patcher::{ObjectPatcher, PatcherSettings};
+use crate::runtime::edges::KubeEvent;
+
+/// The Kubernetes side of the operator, built once at start.
+#[derive(Clone)]
+pub struct KubeEdge {
+    pub client: kube::Client,
+    pub resolver: Arc<KindResolver>,
+}
+
+impl KubeEdge {
+    /// Connects with `kubeconfig` (or the inferred config when `None`); no request is made yet.
+    pub async fn connect(kubeconfig: Option<&Path>) -> Result<Self, ClientError> {
+        Ok(Self::new(connect(kubeconfig).await?))
+    }
+
+    pub fn new(client: kube::Client) -> Self {
+        let resolver = Arc::new(KindResolver::new(client.clone()));
+        Self { client, resolver }
+    }
+
+    /// The `KubeEvents` edge; `events` is the sender of the runtime's kube event channel.
+    pub fn watches(&self, events: mpsc::UnboundedSender<KubeEvent>) -> KubeWatches {
+        KubeWatches::new(self.resolver.clone(), events)
+    }
+
+    /// The `ConfigBackend` edge on ConfigMap `name` in `namespace`.
+    pub fn config_store(&self, namespace: &str, name: &str) -> ConfigMapStore {
+        ConfigMapStore::new(self.client.clone(), namespace, name)
+    }
+
+    /// The executor of `$KUBERNETES_PATCH_PATH` operations.
+    pub fn patcher(&self, settings: PatcherSettings) -> ObjectPatcher {
+        ObjectPatcher::with_settings(self.resolver.clone(), settings)
+    }
+}

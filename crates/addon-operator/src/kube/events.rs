@@ -1,0 +1,481 @@
+//! [`KubeWatches`]: the watches of hooks' `kubernetes` bindings, as the runtime's [`KubeEvents`] edge.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use addon_core::hook_config::{KubernetesBinding, NamespaceSelector};
+use futures::future::BoxFuture;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::discovery::ApiResource;
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use super::discovery::{DiscoveryError, KindResolver, ResolvedKind};
+use super::known::{KnownObjects, Observed};
+use super::namespaces::Follower;
+use crate::runtime::edges::{KubeError, KubeEvent, KubeEvents, MonitorKey};
+
+/// A binding's watch that could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error("resolve the kind")]
+    Resolve(#[source] DiscoveryError),
+    #[error("list namespaces matching '{selector}'")]
+    ListNamespaces {
+        selector: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("list {resource} in {}", scope_name(scope))]
+    List {
+        resource: String,
+        scope: Option<String>,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+fn scope_name(scope: &Option<String>) -> String {
+    scope.as_ref().map_or_else(
+        || "all namespaces".to_string(),
+        |ns| format!("namespace '{ns}'"),
+    )
+}
+
+impl WatchError {
+    fn is_not_found(&self) -> bool {
+        matches!(self, Self::List { source: kube::Error::Api(s), .. } if s.code == 404)
+    }
+
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::Resolve(e) => e.category(),
+            Self::ListNamespaces { .. } | Self::List { .. } => "kube_list",
+        }
+    }
+}
+
+/// The watches of kubernetes bindings: `start` lists the matching objects and watches them
+/// (one watch per namespace of `namespace.nameSelector` or `namespace.labelSelector`, following
+/// namespaces as they gain or lose the labels, else one for all namespaces); events
+/// go to the channel given to [`KubeWatches::new`]. Watches restart by themselves (dropped
+/// connections, `410 Gone`, API server restarts); a relist reports only real differences.
+pub struct KubeWatches {
+    resolver: Arc<KindResolver>,
+    events: mpsc::UnboundedSender<KubeEvent>,
+    monitors: Mutex<HashMap<MonitorKey, Vec<AbortHandle>>>,
+}
+
+/// What a binding selects inside one scope.
+#[derive(Debug, Clone, Default)]
+struct Selection {
+    labels: Option<String>,
+    fields: Option<String>,
+    /// `nameSelector.matchNames` with several names: filtered here (one name goes to the server
+    /// as `metadata.name=<name>`).
+    names: Option<BTreeSet<String>>,
+}
+
+impl Selection {
+    fn of(binding: &KubernetesBinding) -> Self {
+        let mut fields: Vec<String> = binding
+            .field_selector
+            .iter()
+            .map(|f| f.to_query())
+            .filter(|q| !q.is_empty())
+            .collect();
+        let mut names = None;
+        match binding.name_selector.as_deref() {
+            Some([one]) => fields.push(format!("metadata.name={one}")),
+            Some(many) if !many.is_empty() => names = Some(many.iter().cloned().collect()),
+            _ => {}
+        }
+        Self {
+            labels: binding
+                .label_selector
+                .as_ref()
+                .map(|l| l.to_query())
+                .filter(|q| !q.is_empty()),
+            fields: (!fields.is_empty()).then(|| fields.join(",")),
+            names,
+        }
+    }
+
+    fn list_params(&self) -> ListParams {
+        let mut lp = ListParams::default();
+        if let Some(l) = &self.labels {
+            lp = lp.labels(l);
+        }
+        if let Some(f) = &self.fields {
+            lp = lp.fields(f);
+        }
+        lp
+    }
+
+    fn watcher_config(&self) -> watcher::Config {
+        let mut config = watcher::Config::default();
+        if let Some(l) = &self.labels {
+            config = config.labels(l);
+        }
+        if let Some(f) = &self.fields {
+            config = config.fields(f);
+        }
+        config
+    }
+
+    fn selects(&self, object: &DynamicObject) -> bool {
+        self.names.as_ref().is_none_or(|names| {
+            object
+                .metadata
+                .name
+                .as_ref()
+                .is_some_and(|n| names.contains(n))
+        })
+    }
+}
+
+/// One watch of a monitor: the API (namespaced or not) and where it reports.
+pub(super) struct Scope {
+    api: Api<DynamicObject>,
+    name: Option<String>,
+}
+
+impl Scope {
+    pub(super) fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    pub(super) fn namespaced(client: kube::Client, namespace: &str, ar: &ApiResource) -> Self {
+        Self {
+            api: Api::namespaced_with(client, namespace, ar),
+            name: Some(namespace.to_string()),
+        }
+    }
+}
+
+impl KubeWatches {
+    /// `events` is the sender whose receiver the runtime was built with.
+    pub fn new(resolver: Arc<KindResolver>, events: mpsc::UnboundedSender<KubeEvent>) -> Self {
+        Self {
+            resolver,
+            events,
+            monitors: Mutex::default(),
+        }
+    }
+
+    /// How many monitors are running (started and not stopped).
+    pub fn running(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<MonitorKey, Vec<AbortHandle>>> {
+        self.monitors.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn start_watches(
+        &self,
+        key: &MonitorKey,
+        binding: &KubernetesBinding,
+    ) -> Result<Vec<Value>, WatchError> {
+        // One watch per key: a new start replaces the running one.
+        self.abort(key);
+        let resolved = self
+            .resolver
+            .resolve(binding.api_version.as_deref(), &binding.kind)
+            .await
+            .map_err(WatchError::Resolve)?;
+        let selection = Selection::of(binding);
+        let scopes = self.scopes(binding, &resolved).await?;
+        let mut objects = Vec::new();
+        let mut listed = Vec::new();
+        for scope in scopes {
+            let found = match list(&scope, &selection, &resolved.resource).await {
+                Ok(found) => found,
+                Err(e) => {
+                    if e.is_not_found() {
+                        // The resource went away (a CRD deleted): ask discovery again next time.
+                        self.resolver
+                            .forget(binding.api_version.as_deref(), &binding.kind);
+                    }
+                    return Err(e);
+                }
+            };
+            objects.extend(found.iter().cloned());
+            listed.push((scope, KnownObjects::new(&found)));
+        }
+        let watch = Watch {
+            key: key.clone(),
+            binding: binding.name.clone(),
+            selection,
+            resource: resolved.resource.clone(),
+            events: self.events.clone(),
+        };
+        let handles = match namespace_labels(binding, &resolved) {
+            Some(selector) => {
+                let client = self.resolver.client().clone();
+                let follower = Follower::new(client, watch, selector, listed);
+                vec![tokio::spawn(follower.run()).abort_handle()]
+            }
+            None => listed
+                .into_iter()
+                .map(|(scope, known)| watch.clone().spawn(scope, known))
+                .collect(),
+        };
+        if let Some(old) = self.lock().insert(key.clone(), handles) {
+            old.iter().for_each(AbortHandle::abort);
+        }
+        tracing::info!(hook = %key.hook, binding = %binding.name, kind = %resolved.resource.kind,
+            objects = objects.len(), "kubernetes binding watch started");
+        Ok(objects)
+    }
+
+    async fn scopes(
+        &self,
+        binding: &KubernetesBinding,
+        resolved: &ResolvedKind,
+    ) -> Result<Vec<Scope>, WatchError> {
+        let client = self.resolver.client().clone();
+        let ar = &resolved.resource;
+        if !resolved.namespaced {
+            return Ok(vec![Scope {
+                api: Api::all_with(client, ar),
+                name: None,
+            }]);
+        }
+        let names = match &binding.namespace {
+            Some(NamespaceSelector {
+                label_selector: Some(selector),
+                ..
+            }) => Some(self.namespaces_labelled(&selector.to_query()).await?),
+            Some(NamespaceSelector {
+                name_selector: Some(names),
+                ..
+            }) => Some(names.iter().cloned().collect::<BTreeSet<_>>()),
+            _ => None,
+        };
+        Ok(match names {
+            None => vec![Scope {
+                api: Api::all_with(client, ar),
+                name: None,
+            }],
+            Some(names) => names
+                .into_iter()
+                .map(|ns| Scope {
+                    api: Api::namespaced_with(client.clone(), &ns, ar),
+                    name: Some(ns),
+                })
+                .collect(),
+        })
+    }
+
+    /// Aborts the key's watches; whether there were any.
+    fn abort(&self, key: &MonitorKey) -> bool {
+        let handles = self.lock().remove(key);
+        handles.iter().flatten().for_each(AbortHandle::abort);
+        handles.is_some()
+    }
+
+    /// `namespace.labelSelector`: the namespaces matching it when the watch starts.
+    async fn namespaces_labelled(&self, selector: &str) -> Result<BTreeSet<String>, WatchError> {
+        let api: Api<Namespace> = Api::all(self.resolver.client().clone());
+        let list = api
+            .list(&ListParams::default().labels(selector))
+            .await
+            .map_err(|source| WatchError::ListNamespaces {
+                selector: selector.to_string(),
+                source,
+            })?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter_map(|n| n.metadata.name)
+            .collect())
+    }
+}
+
+async fn list(
+    scope: &Scope,
+    selection: &Selection,
+    ar: &ApiResource,
+) -> Result<Vec<Value>, WatchError> {
+    let list = scope
+        .api
+        .list(&selection.list_params())
+        .await
+        .map_err(|source| WatchError::List {
+            resource: ar.plural.clone(),
+            scope: scope.name.clone(),
+            source,
+        })?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|o| selection.selects(o))
+        .map(|o| to_json(o, ar))
+        .collect())
+}
+
+/// An object as hooks see it: with `apiVersion` and `kind` even when a list left them out.
+pub(crate) fn to_json(object: DynamicObject, ar: &ApiResource) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        map.entry("apiVersion")
+            .or_insert_with(|| Value::String(ar.api_version.clone()));
+        map.entry("kind")
+            .or_insert_with(|| Value::String(ar.kind.clone()));
+    }
+    value
+}
+
+/// `namespace.labelSelector` of a namespaced kind, as a query (it wins over `nameSelector`).
+fn namespace_labels(binding: &KubernetesBinding, resolved: &ResolvedKind) -> Option<String> {
+    let selector = binding.namespace.as_ref()?.label_selector.as_ref()?;
+    resolved.namespaced.then(|| selector.to_query())
+}
+
+/// One running watch of a monitor.
+#[derive(Clone)]
+pub(super) struct Watch {
+    pub(super) key: MonitorKey,
+    binding: String,
+    selection: Selection,
+    pub(super) resource: ApiResource,
+    events: mpsc::UnboundedSender<KubeEvent>,
+}
+
+impl Watch {
+    pub(super) fn spawn(self, scope: Scope, known: KnownObjects) -> AbortHandle {
+        tokio::spawn(self.run(scope, known)).abort_handle()
+    }
+
+    async fn run(self, scope: Scope, mut known: KnownObjects) {
+        let mut stream = watcher(scope.api, self.selection.watcher_config())
+            .default_backoff()
+            .into_stream()
+            .boxed();
+        loop {
+            let item = match stream.try_next().await {
+                Ok(Some(item)) => item,
+                Ok(None) => break,
+                Err(error) => {
+                    tracing::debug!(hook = %self.key.hook, binding = %self.binding,
+                        namespace = scope.name.as_deref().unwrap_or(""), %error,
+                        "watch interrupted; it restarts by itself");
+                    continue;
+                }
+            };
+            let Some(observed) = self.observed(item) else {
+                continue;
+            };
+            for (event, object) in known.observe(observed) {
+                let sent = self.events.send(KubeEvent {
+                    key: self.key.clone(),
+                    event,
+                    object,
+                });
+                if sent.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn observed(&self, event: watcher::Event<DynamicObject>) -> Option<Observed> {
+        let convert = |o: DynamicObject| {
+            self.selection
+                .selects(&o)
+                .then(|| to_json(o, &self.resource))
+        };
+        Some(match event {
+            watcher::Event::Apply(o) => Observed::Apply(convert(o)?),
+            watcher::Event::Delete(o) => Observed::Delete(convert(o)?),
+            watcher::Event::Init => Observed::Init,
+            watcher::Event::InitApply(o) => Observed::InitApply(convert(o)?),
+            watcher::Event::InitDone => Observed::InitDone,
+        })
+    }
+}
+
+impl KubeEvents for KubeWatches {
+    fn start<'a>(
+        &'a self,
+        key: &'a MonitorKey,
+        binding: &'a KubernetesBinding,
+    ) -> BoxFuture<'a, Result<Vec<Value>, KubeError>> {
+        Box::pin(async move {
+            self.start_watches(key, binding).await.map_err(|e| {
+                if matches!(e, WatchError::Resolve(DiscoveryError::UnknownKind { .. })) {
+                    tracing::debug!(kind = %binding.kind, "unknown kind; the runtime retries");
+                }
+                KubeError {
+                    kind: binding.kind.clone(),
+                    binding: binding.name.clone(),
+                    message: crate::check::error_chain(&e),
+                }
+            })
+        })
+    }
+
+    fn stop(&self, key: &MonitorKey) {
+        if self.abort(key) {
+            tracing::info!(hook = %key.hook, binding = key.binding, "kubernetes binding watch stopped");
+        }
+    }
+}
+
+impl Drop for KubeWatches {
+    fn drop(&mut self) {
+        for handles in self.lock().values() {
+            handles.iter().for_each(AbortHandle::abort);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use addon_core::hook_config::{HookScope, parse};
+    use addon_core::names::HookName;
+
+    fn binding(yaml: &str) -> KubernetesBinding {
+        let text = format!("configVersion: v1\nkubernetes:\n- kind: Pod\n{yaml}");
+        let hook = HookName::new("h").unwrap();
+        parse(&hook, HookScope::Global, &text)
+            .unwrap()
+            .kubernetes
+            .remove(0)
+    }
+
+    #[test]
+    fn one_matched_name_goes_to_the_server_as_a_field_selector() {
+        let s = Selection::of(&binding(
+            "  nameSelector: {matchNames: [a]}\n  fieldSelector: {matchExpressions: [{field: status.phase, operator: Equals, value: Running}]}\n",
+        ));
+        assert_eq!(
+            s.fields.as_deref(),
+            Some("status.phase=Running,metadata.name=a")
+        );
+        assert!(s.names.is_none() && s.labels.is_none());
+    }
+
+    #[test]
+    fn several_matched_names_are_filtered_locally() {
+        let s = Selection::of(&binding(
+            "  nameSelector: {matchNames: [a, b]}\n  labelSelector: {matchLabels: {app: web}}\n",
+        ));
+        assert_eq!(s.fields, None);
+        assert_eq!(s.labels.as_deref(), Some("app=web"));
+        let names: Vec<&str> = s.names.iter().flatten().map(String::as_str).collect();
+        assert_eq!(names, ["a", "b"]);
+        let named = |n: &str| {
+            let mut o = DynamicObject::new(n, &ApiResource::erase::<Namespace>(&()));
+            o.metadata.name = Some(n.to_string());
+            o
+        };
+        assert!(s.selects(&named("a")) && !s.selects(&named("c")));
+    }
+}

@@ -1,0 +1,17 @@
+//! The Kubernetes edge: the client, kind discovery, binding watches, the ConfigMap config store and the object patcher.
+
+pub mod client;
+pub mod configmap;
+pub mod discovery;
+pub mod edge;
+pub mod events;
+pub mod known;
+mod namespaces;
+pub mod patcher;
+
+pub use client::{ClientError, connect};
+pub use configmap::{ConfigMapStore, DEFAULT_CONFIGMAP_NAME};
+pub use discovery::{DiscoveryError, KindResolver, ResolvedKind};
+pub use edge::KubeEdge;
+pub use events::KubeWatches;
+pub use patcher::{ObjectPatcher, PatchError, PatcherSettings};

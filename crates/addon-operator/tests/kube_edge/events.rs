@@ -1,0 +1,326 @@
+//! `KubeWatches`: initial lists, selectors, namespaces, recovery from dropped watches and restarts, CRD kinds and unknown kinds.
+
+use std::time::Duration;
+
+use addon_operator::kube::KubeWatches;
+use addon_operator::runtime::edges::{KubeEvent, KubeEvents};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::common::{Env, bindings, key, names, next_events, no_events, pod, start};
+
+async fn watches(env: &Env) -> (KubeWatches, mpsc::UnboundedReceiver<KubeEvent>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (env.edge().await.watches(tx), rx)
+}
+
+fn ev(event: &str, name: &str) -> (String, String) {
+    (event.to_string(), name.to_string())
+}
+
+async fn relabel(env: &Env, ns: &str, name: &str, app: &str) {
+    let api = env.api_of(&pod(ns, name, app)).await;
+    let patch = json!({"metadata": {"labels": {"app": app}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+async fn touch(env: &Env, ns: &str, name: &str, value: &str) {
+    let api = env.api_of(&pod(ns, name, "")).await;
+    let patch = json!({"metadata": {"annotations": {"touched": value}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+async fn delete(env: &Env, ns: &str, name: &str) {
+    let api = env.api_of(&pod(ns, name, "")).await;
+    api.delete(name, &DeleteParams::default()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_label_selected_pod_binding_lists_existing_pods_then_reports_changes_of_matching_pods_only()
+ {
+    let env = start().await;
+    env.create(pod("default", "a", "web")).await;
+    env.create(pod("default", "b", "db")).await;
+    let (watches, mut rx) = watches(&env).await;
+    let binding = &bindings("- kind: Pod\n  labelSelector: {matchLabels: {app: web}}\n")[0];
+
+    let objects = watches.start(&key(0), binding).await.unwrap();
+    assert_eq!(names(&objects), ["default/a"]);
+    assert_eq!(objects[0]["kind"], "Pod");
+    assert_eq!(objects[0]["apiVersion"], "v1");
+
+    env.create(pod("default", "c", "web")).await;
+    env.create(pod("default", "d", "db")).await;
+    touch(&env, "default", "a", "1").await;
+    touch(&env, "default", "b", "1").await;
+    relabel(&env, "default", "c", "db").await;
+    assert_eq!(
+        next_events(&mut rx, 3).await,
+        [
+            ev("Added", "default/c"),
+            ev("Modified", "default/a"),
+            ev("Deleted", "default/c")
+        ]
+    );
+    delete(&env, "default", "a").await;
+    assert_eq!(next_events(&mut rx, 1).await, [ev("Deleted", "default/a")]);
+    no_events(&mut rx, Duration::from_millis(300)).await;
+}
+
+#[tokio::test]
+async fn a_namespace_restricted_binding_sees_only_its_namespaces() {
+    let env = start().await;
+    for ns in ["one", "two", "three"] {
+        env.namespace(ns).await;
+        env.create(pod(ns, "old", "x")).await;
+    }
+    let (watches, mut rx) = watches(&env).await;
+    let binding =
+        &bindings("- kind: pods\n  namespace: {nameSelector: {matchNames: [one, two]}}\n")[0];
+
+    let objects = watches.start(&key(0), binding).await.unwrap();
+    assert_eq!(names(&objects), ["one/old", "two/old"]);
+
+    env.create(pod("three", "new", "x")).await;
+    env.create(pod("two", "new", "x")).await;
+    assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "two/new")]);
+    no_events(&mut rx, Duration::from_millis(300)).await;
+}
+
+#[tokio::test]
+async fn a_name_selector_limits_the_binding_to_the_named_objects() {
+    let env = start().await;
+    for name in ["a", "b", "c"] {
+        env.create(pod("default", name, "x")).await;
+    }
+    let (watches, mut rx) = watches(&env).await;
+    let bs = bindings(concat!(
+        "- kind: po\n  nameSelector: {matchNames: [b]}\n",
+        "- kind: Pod\n  nameSelector: {matchNames: [a, c]}\n",
+    ));
+    let one = watches.start(&key(0), &bs[0]).await.unwrap();
+    let two = watches.start(&key(1), &bs[1]).await.unwrap();
+    assert_eq!(names(&one), ["default/b"]);
+    assert_eq!(names(&two), ["default/a", "default/c"]);
+
+    touch(&env, "default", "c", "1").await;
+    touch(&env, "default", "b", "1").await;
+    let mut got: Vec<_> = Vec::new();
+    for _ in 0..2 {
+        let e = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        got.push((
+            e.key.binding,
+            e.event.as_str(),
+            e.object["metadata"]["name"].clone(),
+        ));
+    }
+    got.sort_by_key(|g| g.0);
+    assert_eq!(
+        got,
+        [(0, "Modified", json!("b")), (1, "Modified", json!("c"))]
+    );
+    no_events(&mut rx, Duration::from_millis(300)).await;
+}
+
+#[tokio::test]
+async fn changes_made_while_watches_are_dropped_arrive_once_without_duplicate_added_events() {
+    let env = start().await;
+    for name in ["a", "b", "c"] {
+        env.create(pod("default", name, "x")).await;
+    }
+    let (watches, mut rx) = watches(&env).await;
+    let binding = &bindings("- kind: Pod\n")[0];
+    assert_eq!(watches.start(&key(0), binding).await.unwrap().len(), 3);
+    // Let the watch get going, then cut it and change things while it reconnects.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.emu.drop_watches();
+    touch(&env, "default", "a", "1").await;
+    delete(&env, "default", "b").await;
+    env.create(pod("default", "d", "x")).await;
+    let mut got = next_events(&mut rx, 3).await;
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ev("Added", "default/d"),
+            ev("Deleted", "default/b"),
+            ev("Modified", "default/a")
+        ]
+    );
+
+    // Expired history: the watch relists (410 Gone) and reports only the differences.
+    env.emu.expire_history();
+    env.emu.drop_watches();
+    touch(&env, "default", "c", "1").await;
+    delete(&env, "default", "a").await;
+    let mut got = next_events(&mut rx, 2).await;
+    got.sort();
+    assert_eq!(
+        got,
+        [ev("Deleted", "default/a"), ev("Modified", "default/c")]
+    );
+    no_events(&mut rx, Duration::from_millis(500)).await;
+}
+
+#[tokio::test]
+async fn after_an_emulator_restart_changes_made_meanwhile_arrive_once() {
+    let mut env = start().await;
+    for name in ["a", "b"] {
+        env.create(pod("default", name, "x")).await;
+    }
+    let (watches, mut rx) = watches(&env).await;
+    let binding = &bindings("- kind: Pod\n")[0];
+    assert_eq!(watches.start(&key(0), binding).await.unwrap().len(), 2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    env.emu.restart().await.unwrap();
+    touch(&env, "default", "b", "1").await;
+    env.create(pod("default", "c", "x")).await;
+    let mut got = next_events(&mut rx, 2).await;
+    got.sort();
+    assert_eq!(got, [ev("Added", "default/c"), ev("Modified", "default/b")]);
+    no_events(&mut rx, Duration::from_millis(500)).await;
+}
+
+const CRD: &str = r#"{
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "widgets.example.io"},
+  "spec": {"group": "example.io", "scope": "Namespaced",
+    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+    "versions": [{"name": "v1", "served": true, "storage": true,
+      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+}"#;
+
+#[tokio::test]
+async fn a_crd_kind_is_watched_once_its_crd_exists() {
+    let env = start().await;
+    let (watches, mut rx) = watches(&env).await;
+    let binding = &bindings("- apiVersion: example.io/v1\n  kind: Widget\n  name: widgets\n")[0];
+    let err = watches.start(&key(0), binding).await.unwrap_err();
+    assert!(err.to_string().contains("'widgets'"), "{err}");
+
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client().await);
+    crds.create(&PostParams::default(), &serde_json::from_str(CRD).unwrap())
+        .await
+        .unwrap();
+    assert!(watches.start(&key(0), binding).await.unwrap().is_empty());
+    env.create(json!({"apiVersion": "example.io/v1", "kind": "Widget",
+        "metadata": {"name": "w1", "namespace": "default"}, "spec": {"size": 1}}))
+        .await;
+    assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "default/w1")]);
+}
+
+#[tokio::test]
+async fn an_unknown_kind_fails_start_with_an_error_naming_the_kind_and_the_binding() {
+    let env = start().await;
+    let (watches, _rx) = watches(&env).await;
+    let binding = &bindings("- kind: Gadget\n  name: gadgets\n")[0];
+    let err = watches.start(&key(0), binding).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("Gadget") && text.contains("'gadgets'") && text.contains("not served"),
+        "{text}"
+    );
+    assert_eq!(watches.running(), 0);
+}
+
+#[tokio::test]
+async fn start_is_idempotent_per_key_and_stop_ends_the_watch() {
+    let env = start().await;
+    env.create(pod("default", "a", "x")).await;
+    let (watches, mut rx) = watches(&env).await;
+    let binding = &bindings("- kind: Pod\n")[0];
+    assert_eq!(watches.start(&key(0), binding).await.unwrap().len(), 1);
+    assert_eq!(watches.start(&key(0), binding).await.unwrap().len(), 1);
+    assert_eq!(watches.running(), 1);
+
+    env.create(pod("default", "b", "x")).await;
+    assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "default/b")]);
+    no_events(&mut rx, Duration::from_millis(300)).await;
+
+    watches.stop(&key(0));
+    assert_eq!(watches.running(), 0);
+    env.create(pod("default", "c", "x")).await;
+    no_events(&mut rx, Duration::from_millis(300)).await;
+}
+
+async fn label_namespace(env: &Env, ns: &str, team: &str) {
+    let api = env
+        .api_of(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+        .await;
+    let patch = json!({"metadata": {"labels": {"team": team}}});
+    api.patch(ns, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_namespace_label_selector_follows_namespaces_gaining_and_losing_the_labels() {
+    let env = start().await;
+    for (ns, team) in [("red", "a"), ("blue", "a"), ("green", "b")] {
+        env.create(json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": ns, "labels": {"team": team}}}))
+            .await;
+        env.create(pod(ns, "p", "x")).await;
+    }
+    let (watches, mut rx) = watches(&env).await;
+    let binding =
+        &bindings("- kind: Pod\n  namespace: {labelSelector: {matchLabels: {team: a}}}\n")[0];
+    let objects = watches.start(&key(0), binding).await.unwrap();
+    assert_eq!(names(&objects), ["blue/p", "red/p"]);
+
+    env.create(pod("green", "q", "x")).await;
+    env.create(pod("red", "q", "x")).await;
+    assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "red/q")]);
+    no_events(&mut rx, Duration::from_millis(300)).await;
+
+    label_namespace(&env, "green", "a").await;
+    let mut got = next_events(&mut rx, 2).await;
+    got.sort();
+    assert_eq!(got, [ev("Added", "green/p"), ev("Added", "green/q")]);
+
+    label_namespace(&env, "red", "b").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.create(pod("red", "r", "x")).await;
+    env.create(pod("green", "r", "x")).await;
+    assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "green/r")]);
+    no_events(&mut rx, Duration::from_millis(300)).await;
+
+    watches.stop(&key(0));
+    env.create(pod("green", "s", "x")).await;
+    no_events(&mut rx, Duration::from_millis(300)).await;
+}
+
+#[tokio::test]
+async fn a_failing_api_server_fails_start_and_a_later_start_succeeds() {
+    let env = start().await;
+    env.create(pod("default", "a", "x")).await;
+    let (watches, mut rx) = watches(&env).await;
+    let binding = &bindings("- kind: Pod\n")[0];
+    // Discovery and the list both need the server: enough failures to exhaust kube-rs' retries.
+    env.emu.fail_next_requests(20, 503);
+    assert!(watches.start(&key(0), binding).await.is_err());
+    env.emu.fail_next_requests(0, 503);
+    assert_eq!(watches.start(&key(0), binding).await.unwrap().len(), 1);
+
+    // Failures while watching only delay events.
+    let api = env.api_of(&pod("default", "b", "x")).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.emu.fail_next_requests(3, 503);
+    env.emu.drop_watches();
+    let b: kube::api::DynamicObject = serde_json::from_value(pod("default", "b", "x")).unwrap();
+    while api.create(&PostParams::default(), &b).await.is_err() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "default/b")]);
+    no_events(&mut rx, Duration::from_millis(300)).await;
+}

@@ -1,0 +1,9 @@
+//! The Kubernetes edge against the project's API server emulator: binding watches, the
+//! ConfigMap config store and the object patcher, each test on its own emulator.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+mod configmap;
+mod events;
+mod patcher;
