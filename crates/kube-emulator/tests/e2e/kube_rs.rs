@@ -353,3 +353,53 @@ async fn watches_get_periodic_bookmarks_and_end_after_timeout_seconds() {
         "{events:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_produce_an_ordered_gapless_event_stream() {
+    let env = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    let start_rv = env.emu.resource_version();
+    let mut events = cms
+        .watch(&WatchParams::default().timeout(30), &start_rv.to_string())
+        .await
+        .unwrap()
+        .boxed();
+    let writers = (0..4).map(|w| {
+        let cms = cms.clone();
+        tokio::spawn(async move {
+            for i in 0..25 {
+                cms.create(
+                    &PostParams::default(),
+                    &config_map(&format!("w{w}-{i}"), &[]),
+                )
+                .await
+                .unwrap();
+            }
+        })
+    });
+    for writer in futures::future::join_all(writers).await {
+        writer.unwrap();
+    }
+    let mut versions = Vec::new();
+    while versions.len() < 100 {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+            .await
+            .unwrap()
+            .unwrap();
+        match event {
+            Some(WatchEvent::Added(cm)) => versions.push(
+                cm.metadata
+                    .resource_version
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap(),
+            ),
+            Some(WatchEvent::Bookmark(_)) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(
+        versions,
+        (start_rv + 1..=start_rv + 100).collect::<Vec<_>>()
+    );
+}
