@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -17,6 +18,9 @@ use crate::kubeconfig;
 use crate::persist::PersistError;
 use crate::resources::ResKey;
 use crate::store::{Store, StoreConfig};
+
+/// Largest accepted request body (the real API server allows 3 MiB; helm releases can be big).
+const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// How to run an emulator.
 #[derive(Debug, Clone)]
@@ -152,7 +156,10 @@ async fn serve(
         bookmark_interval: config.bookmark_interval,
         server_address: addr.to_string(),
     });
-    let router = Router::new().fallback(api::handle).with_state(app);
+    let router = Router::new()
+        .fallback(api::handle)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(app);
     let mut stop = shutdown_rx;
     let task = tokio::spawn(async move {
         let graceful = async move {

@@ -177,6 +177,7 @@ fn serve_resource(
     match (method.as_str(), req.name.is_some()) {
         ("GET", false) if watching => watch::serve(app, req, params),
         ("GET", false) => read::list(app, &req, params),
+        ("GET", true) if watching => watch_one(app, req, params),
         ("GET", true) => read::get(app, &req),
         ("POST", false) => write::create(app, &req, params, headers, bytes),
         ("PUT", true) => write::update(app, &req, params, headers, bytes),
@@ -187,6 +188,24 @@ fn serve_resource(
             "the server does not allow this method on the requested resource ({method})"
         ))),
     }
+}
+
+/// The deprecated single-object watch (`.../configmaps/<name>?watch=true`): a collection watch
+/// pinned to the name.
+fn watch_one(
+    app: &Arc<App>,
+    mut req: ResourceRequest,
+    params: &Params,
+) -> Result<Response, ApiError> {
+    let mut params = params.clone();
+    let pin = format!("metadata.name={}", name_of(&req));
+    let fields = match params.get("fieldSelector").filter(|f| !f.is_empty()) {
+        Some(existing) => format!("{existing},{pin}"),
+        None => pin,
+    };
+    params.insert("fieldSelector".into(), fields);
+    req.name = None;
+    watch::serve(app, req, &params)
 }
 
 /// Sets `apiVersion` and `kind` for the version the client asked for.
