@@ -260,6 +260,26 @@ fn synthetic_added(key: &ResKey, obj: &Value) -> Arc<Event> {
     })
 }
 
+/// The API server's path-segment rules: a name must be usable in a URL path.
+fn validate_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError> {
+    let problem = if name.len() > 253 {
+        Some("must be no more than 253 characters")
+    } else if name == "." || name == ".." {
+        Some("may not be '.' or '..'")
+    } else if name.contains(['/', '%']) {
+        Some("may not contain '/' or '%'")
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => Err(ApiError::Invalid(format!(
+            "{} \"{name}\" is invalid: metadata.name: Invalid value: \"{name}\": {p}",
+            info.kind
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn conflict(info: &ResourceInfo, name: &str, message: &str) -> ApiError {
     ApiError::Conflict {
         resource: info.qualified(),
@@ -425,6 +445,7 @@ impl State {
             meta::remove_meta(&mut obj, "namespace");
             String::new()
         };
+        validate_name(info, &name)?;
         if self.object(&key, &ns, &name).is_some() {
             return Err(ApiError::AlreadyExists {
                 resource: info.qualified(),
