@@ -19,6 +19,7 @@ mod protobuf;
 mod resources;
 mod selector;
 mod server;
+mod simulate;
 mod status;
 mod store;
 mod watch;

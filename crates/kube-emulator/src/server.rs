@@ -35,6 +35,9 @@ pub struct EmulatorConfig {
     pub bookmark_interval: Duration,
     /// Whether every write is fsync'ed before it is acknowledged (with `data_dir`).
     pub fsync: bool,
+    /// Whether new or changed specs get the status a healthy controller would report (workloads
+    /// ready, jobs complete, claims bound, pods running); off, status is only what clients write.
+    pub simulate_status: bool,
 }
 
 impl Default for EmulatorConfig {
@@ -45,6 +48,7 @@ impl Default for EmulatorConfig {
             history_limit: 10_000,
             bookmark_interval: Duration::from_secs(5),
             fsync: true,
+            simulate_status: true,
         }
     }
 }
@@ -120,6 +124,7 @@ fn open_store(config: &EmulatorConfig) -> Result<Store, PersistError> {
         data_dir: config.data_dir.clone(),
         history_limit: config.history_limit,
         fsync: config.fsync,
+        simulate_status: config.simulate_status,
     })
 }
 

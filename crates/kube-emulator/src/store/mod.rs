@@ -18,6 +18,7 @@ use crate::events::{Event, EventType, History};
 use crate::meta;
 use crate::persist::{self, PersistError, Snapshot, StoredObject, Wal};
 use crate::resources::{Registry, ResKey, ResourceInfo};
+use crate::simulate;
 use crate::status::ApiError;
 
 /// Namespaces that always exist.
@@ -35,6 +36,8 @@ pub struct StoreConfig {
     pub history_limit: usize,
     /// Whether each write is fsync'ed before it is acknowledged.
     pub fsync: bool,
+    /// Whether new or changed specs get the status a healthy controller would report.
+    pub simulate_status: bool,
 }
 
 /// Options of a delete.
@@ -83,6 +86,7 @@ struct State {
     registry: Arc<Registry>,
     wal: Option<Wal>,
     feed: broadcast::Sender<Arc<Event>>,
+    simulate_status: bool,
 }
 
 impl Store {
@@ -96,6 +100,7 @@ impl Store {
             registry: Arc::new(Registry::new(std::iter::empty())),
             wal: None,
             feed,
+            simulate_status: config.simulate_status,
         };
         if let Some(dir) = &config.data_dir {
             let loaded = persist::load(dir)?;
@@ -464,6 +469,9 @@ impl State {
             m.remove(field);
         }
         defaults::on_create(info, &mut obj);
+        if self.simulate_status {
+            simulate::settle(info, &mut obj);
+        }
         if dry_run {
             return Ok(obj);
         }
@@ -520,6 +528,10 @@ impl State {
             ));
         }
         let mut result = merge_update(info, &current, new, status_only);
+        let generation = |o: &Value| o.pointer("/metadata/generation").cloned();
+        if self.simulate_status && !status_only && generation(&result) != generation(&current) {
+            simulate::settle(info, &mut result);
+        }
         if result == current {
             return Ok(current);
         }
