@@ -242,6 +242,7 @@ impl EmulatorHandle {
     pub async fn restart(&mut self) -> Result<(), EmulatorError> {
         self.stop().await;
         if self.config.data_dir.is_some() {
+            self.store.close();
             self.store = Arc::new(open_store(&self.config)?);
         }
         let running = serve(

@@ -87,6 +87,8 @@ struct State {
     wal: Option<Wal>,
     feed: broadcast::Sender<Arc<Event>>,
     simulate_status: bool,
+    /// Set when another store took over the data directory: writes are refused.
+    closed: bool,
 }
 
 impl Store {
@@ -101,6 +103,7 @@ impl Store {
             wal: None,
             feed,
             simulate_status: config.simulate_status,
+            closed: false,
         };
         if let Some(dir) = &config.data_dir {
             let loaded = persist::load(dir)?;
@@ -216,6 +219,14 @@ impl Store {
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
         self.lock().delete(info, ns, name, opts)
+    }
+
+    /// Refuses all further writes and releases the log, so a new store can own the data
+    /// directory even if an old connection still holds this one.
+    pub fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        state.wal = None;
     }
 
     /// Forgets the event history: resuming a watch from any version handed out so far (the
@@ -375,6 +386,9 @@ impl State {
         mut obj: Value,
         previous: Option<Value>,
     ) -> Result<Value, ApiError> {
+        if self.closed {
+            return Err(ApiError::Internal("the emulator is restarting".into()));
+        }
         let rv = self.rv + 1;
         meta::set_meta(&mut obj, "resourceVersion", json!(rv.to_string()));
         let event = Event {
