@@ -22,6 +22,7 @@ mod server;
 mod simulate;
 mod status;
 mod store;
+mod table;
 mod watch;
 
 pub use kubeconfig::kubeconfig_yaml;

@@ -17,6 +17,7 @@ use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::App;
 use crate::status::ApiError;
 use crate::store::{WatchFrom, WatchStart};
+use crate::table;
 
 /// Server-side cap of a watch when the client gives no `timeoutSeconds`.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -61,7 +62,15 @@ impl Filter {
 
     fn event_line(&self, event: &Event) -> Option<Bytes> {
         let kind = self.view(event)?;
-        Some(self.line(kind.as_str(), stamp(&self.req, event.object.clone())))
+        let object = stamp(&self.req, event.object.clone());
+        let object = match self.req.table {
+            Some(include) => {
+                let rv = json!({ "resourceVersion": event.rv.to_string() });
+                table::table(&self.req.info, &[object], rv, include)
+            }
+            None => object,
+        };
+        Some(self.line(kind.as_str(), object))
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {

@@ -21,6 +21,7 @@ use crate::meta;
 use crate::resources::ResourceInfo;
 use crate::server::App;
 use crate::status::{ApiError, json_body, success_status};
+use crate::table;
 use crate::watch;
 
 /// Query parameters of a request.
@@ -40,6 +41,8 @@ pub struct ResourceRequest {
     pub sub: Option<String>,
     /// Legacy `/watch/` path prefix.
     pub legacy_watch: bool,
+    /// Answer as a Table (server-side printing), with this row content.
+    pub table: Option<table::Include>,
 }
 
 /// Answers every request (axum fallback handler).
@@ -152,17 +155,19 @@ fn resolve(
         name,
         sub,
         legacy_watch,
+        table: None,
     })
 }
 
 fn serve_resource(
     app: &Arc<App>,
     method: &Method,
-    req: ResourceRequest,
+    mut req: ResourceRequest,
     params: &Params,
     headers: &HeaderMap,
     bytes: &[u8],
 ) -> Result<Response, ApiError> {
+    req.table = table::requested(headers, params.get("includeObject").map(String::as_str));
     let watching =
         req.legacy_watch || matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
     if req.info.create_only && (method != Method::POST || req.name.is_some()) {

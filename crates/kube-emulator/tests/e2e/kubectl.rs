@@ -449,3 +449,54 @@ async fn kubectl_create_subcommands_send_protobuf_bodies_the_emulator_decodes() 
         .unwrap();
     assert_eq!(high["value"], 1000);
 }
+
+#[tokio::test]
+async fn kubectl_get_prints_server_side_tables_with_the_usual_columns() {
+    let Some(kubectl) = tool("kubectl") else {
+        return;
+    };
+    let env = start().await;
+    let manifest = env.dir.path().join("app.yaml");
+    std::fs::write(&manifest, APP).unwrap();
+    env.run(
+        &kubectl,
+        &[
+            "apply",
+            "-f",
+            manifest.to_str().unwrap(),
+            "--validate=false",
+        ],
+    )
+    .await;
+    let out = env
+        .run(&kubectl, &["get", "deployments,services", "-A"])
+        .await;
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0],
+        [
+            "NAMESPACE",
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE"
+        ],
+        "{out}"
+    );
+    assert_eq!(
+        lines[1][..5],
+        ["demo", "deployment.apps/web", "2/2", "2", "2"],
+        "{out}"
+    );
+    assert_eq!(lines[3][..3], ["NAMESPACE", "NAME", "TYPE"], "{out}");
+    assert_eq!(
+        lines[4][..5],
+        ["demo", "service/web", "ClusterIP", lines[4][3], "<none>"],
+        "{out}"
+    );
+    assert!(lines[4][3].starts_with("10.96."), "{out}");
+}
