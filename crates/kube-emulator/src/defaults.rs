@@ -44,6 +44,28 @@ pub fn on_write(info: &ResourceInfo, obj: &mut Value) {
     }
 }
 
+/// The emulated cluster's single, ready control-plane node.
+pub fn node(name: &str) -> Value {
+    let now = crate::clock::now_rfc3339();
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+            "node-role.kubernetes.io/control-plane": ""}},
+        "spec": {},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "kube-emulator node", "lastHeartbeatTime": now, "lastTransitionTime": now}],
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": name}],
+            "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "nodeInfo": {"kubeletVersion": "v1.35.0", "operatingSystem": "linux", "architecture": "amd64",
+                         "containerRuntimeVersion": "emulated://1.0", "osImage": "kube-emulator"}
+        }
+    })
+}
+
 /// Moves `stringData` into base64 `data`, as the API server does.
 fn fold_string_data(obj: &mut Value) {
     let root = meta::ensure_object(obj);

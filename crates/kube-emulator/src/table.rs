@@ -245,6 +245,12 @@ fn columns(info: &ResourceInfo) -> Vec<Column> {
             col("Data", "integer", Count(&["data"])),
             col("Age", "string", Age),
         ],
+        ("", "nodes") => vec![
+            col("Status", "string", Compute(node_status)),
+            col("Roles", "string", Compute(node_roles)),
+            col("Age", "string", Age),
+            col("Version", "string", Path("/status/nodeInfo/kubeletVersion")),
+        ],
         ("", "namespaces") => vec![
             col("Status", "string", Path("/status/phase")),
             col("Age", "string", Age),
@@ -279,6 +285,29 @@ fn columns(info: &ResourceInfo) -> Vec<Column> {
     };
     columns.extend(rest);
     columns
+}
+
+fn node_status(obj: &Value) -> Value {
+    let conditions = obj.pointer("/status/conditions").and_then(Value::as_array);
+    let ready = conditions
+        .into_iter()
+        .flatten()
+        .any(|c| c.get("type") == Some(&json!("Ready")) && c.get("status") == Some(&json!("True")));
+    json!(if ready { "Ready" } else { "NotReady" })
+}
+
+fn node_roles(obj: &Value) -> Value {
+    let labels = obj.pointer("/metadata/labels").and_then(Value::as_object);
+    let roles: Vec<&str> = labels
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/"))
+        .collect();
+    json!(if roles.is_empty() {
+        "<none>".to_string()
+    } else {
+        roles.join(",")
+    })
 }
 
 fn pod_ready(obj: &Value) -> Value {

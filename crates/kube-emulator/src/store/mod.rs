@@ -24,6 +24,8 @@ use crate::status::ApiError;
 /// Namespaces that always exist.
 pub const DEFAULT_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
+/// The one Node the emulated cluster has.
+pub const NODE_NAME: &str = "kube-emulator";
 /// Events kept in the snapshot for watch resumes across restarts.
 const PERSISTED_HISTORY: usize = 2000;
 
@@ -111,8 +113,11 @@ impl Store {
             state.wal = Some(persist::checkpoint(dir, &state.snapshot(), config.fsync)?);
         }
         for ns in DEFAULT_NAMESPACES {
-            state.ensure_namespace(ns);
+            let namespace =
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            state.ensure(&ResKey::namespaces(), namespace);
         }
+        state.ensure(&ResKey::new("", "nodes"), defaults::node(NODE_NAME));
         Ok(Self {
             state: Mutex::new(state),
         })
@@ -426,16 +431,17 @@ impl State {
         }
     }
 
-    fn ensure_namespace(&mut self, name: &str) {
-        if self.object(&ResKey::namespaces(), "", name).is_some() {
+    /// Creates a cluster-scoped default object unless it exists.
+    fn ensure(&mut self, key: &ResKey, obj: Value) {
+        let name = meta::name(&obj).unwrap_or_default().to_string();
+        if self.object(key, "", &name).is_some() {
             return;
         }
-        let Some(info) = self.registry.by_key(&ResKey::namespaces()).cloned() else {
+        let Some(info) = self.registry.by_key(key).cloned() else {
             return;
         };
-        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        if let Err(e) = self.create(&info, ns, false) {
-            tracing::error!(error = %e, namespace = name, "cannot create a default namespace");
+        if let Err(e) = self.create(&info, obj, false) {
+            tracing::error!(error = %e, resource = %key.resource, %name, "cannot create a default object");
         }
     }
 
