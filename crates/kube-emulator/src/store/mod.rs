@@ -252,6 +252,14 @@ impl Store {
                 .get(key)
                 .map(|m| m.values().map(|o| synthetic_added(key, o)).collect())
                 .unwrap_or_default(),
+            // A version from the future was handed out by another (in-memory) instance: make the
+            // client relist rather than wait for versions that mean something else here.
+            WatchFrom::After(rv) if rv > state.rv => {
+                return Err(ApiError::Expired {
+                    requested: rv,
+                    oldest: state.rv,
+                });
+            }
             WatchFrom::After(rv) => state
                 .history
                 .since(rv)

@@ -403,3 +403,31 @@ async fn concurrent_writers_produce_an_ordered_gapless_event_stream() {
         (start_rv + 1..=start_rv + 100).collect::<Vec<_>>()
     );
 }
+
+#[tokio::test]
+async fn a_watcher_relists_against_a_fresh_in_memory_emulator_on_the_same_port() {
+    let mut env = start().await;
+    let port = env.emu.port();
+    let cms: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    for name in ["a", "b", "c"] {
+        cms.create(&PostParams::default(), &config_map(name, &[]))
+            .await
+            .unwrap();
+    }
+    let mut stream = watcher(cms.clone(), watcher::Config::default()).boxed();
+    expect_events(&mut stream, &["apply a", "apply b", "apply c"]).await;
+
+    env.emu.stop().await;
+    let config = EmulatorConfig {
+        port,
+        ..EmulatorConfig::default()
+    };
+    let fresh = kube_emulator::Emulator::start(config).await.unwrap();
+    let cms_fresh: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    cms_fresh
+        .create(&PostParams::default(), &config_map("z", &[]))
+        .await
+        .unwrap();
+    expect_events(&mut stream, &["apply z"]).await;
+    drop(fresh);
+}
