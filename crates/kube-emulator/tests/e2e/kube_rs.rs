@@ -405,7 +405,7 @@ async fn concurrent_writers_produce_an_ordered_gapless_event_stream() {
 }
 
 #[tokio::test]
-async fn a_watcher_relists_against_a_fresh_in_memory_emulator_on_the_same_port() {
+async fn watchers_recover_from_a_fresh_in_memory_emulator_whose_versions_are_behind_theirs() {
     let mut env = start().await;
     let port = env.emu.port();
     let cms: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
@@ -429,5 +429,15 @@ async fn a_watcher_relists_against_a_fresh_in_memory_emulator_on_the_same_port()
         .await
         .unwrap();
     expect_events(&mut stream, &["apply z"]).await;
+    let future = (fresh.resource_version() + 100).to_string();
+    let mut raw = cms_fresh
+        .watch(&WatchParams::default().timeout(5), &future)
+        .await
+        .unwrap()
+        .boxed();
+    match raw.try_next().await.unwrap().unwrap() {
+        WatchEvent::Error(e) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
+        other => panic!("expected a 410 ERROR event, got {other:?}"),
+    }
     drop(fresh);
 }
