@@ -1,4 +1,5 @@
-//! Server-side printing: `meta.k8s.io/v1` Tables with kubectl's usual columns, for `kubectl get`.
+//! Server-side views of objects: `meta.k8s.io/v1` Tables with kubectl's usual columns (for
+//! `kubectl get`) and `PartialObjectMetadata` (for metadata-only clients).
 
 use axum::http::{HeaderMap, header};
 use serde_json::{Value, json};
@@ -21,16 +22,42 @@ pub enum Include {
     Object,
 }
 
-/// The row content asked for, if the client accepts a Table at all.
-pub fn requested(headers: &HeaderMap, include: Option<&str>) -> Option<Include> {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok())?;
-    if !accept.contains("as=Table") {
-        return None;
+/// How a client wants objects presented (from its `Accept` header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// The objects themselves.
+    Object,
+    /// A Table, rows carrying this content.
+    Table(Include),
+    /// `PartialObjectMetadata` (kind, apiVersion, metadata only).
+    Metadata,
+}
+
+/// The view a request asks for.
+pub fn requested(headers: &HeaderMap, include: Option<&str>) -> View {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if accept.contains("as=Table") {
+        View::Table(match include {
+            Some("None") => Include::None,
+            Some("Object") => Include::Object,
+            _ => Include::Metadata,
+        })
+    } else if accept.contains("as=PartialObjectMetadata") {
+        View::Metadata
+    } else {
+        View::Object
     }
-    Some(match include {
-        Some("None") => Include::None,
-        Some("Object") => Include::Object,
-        _ => Include::Metadata,
+}
+
+/// The `PartialObjectMetadata` of an object.
+pub fn partial(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
     })
 }
 
@@ -86,11 +113,7 @@ fn row(columns: &[Column], obj: &Value, include: Include) -> Value {
     let object = match include {
         Include::None => None,
         Include::Object => Some(obj.clone()),
-        Include::Metadata => Some(json!({
-            "kind": "PartialObjectMetadata",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
-        })),
+        Include::Metadata => Some(partial(obj)),
     };
     if let (Some(object), Some(map)) = (object, row.as_object_mut()) {
         map.insert("object".into(), object);

@@ -63,12 +63,13 @@ impl Filter {
     fn event_line(&self, event: &Event) -> Option<Bytes> {
         let kind = self.view(event)?;
         let object = stamp(&self.req, event.object.clone());
-        let object = match self.req.table {
-            Some(include) => {
+        let object = match self.req.view {
+            table::View::Table(include) => {
                 let rv = json!({ "resourceVersion": event.rv.to_string() });
                 table::table(&self.req.info, &[object], rv, include)
             }
-            None => object,
+            table::View::Metadata => table::partial(&object),
+            table::View::Object => object,
         };
         Some(self.line(kind.as_str(), object))
     }
@@ -78,11 +79,17 @@ impl Filter {
         if initial_end {
             metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
         }
-        let object = json!({
-            "kind": self.req.info.kind,
-            "apiVersion": self.req.info.api_version(&self.req.version),
-            "metadata": metadata,
-        });
+        let (kind, api_version) = match self.req.view {
+            table::View::Metadata => (
+                "PartialObjectMetadata".to_string(),
+                "meta.k8s.io/v1".to_string(),
+            ),
+            _ => (
+                self.req.info.kind.clone(),
+                self.req.info.api_version(&self.req.version),
+            ),
+        };
+        let object = json!({ "kind": kind, "apiVersion": api_version, "metadata": metadata });
         self.line("BOOKMARK", object)
     }
 }

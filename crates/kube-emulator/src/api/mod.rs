@@ -41,8 +41,8 @@ pub struct ResourceRequest {
     pub sub: Option<String>,
     /// Legacy `/watch/` path prefix.
     pub legacy_watch: bool,
-    /// Answer as a Table (server-side printing), with this row content.
-    pub table: Option<table::Include>,
+    /// How to present the objects (as they are, a Table, or metadata only).
+    pub view: table::View,
 }
 
 /// Answers every request (axum fallback handler).
@@ -155,7 +155,7 @@ fn resolve(
         name,
         sub,
         legacy_watch,
-        table: None,
+        view: table::View::Object,
     })
 }
 
@@ -167,7 +167,7 @@ fn serve_resource(
     headers: &HeaderMap,
     bytes: &[u8],
 ) -> Result<Response, ApiError> {
-    req.table = table::requested(headers, params.get("includeObject").map(String::as_str));
+    req.view = table::requested(headers, params.get("includeObject").map(String::as_str));
     let watching =
         req.legacy_watch || matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
     if req.info.create_only && (method != Method::POST || req.name.is_some()) {

@@ -11,23 +11,26 @@ use crate::meta;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::App;
 use crate::status::{ApiError, json_body};
-use crate::table;
+use crate::table::{self, View};
 
 pub(super) fn get(app: &App, req: &ResourceRequest) -> Result<Response, ApiError> {
     let obj = app
         .store
         .get(&req.info.key(), ns_of(req), name_of(req))
         .ok_or_else(|| ApiError::not_found(req.info.qualified(), name_of(req)))?;
-    if let Some(include) = req.table {
-        let rv = json!({ "resourceVersion": meta::meta_str(&obj, "resourceVersion") });
-        return Ok(table_body(&table::table(
-            &req.info,
-            &[stamp(req, obj)],
-            rv,
-            include,
-        )));
+    match req.view {
+        View::Table(include) => {
+            let rv = json!({ "resourceVersion": meta::meta_str(&obj, "resourceVersion") });
+            Ok(table_body(&table::table(
+                &req.info,
+                &[stamp(req, obj)],
+                rv,
+                include,
+            )))
+        }
+        View::Metadata => Ok(json_body(&table::partial(&obj))),
+        View::Object => Ok(respond(req, StatusCode::OK, obj)),
     }
-    Ok(respond(req, StatusCode::OK, obj))
 }
 
 /// A Table answer with its content type.
@@ -90,10 +93,22 @@ pub(super) fn list(
         }
     }
     let items: Vec<Value> = matching.into_iter().map(|o| stamp(req, o)).collect();
-    if let Some(include) = req.table {
-        return Ok(table_body(&table::table(
-            &req.info, &items, list_meta, include,
-        )));
+    match req.view {
+        View::Table(include) => {
+            return Ok(table_body(&table::table(
+                &req.info, &items, list_meta, include,
+            )));
+        }
+        View::Metadata => {
+            let partial: Vec<Value> = items.iter().map(table::partial).collect();
+            return Ok(json_body(&json!({
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": list_meta,
+                "items": partial,
+            })));
+        }
+        View::Object => {}
     }
     Ok(json_body(&json!({
         "kind": format!("{}List", req.info.kind),

@@ -441,3 +441,42 @@ async fn watchers_recover_from_a_fresh_in_memory_emulator_whose_versions_are_beh
     }
     drop(fresh);
 }
+
+#[tokio::test]
+async fn metadata_only_reads_and_watches_get_partial_object_metadata() {
+    let env = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    cms.create(&PostParams::default(), &config_map("m1", &[("app", "m")]))
+        .await
+        .unwrap();
+    let listed = cms
+        .list_metadata(&ListParams::default().labels("app=m"))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(
+        listed.items[0].types.as_ref().map(|t| t.kind.as_str()),
+        Some("PartialObjectMetadata")
+    );
+    let one = cms.get_metadata("m1").await.unwrap();
+    assert_eq!(one.metadata.labels.unwrap()["app"], "m");
+
+    let metas: Api<kube::core::PartialObjectMeta<ConfigMap>> =
+        Api::namespaced(env.client().await, "default");
+    let mut stream = watcher(metas, watcher::Config::default()).boxed();
+    cms.create(&PostParams::default(), &config_map("m2", &[]))
+        .await
+        .unwrap();
+    let mut names = Vec::new();
+    while names.len() < 2 {
+        let event = tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+            .await
+            .unwrap()
+            .unwrap();
+        if let Some(watcher::Event::InitApply(m) | watcher::Event::Apply(m)) = event {
+            names.push(m.metadata.name.unwrap());
+        }
+    }
+    names.sort();
+    assert_eq!(names, ["m1", "m2"]);
+}
