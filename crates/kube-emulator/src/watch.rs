@@ -103,6 +103,7 @@ pub fn serve(app: &Arc<App>, req: ResourceRequest, params: &Params) -> Result<Re
     let timeout = params
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
+        .filter(|t| *t > 0)
         .map(Duration::from_secs)
         .unwrap_or(DEFAULT_TIMEOUT);
     let from = match params.get("resourceVersion").map(String::as_str) {
