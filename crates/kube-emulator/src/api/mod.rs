@@ -141,7 +141,7 @@ fn resolve(
     let sub = tail.get(1).map(|s| s.to_string());
     if sub
         .as_deref()
-        .is_some_and(|s| !matches!(s, "status" | "finalize" | "scale"))
+        .is_some_and(|s| !matches!(s, "status" | "finalize" | "scale" | "log"))
     {
         return Err(not_found_path());
     }
@@ -179,6 +179,9 @@ fn serve_resource(
     if req.sub.as_deref() == Some("scale") {
         return scale::serve(app, method, &req, params, headers, bytes);
     }
+    if req.sub.as_deref() == Some("log") {
+        return pod_log(app, method, &req);
+    }
     match (method.as_str(), req.name.is_some()) {
         ("GET", false) if watching => watch::serve(app, req, params),
         ("GET", false) => read::list(app, &req, params),
@@ -193,6 +196,23 @@ fn serve_resource(
             "the server does not allow this method on the requested resource ({method})"
         ))),
     }
+}
+
+/// `pods/<name>/log`: containers never run here, so every log is empty.
+fn pod_log(app: &App, method: &Method, req: &ResourceRequest) -> Result<Response, ApiError> {
+    if !req.info.group.is_empty() || req.info.plural != "pods" {
+        return Err(ApiError::NoRoute);
+    }
+    if method != Method::GET {
+        return Err(ApiError::MethodNotAllowed(format!(
+            "{method} is not allowed on pods/log"
+        )));
+    }
+    let (ns, name) = (ns_of(req), name_of(req));
+    app.store
+        .get(&req.info.key(), ns, name)
+        .ok_or_else(|| ApiError::not_found("pods", name))?;
+    Ok(([(axum::http::header::CONTENT_TYPE, "text/plain")], "").into_response())
 }
 
 /// The deprecated single-object watch (`.../configmaps/<name>?watch=true`): a collection watch
