@@ -63,7 +63,10 @@ pub async fn handle(
     let params: Params = Query::try_from_uri(&uri).map(|q| q.0).unwrap_or_default();
     let result = route(&app, &method, &path, &params, &headers, &bytes);
     match result {
-        Ok(response) => response,
+        Ok(response) => {
+            tracing::trace!(%method, %path, code = response.status().as_u16(), "request");
+            response
+        }
         Err(e) => {
             tracing::debug!(%method, %path, code = e.code(), error = %e, "request failed");
             e.into_response()
