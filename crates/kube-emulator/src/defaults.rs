@@ -31,6 +31,7 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
             }
         }
         ("apiextensions.k8s.io", "customresourcedefinitions") => crd_status(obj),
+        ("", "services") => service_ip(obj),
         _ => {}
     }
     on_write(info, obj);
@@ -38,12 +39,31 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
 
 /// Fills fields a real API server or controller keeps up to date on every write.
 pub fn on_write(info: &ResourceInfo, obj: &mut Value) {
-    match (info.group.as_str(), info.plural.as_str()) {
-        ("", "secrets") => fold_string_data(obj),
-        ("apps", "deployments" | "statefulsets" | "replicasets") => workload_ready(obj, false),
-        ("apps", "daemonsets") => workload_ready(obj, true),
-        _ => {}
+    if info.group.is_empty() && info.plural == "secrets" {
+        fold_string_data(obj);
     }
+}
+
+/// The emulated cluster's single, ready control-plane node.
+pub fn node(name: &str) -> Value {
+    let now = crate::clock::now_rfc3339();
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+            "node-role.kubernetes.io/control-plane": ""}},
+        "spec": {},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "kube-emulator node", "lastHeartbeatTime": now, "lastTransitionTime": now}],
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": name}],
+            "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "nodeInfo": {"kubeletVersion": "v1.35.0", "operatingSystem": "linux", "architecture": "amd64",
+                         "containerRuntimeVersion": "emulated://1.0", "osImage": "kube-emulator"}
+        }
+    })
 }
 
 /// Moves `stringData` into base64 `data`, as the API server does.
@@ -60,6 +80,38 @@ fn fold_string_data(obj: &mut Value) {
             .unwrap_or_else(|| v.to_string());
         data.insert(k, json!(STANDARD.encode(text)));
     }
+}
+
+/// Gives a Service a random cluster IP in 10.96.0.0/16 unless it is headless or
+/// an ExternalName.
+fn service_ip(obj: &mut Value) {
+    let spec = meta::ensure_object(
+        meta::ensure_object(obj)
+            .entry("spec")
+            .or_insert_with(|| json!({})),
+    );
+    let kind = spec
+        .entry("type")
+        .or_insert_with(|| json!("ClusterIP"))
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let has_ip = spec
+        .get("clusterIP")
+        .and_then(Value::as_str)
+        .is_some_and(|ip| !ip.is_empty());
+    if kind == "ExternalName" || has_ip {
+        return;
+    }
+    let ip = format!(
+        "10.96.{}.{}",
+        crate::clock::random_u64() % 256,
+        crate::clock::random_u64() % 253 + 1
+    );
+    spec.insert("clusterIP".into(), json!(ip));
+    spec.insert("clusterIPs".into(), json!([ip]));
+    spec.insert("ipFamilies".into(), json!(["IPv4"]));
+    spec.insert("ipFamilyPolicy".into(), json!("SingleStack"));
 }
 
 /// Marks a CRD as established with its names accepted (clients wait for this).
@@ -88,32 +140,6 @@ fn stored_versions(obj: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Reports a workload as fully rolled out, since no controller runs here.
-fn workload_ready(obj: &mut Value, daemon: bool) {
-    let replicas = if daemon {
-        1
-    } else {
-        obj.pointer("/spec/replicas")
-            .and_then(Value::as_i64)
-            .unwrap_or(1)
-    };
-    let generation = obj
-        .pointer("/metadata/generation")
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
-    let status = if daemon {
-        json!({"observedGeneration": generation, "currentNumberScheduled": replicas,
-               "desiredNumberScheduled": replicas, "numberReady": replicas,
-               "numberAvailable": replicas, "updatedNumberScheduled": replicas, "numberMisscheduled": 0})
-    } else {
-        json!({"observedGeneration": generation, "replicas": replicas, "readyReplicas": replicas,
-               "availableReplicas": replicas, "updatedReplicas": replicas, "currentReplicas": replicas,
-               "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
-                              {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}]})
-    };
-    meta::ensure_object(obj).insert("status".into(), status);
 }
 
 #[cfg(test)]

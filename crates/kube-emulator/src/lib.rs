@@ -19,8 +19,10 @@ mod protobuf;
 mod resources;
 mod selector;
 mod server;
+mod simulate;
 mod status;
 mod store;
+mod table;
 mod watch;
 
 pub use kubeconfig::kubeconfig_yaml;

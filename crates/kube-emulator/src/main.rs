@@ -27,6 +27,9 @@ struct Cli {
     /// Seconds between BOOKMARK events on watches that allow them.
     #[arg(long, env = "KUBE_EMULATOR_BOOKMARK_SECONDS", default_value_t = 5)]
     bookmark_seconds: u64,
+    /// Leave status alone: no simulated ready workloads, complete jobs, bound claims, running pods.
+    #[arg(long, env = "KUBE_EMULATOR_NO_SIMULATED_STATUS")]
+    no_simulated_status: bool,
 }
 
 #[tokio::main]
@@ -44,6 +47,7 @@ async fn main() -> anyhow::Result<()> {
         data_dir: cli.data_dir,
         history_limit: cli.history_limit,
         bookmark_interval: Duration::from_secs(cli.bookmark_seconds.max(1)),
+        simulate_status: !cli.no_simulated_status,
         ..EmulatorConfig::default()
     };
     let mut handle = Emulator::start(config)

@@ -103,7 +103,8 @@ pub fn load(dir: &Path) -> Result<Loaded, PersistError> {
     let mut events = Vec::new();
     match File::open(&wal_path) {
         Ok(file) => {
-            for line in BufReader::new(file).lines() {
+            let mut lines = BufReader::new(file).lines();
+            for line in lines.by_ref() {
                 let Ok(line) = line else { break };
                 let Ok(event) = serde_json::from_str::<Event>(&line) else {
                     break;
@@ -111,6 +112,11 @@ pub fn load(dir: &Path) -> Result<Loaded, PersistError> {
                 if event.rv > snapshot.rv {
                     events.push(event);
                 }
+            }
+            // Only the last line can be torn by a crash; anything after a bad line is damage.
+            let dropped = lines.count();
+            if dropped > 0 {
+                tracing::warn!(path = %wal_path.display(), dropped, "ignoring log lines after a corrupt one");
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -53,6 +53,21 @@ pub struct ResourceInfo {
     pub has_status: bool,
     /// Whether the resource only answers `create` (access and token reviews), storing nothing.
     pub create_only: bool,
+    /// A CRD's `additionalPrinterColumns` (of its preferred version) for table output.
+    pub printer_columns: Vec<PrinterColumn>,
+}
+
+/// One `additionalPrinterColumns` entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrinterColumn {
+    /// Column header.
+    pub name: String,
+    /// OpenAPI type (`string`, `integer`, `date`, ...).
+    pub kind: String,
+    /// Simple JSONPath of the value (`.spec.replicas`).
+    pub json_path: String,
+    /// 0 is shown by default, higher only with `-o wide`.
+    pub priority: i64,
 }
 
 impl ResourceInfo {
@@ -176,6 +191,7 @@ impl Registry {
                     .collect(),
                 has_status: *status,
                 create_only: false,
+                printer_columns: Vec::new(),
             });
         }
         for (group, kind, plural, namespaced) in REVIEWS {
@@ -189,6 +205,7 @@ impl Registry {
                 short_names: Vec::new(),
                 has_status: false,
                 create_only: true,
+                printer_columns: Vec::new(),
             });
         }
         for crd in crds {
@@ -275,9 +292,19 @@ pub fn crd_resource(crd: &Value) -> Option<ResourceInfo> {
                 .collect()
         })
         .unwrap_or_default();
+    let versions_sorted = sort_versions(served);
+    let printer_columns = versions
+        .iter()
+        .find(|v| {
+            v.get("name").and_then(Value::as_str) == versions_sorted.first().map(String::as_str)
+        })
+        .and_then(|v| v.get("additionalPrinterColumns"))
+        .and_then(Value::as_array)
+        .map(|cols| cols.iter().filter_map(printer_column).collect())
+        .unwrap_or_default();
     Some(ResourceInfo {
         group: text(spec, "group")?,
-        versions: sort_versions(served),
+        versions: versions_sorted,
         singular: text(names, "singular").unwrap_or_else(|| kind.to_lowercase()),
         kind,
         plural,
@@ -285,6 +312,20 @@ pub fn crd_resource(crd: &Value) -> Option<ResourceInfo> {
         short_names,
         has_status,
         create_only: false,
+        printer_columns,
+    })
+}
+
+fn printer_column(col: &Value) -> Option<PrinterColumn> {
+    Some(PrinterColumn {
+        name: col.get("name")?.as_str()?.to_string(),
+        kind: col
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("string")
+            .to_string(),
+        json_path: col.get("jsonPath")?.as_str()?.to_string(),
+        priority: col.get("priority").and_then(Value::as_i64).unwrap_or(0),
     })
 }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -17,6 +18,9 @@ use crate::kubeconfig;
 use crate::persist::PersistError;
 use crate::resources::ResKey;
 use crate::store::{Store, StoreConfig};
+
+/// Largest accepted request body (the real API server allows 3 MiB; helm releases can be big).
+const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// How to run an emulator.
 #[derive(Debug, Clone)]
@@ -31,6 +35,9 @@ pub struct EmulatorConfig {
     pub bookmark_interval: Duration,
     /// Whether every write is fsync'ed before it is acknowledged (with `data_dir`).
     pub fsync: bool,
+    /// Whether new or changed specs get the status a healthy controller would report (workloads
+    /// ready, jobs complete, claims bound, pods running); off, status is only what clients write.
+    pub simulate_status: bool,
 }
 
 impl Default for EmulatorConfig {
@@ -41,6 +48,7 @@ impl Default for EmulatorConfig {
             history_limit: 10_000,
             bookmark_interval: Duration::from_secs(5),
             fsync: true,
+            simulate_status: true,
         }
     }
 }
@@ -116,6 +124,7 @@ fn open_store(config: &EmulatorConfig) -> Result<Store, PersistError> {
         data_dir: config.data_dir.clone(),
         history_limit: config.history_limit,
         fsync: config.fsync,
+        simulate_status: config.simulate_status,
     })
 }
 
@@ -152,7 +161,10 @@ async fn serve(
         bookmark_interval: config.bookmark_interval,
         server_address: addr.to_string(),
     });
-    let router = Router::new().fallback(api::handle).with_state(app);
+    let router = Router::new()
+        .fallback(api::handle)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(app);
     let mut stop = shutdown_rx;
     let task = tokio::spawn(async move {
         let graceful = async move {
@@ -230,6 +242,7 @@ impl EmulatorHandle {
     pub async fn restart(&mut self) -> Result<(), EmulatorError> {
         self.stop().await;
         if self.config.data_dir.is_some() {
+            self.store.close();
             self.store = Arc::new(open_store(&self.config)?);
         }
         let running = serve(

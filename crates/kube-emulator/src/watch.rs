@@ -17,6 +17,7 @@ use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::App;
 use crate::status::ApiError;
 use crate::store::{WatchFrom, WatchStart};
+use crate::table;
 
 /// Server-side cap of a watch when the client gives no `timeoutSeconds`.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -61,7 +62,16 @@ impl Filter {
 
     fn event_line(&self, event: &Event) -> Option<Bytes> {
         let kind = self.view(event)?;
-        Some(self.line(kind.as_str(), stamp(&self.req, event.object.clone())))
+        let object = stamp(&self.req, event.object.clone());
+        let object = match self.req.view {
+            table::View::Table(include) => {
+                let rv = json!({ "resourceVersion": event.rv.to_string() });
+                table::table(&self.req.info, &[object], rv, include)
+            }
+            table::View::Metadata => table::partial(&object),
+            table::View::Object => object,
+        };
+        Some(self.line(kind.as_str(), object))
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
@@ -69,11 +79,17 @@ impl Filter {
         if initial_end {
             metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
         }
-        let object = json!({
-            "kind": self.req.info.kind,
-            "apiVersion": self.req.info.api_version(&self.req.version),
-            "metadata": metadata,
-        });
+        let (kind, api_version) = match self.req.view {
+            table::View::Metadata => (
+                "PartialObjectMetadata".to_string(),
+                "meta.k8s.io/v1".to_string(),
+            ),
+            _ => (
+                self.req.info.kind.clone(),
+                self.req.info.api_version(&self.req.version),
+            ),
+        };
+        let object = json!({ "kind": kind, "apiVersion": api_version, "metadata": metadata });
         self.line("BOOKMARK", object)
     }
 }
@@ -87,6 +103,7 @@ pub fn serve(app: &Arc<App>, req: ResourceRequest, params: &Params) -> Result<Re
     let timeout = params
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
+        .filter(|t| *t > 0)
         .map(Duration::from_secs)
         .unwrap_or(DEFAULT_TIMEOUT);
     let from = match params.get("resourceVersion").map(String::as_str) {

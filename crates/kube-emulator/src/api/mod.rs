@@ -21,6 +21,7 @@ use crate::meta;
 use crate::resources::ResourceInfo;
 use crate::server::App;
 use crate::status::{ApiError, json_body, success_status};
+use crate::table;
 use crate::watch;
 
 /// Query parameters of a request.
@@ -40,6 +41,8 @@ pub struct ResourceRequest {
     pub sub: Option<String>,
     /// Legacy `/watch/` path prefix.
     pub legacy_watch: bool,
+    /// How to present the objects (as they are, a Table, or metadata only).
+    pub view: table::View,
 }
 
 /// Answers every request (axum fallback handler).
@@ -60,7 +63,10 @@ pub async fn handle(
     let params: Params = Query::try_from_uri(&uri).map(|q| q.0).unwrap_or_default();
     let result = route(&app, &method, &path, &params, &headers, &bytes);
     match result {
-        Ok(response) => response,
+        Ok(response) => {
+            tracing::trace!(%method, %path, code = response.status().as_u16(), "request");
+            response
+        }
         Err(e) => {
             tracing::debug!(%method, %path, code = e.code(), error = %e, "request failed");
             e.into_response()
@@ -138,7 +144,7 @@ fn resolve(
     let sub = tail.get(1).map(|s| s.to_string());
     if sub
         .as_deref()
-        .is_some_and(|s| !matches!(s, "status" | "finalize" | "scale"))
+        .is_some_and(|s| !matches!(s, "status" | "finalize" | "scale" | "log"))
     {
         return Err(not_found_path());
     }
@@ -152,17 +158,19 @@ fn resolve(
         name,
         sub,
         legacy_watch,
+        view: table::View::Object,
     })
 }
 
 fn serve_resource(
     app: &Arc<App>,
     method: &Method,
-    req: ResourceRequest,
+    mut req: ResourceRequest,
     params: &Params,
     headers: &HeaderMap,
     bytes: &[u8],
 ) -> Result<Response, ApiError> {
+    req.view = table::requested(headers, params.get("includeObject").map(String::as_str));
     let watching =
         req.legacy_watch || matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
     if req.info.create_only && (method != Method::POST || req.name.is_some()) {
@@ -174,9 +182,13 @@ fn serve_resource(
     if req.sub.as_deref() == Some("scale") {
         return scale::serve(app, method, &req, params, headers, bytes);
     }
+    if req.sub.as_deref() == Some("log") {
+        return pod_log(app, method, &req);
+    }
     match (method.as_str(), req.name.is_some()) {
         ("GET", false) if watching => watch::serve(app, req, params),
         ("GET", false) => read::list(app, &req, params),
+        ("GET", true) if watching => watch_one(app, req, params),
         ("GET", true) => read::get(app, &req),
         ("POST", false) => write::create(app, &req, params, headers, bytes),
         ("PUT", true) => write::update(app, &req, params, headers, bytes),
@@ -187,6 +199,41 @@ fn serve_resource(
             "the server does not allow this method on the requested resource ({method})"
         ))),
     }
+}
+
+/// `pods/<name>/log`: containers never run here, so every log is empty.
+fn pod_log(app: &App, method: &Method, req: &ResourceRequest) -> Result<Response, ApiError> {
+    if !req.info.group.is_empty() || req.info.plural != "pods" {
+        return Err(ApiError::NoRoute);
+    }
+    if method != Method::GET {
+        return Err(ApiError::MethodNotAllowed(format!(
+            "{method} is not allowed on pods/log"
+        )));
+    }
+    let (ns, name) = (ns_of(req), name_of(req));
+    app.store
+        .get(&req.info.key(), ns, name)
+        .ok_or_else(|| ApiError::not_found("pods", name))?;
+    Ok(([(axum::http::header::CONTENT_TYPE, "text/plain")], "").into_response())
+}
+
+/// The deprecated single-object watch (`.../configmaps/<name>?watch=true`): a collection watch
+/// pinned to the name.
+fn watch_one(
+    app: &Arc<App>,
+    mut req: ResourceRequest,
+    params: &Params,
+) -> Result<Response, ApiError> {
+    let mut params = params.clone();
+    let pin = format!("metadata.name={}", name_of(&req));
+    let fields = match params.get("fieldSelector").filter(|f| !f.is_empty()) {
+        Some(existing) => format!("{existing},{pin}"),
+        None => pin,
+    };
+    params.insert("fieldSelector".into(), fields);
+    req.name = None;
+    watch::serve(app, req, &params)
 }
 
 /// Sets `apiVersion` and `kind` for the version the client asked for.

@@ -1,6 +1,6 @@
 //! Read verbs: get and list (selectors, paging with continue tokens).
 
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -11,13 +11,36 @@ use crate::meta;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::App;
 use crate::status::{ApiError, json_body};
+use crate::table::{self, View};
 
 pub(super) fn get(app: &App, req: &ResourceRequest) -> Result<Response, ApiError> {
     let obj = app
         .store
         .get(&req.info.key(), ns_of(req), name_of(req))
         .ok_or_else(|| ApiError::not_found(req.info.qualified(), name_of(req)))?;
-    Ok(respond(req, StatusCode::OK, obj))
+    match req.view {
+        View::Table(include) => {
+            let rv = json!({ "resourceVersion": meta::meta_str(&obj, "resourceVersion") });
+            Ok(table_body(&table::table(
+                &req.info,
+                &[stamp(req, obj)],
+                rv,
+                include,
+            )))
+        }
+        View::Metadata => Ok(json_body(&table::partial(&obj))),
+        View::Object => Ok(respond(req, StatusCode::OK, obj)),
+    }
+}
+
+/// A Table answer with its content type.
+fn table_body(table: &Value) -> Response {
+    let mut response = json_body(table);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(table::TABLE_CONTENT_TYPE),
+    );
+    response
 }
 
 /// Parsed `labelSelector` and `fieldSelector`.
@@ -70,6 +93,23 @@ pub(super) fn list(
         }
     }
     let items: Vec<Value> = matching.into_iter().map(|o| stamp(req, o)).collect();
+    match req.view {
+        View::Table(include) => {
+            return Ok(table_body(&table::table(
+                &req.info, &items, list_meta, include,
+            )));
+        }
+        View::Metadata => {
+            let partial: Vec<Value> = items.iter().map(table::partial).collect();
+            return Ok(json_body(&json!({
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": list_meta,
+                "items": partial,
+            })));
+        }
+        View::Object => {}
+    }
     Ok(json_body(&json!({
         "kind": format!("{}List", req.info.kind),
         "apiVersion": req.info.api_version(&req.version),

@@ -18,11 +18,14 @@ use crate::events::{Event, EventType, History};
 use crate::meta;
 use crate::persist::{self, PersistError, Snapshot, StoredObject, Wal};
 use crate::resources::{Registry, ResKey, ResourceInfo};
+use crate::simulate;
 use crate::status::ApiError;
 
 /// Namespaces that always exist.
 pub const DEFAULT_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
+/// The one Node the emulated cluster has.
+pub const NODE_NAME: &str = "kube-emulator";
 /// Events kept in the snapshot for watch resumes across restarts.
 const PERSISTED_HISTORY: usize = 2000;
 
@@ -35,6 +38,8 @@ pub struct StoreConfig {
     pub history_limit: usize,
     /// Whether each write is fsync'ed before it is acknowledged.
     pub fsync: bool,
+    /// Whether new or changed specs get the status a healthy controller would report.
+    pub simulate_status: bool,
 }
 
 /// Options of a delete.
@@ -83,6 +88,9 @@ struct State {
     registry: Arc<Registry>,
     wal: Option<Wal>,
     feed: broadcast::Sender<Arc<Event>>,
+    simulate_status: bool,
+    /// Set when another store took over the data directory: writes are refused.
+    closed: bool,
 }
 
 impl Store {
@@ -96,6 +104,8 @@ impl Store {
             registry: Arc::new(Registry::new(std::iter::empty())),
             wal: None,
             feed,
+            simulate_status: config.simulate_status,
+            closed: false,
         };
         if let Some(dir) = &config.data_dir {
             let loaded = persist::load(dir)?;
@@ -103,8 +113,11 @@ impl Store {
             state.wal = Some(persist::checkpoint(dir, &state.snapshot(), config.fsync)?);
         }
         for ns in DEFAULT_NAMESPACES {
-            state.ensure_namespace(ns);
+            let namespace =
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            state.ensure(&ResKey::namespaces(), namespace);
         }
+        state.ensure(&ResKey::new("", "nodes"), defaults::node(NODE_NAME));
         Ok(Self {
             state: Mutex::new(state),
         })
@@ -213,6 +226,14 @@ impl Store {
         self.lock().delete(info, ns, name, opts)
     }
 
+    /// Refuses all further writes and releases the log, so a new store can own the data
+    /// directory even if an old connection still holds this one.
+    pub fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        state.wal = None;
+    }
+
     /// Forgets the event history: resuming a watch from any version handed out so far (the
     /// current one included) gets `410 Gone`.
     pub fn compact_history(&self) {
@@ -231,6 +252,14 @@ impl Store {
                 .get(key)
                 .map(|m| m.values().map(|o| synthetic_added(key, o)).collect())
                 .unwrap_or_default(),
+            // A version from the future was handed out by another (in-memory) instance: make the
+            // client relist rather than wait for versions that mean something else here.
+            WatchFrom::After(rv) if rv > state.rv => {
+                return Err(ApiError::Expired {
+                    requested: rv,
+                    oldest: state.rv,
+                });
+            }
             WatchFrom::After(rv) => state
                 .history
                 .since(rv)
@@ -258,6 +287,26 @@ fn synthetic_added(key: &ResKey, obj: &Value) -> Arc<Event> {
         object: obj.clone(),
         previous: None,
     })
+}
+
+/// The API server's path-segment rules: a name must be usable in a URL path.
+fn validate_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError> {
+    let problem = if name.len() > 253 {
+        Some("must be no more than 253 characters")
+    } else if name == "." || name == ".." {
+        Some("may not be '.' or '..'")
+    } else if name.contains(['/', '%']) {
+        Some("may not contain '/' or '%'")
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => Err(ApiError::Invalid(format!(
+            "{} \"{name}\" is invalid: metadata.name: Invalid value: \"{name}\": {p}",
+            info.kind
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn conflict(info: &ResourceInfo, name: &str, message: &str) -> ApiError {
@@ -350,6 +399,9 @@ impl State {
         mut obj: Value,
         previous: Option<Value>,
     ) -> Result<Value, ApiError> {
+        if self.closed {
+            return Err(ApiError::Internal("the emulator is restarting".into()));
+        }
         let rv = self.rv + 1;
         meta::set_meta(&mut obj, "resourceVersion", json!(rv.to_string()));
         let event = Event {
@@ -387,16 +439,17 @@ impl State {
         }
     }
 
-    fn ensure_namespace(&mut self, name: &str) {
-        if self.object(&ResKey::namespaces(), "", name).is_some() {
+    /// Creates a cluster-scoped default object unless it exists.
+    fn ensure(&mut self, key: &ResKey, obj: Value) {
+        let name = meta::name(&obj).unwrap_or_default().to_string();
+        if self.object(key, "", &name).is_some() {
             return;
         }
-        let Some(info) = self.registry.by_key(&ResKey::namespaces()).cloned() else {
+        let Some(info) = self.registry.by_key(key).cloned() else {
             return;
         };
-        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        if let Err(e) = self.create(&info, ns, false) {
-            tracing::error!(error = %e, namespace = name, "cannot create a default namespace");
+        if let Err(e) = self.create(&info, obj, false) {
+            tracing::error!(error = %e, resource = %key.resource, %name, "cannot create a default object");
         }
     }
 
@@ -425,6 +478,7 @@ impl State {
             meta::remove_meta(&mut obj, "namespace");
             String::new()
         };
+        validate_name(info, &name)?;
         if self.object(&key, &ns, &name).is_some() {
             return Err(ApiError::AlreadyExists {
                 resource: info.qualified(),
@@ -443,6 +497,9 @@ impl State {
             m.remove(field);
         }
         defaults::on_create(info, &mut obj);
+        if self.simulate_status {
+            simulate::settle(info, &mut obj);
+        }
         if dry_run {
             return Ok(obj);
         }
@@ -499,6 +556,10 @@ impl State {
             ));
         }
         let mut result = merge_update(info, &current, new, status_only);
+        let generation = |o: &Value| o.pointer("/metadata/generation").cloned();
+        if self.simulate_status && !status_only && generation(&result) != generation(&current) {
+            simulate::settle(info, &mut result);
+        }
         if result == current {
             return Ok(current);
         }

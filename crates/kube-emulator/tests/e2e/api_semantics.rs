@@ -267,7 +267,7 @@ async fn injected_failures_answer_500_and_429_then_the_api_recovers() {
 async fn errors_are_status_objects_with_the_right_code_and_reason() {
     let env = start().await;
     let url = env.emu.url();
-    let cases: [(&str, &str, &[u8], u16, &str); 5] = [
+    let cases: [(&str, &str, &[u8], u16, &str); 6] = [
         (
             "PUT",
             "/api/v1/namespaces/default/configmaps",
@@ -302,6 +302,13 @@ async fn errors_are_status_objects_with_the_right_code_and_reason() {
             b"{\"metadata\":{\"name\":\"x\"}}",
             404,
             "NotFound",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            b"{\"metadata\":{\"name\":\"a/b\"}}",
+            422,
+            "Invalid",
         ),
     ];
     for (method, path, body, code, reason) in cases {

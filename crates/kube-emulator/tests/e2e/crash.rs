@@ -15,11 +15,11 @@ use crate::common::client_for;
 const BIN: &str = env!("CARGO_BIN_EXE_kube-emulator");
 
 /// Starts the binary and returns it with the URL it printed.
-async fn spawn(data_dir: &Path, kubeconfig: &Path) -> (Child, String) {
+async fn spawn(data_dir: &Path, kubeconfig: &Path, port: u16) -> (Child, String) {
     let mut child = Command::new(BIN)
         .args([
             "--port",
-            "0",
+            &port.to_string(),
             "--data-dir",
             data_dir.to_str().unwrap(),
             "--kubeconfig",
@@ -46,7 +46,7 @@ async fn a_killed_emulator_restarts_with_every_acknowledged_write_and_version() 
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let kubeconfig = dir.path().join("kubeconfig");
-    let (mut child, _) = spawn(&data, &kubeconfig).await;
+    let (mut child, _) = spawn(&data, &kubeconfig, 0).await;
     let cms: Api<ConfigMap> = Api::namespaced(
         client_for(&std::fs::read_to_string(&kubeconfig).unwrap()).await,
         "default",
@@ -75,7 +75,7 @@ async fn a_killed_emulator_restarts_with_every_acknowledged_write_and_version() 
     child.start_kill().unwrap();
     child.wait().await.unwrap();
 
-    let (_child, _) = spawn(&data, &kubeconfig).await;
+    let (_child, _) = spawn(&data, &kubeconfig, 0).await;
     let cms: Api<ConfigMap> = Api::namespaced(
         client_for(&std::fs::read_to_string(&kubeconfig).unwrap()).await,
         "default",
@@ -123,5 +123,72 @@ async fn help_documents_every_flag() {
         "--bookmark-seconds",
     ] {
         assert!(help.contains(flag), "{flag} missing from:\n{help}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_during_writes_loses_no_acknowledged_write_and_the_port_is_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let kubeconfig = dir.path().join("kubeconfig");
+    let (mut child, url) = spawn(&data, &kubeconfig, 0).await;
+    let port: u16 = url.rsplit(':').next().unwrap().parse().unwrap();
+    let kubeconfig_text = std::fs::read_to_string(&kubeconfig).unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client_for(&kubeconfig_text).await, "default");
+    let (acked_tx, mut acked_rx) = tokio::sync::mpsc::unbounded_channel();
+    let writers: Vec<_> = (0..3)
+        .map(|w| {
+            let (cms, acked_tx) = (cms.clone(), acked_tx.clone());
+            tokio::spawn(async move {
+                for i in 0.. {
+                    let cm: ConfigMap =
+                        serde_json::from_value(json!({"metadata": {"name": format!("w{w}-{i}")}}))
+                            .unwrap();
+                    match cms.create(&PostParams::default(), &cm).await {
+                        Ok(created) => acked_tx
+                            .send((
+                                created.metadata.name.unwrap(),
+                                created.metadata.resource_version.unwrap(),
+                            ))
+                            .unwrap(),
+                        Err(_) => return,
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(acked_tx);
+    let mut acknowledged = Vec::new();
+    while acknowledged.len() < 60 {
+        acknowledged.push(acked_rx.recv().await.unwrap());
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    while let Some(ack) = acked_rx.recv().await {
+        acknowledged.push(ack);
+    }
+
+    let (_child, restarted) = spawn(&data, &kubeconfig, port).await;
+    assert_eq!(restarted, url);
+    let listed = cms.list(&ListParams::default()).await.unwrap();
+    let stored: std::collections::HashMap<String, String> = listed
+        .items
+        .into_iter()
+        .map(|c| {
+            (
+                c.metadata.name.unwrap(),
+                c.metadata.resource_version.unwrap(),
+            )
+        })
+        .collect();
+    for (name, rv) in &acknowledged {
+        assert_eq!(
+            stored.get(name),
+            Some(rv),
+            "acknowledged {name} at {rv} was lost"
+        );
     }
 }

@@ -170,31 +170,96 @@ async fn helm4_installs_upgrades_inspects_and_uninstalls_a_release() {
     release_lifecycle(&env, &helm).await;
 }
 
-#[tokio::test]
-async fn helm4_waits_for_workloads_the_emulator_reports_ready() {
-    let Some(helm) = tool("helm4") else { return };
+const SETTLING_CHART: &str = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+  annotations:
+    "helm.sh/hook": pre-install,pre-upgrade
+    "helm.sh/hook-delete-policy": before-hook-creation,hook-succeeded
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: m, image: busybox}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: postgres}]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: public}
+spec:
+  type: LoadBalancer
+  selector: {app: db}
+  ports: [{port: 80}]
+"#;
+
+/// `--wait` and a pre-install hook Job finish because the emulator settles their status.
+async fn waits_for_hooks_and_workloads(helm: &Path) {
     let env = start().await;
-    let chart = write_chart(env.dir.path());
-    env.run(
-        &helm,
-        &[
-            "upgrade",
-            "--install",
-            "w",
-            &chart,
-            "-n",
-            "default",
-            "--wait",
-            "--timeout",
-            "30s",
-        ],
+    let chart = env.dir.path().join("settle");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: settle\nversion: 0.1.0\n",
     )
-    .await;
+    .unwrap();
+    std::fs::write(chart.join("templates/all.yaml"), SETTLING_CHART).unwrap();
+    let chart = chart.to_str().unwrap();
+    for _ in 0..2 {
+        env.run(
+            helm,
+            &[
+                "upgrade",
+                "--install",
+                "s",
+                chart,
+                "-n",
+                "default",
+                "--wait",
+                "--timeout",
+                "20s",
+            ],
+        )
+        .await;
+    }
+    let db = env
+        .emu
+        .object("apps", "statefulsets", "default", "db")
+        .unwrap();
+    assert_eq!(db["status"]["readyReplicas"], 2);
     assert!(
-        env.emu
-            .object("apps", "deployments", "default", "w-web")
-            .is_some()
+        env.emu.objects("batch", "jobs").is_empty(),
+        "the succeeded hook job was deleted"
     );
+}
+
+#[tokio::test]
+async fn helm3_waits_for_hook_jobs_and_workloads_the_emulator_settles() {
+    let Some(helm) = tool("helm3") else { return };
+    waits_for_hooks_and_workloads(&helm).await;
+}
+
+#[tokio::test]
+async fn helm4_waits_for_hook_jobs_and_workloads_the_emulator_settles() {
+    let Some(helm) = tool("helm4") else { return };
+    waits_for_hooks_and_workloads(&helm).await;
 }
 
 const WIDGET_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1

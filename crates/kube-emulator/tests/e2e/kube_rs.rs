@@ -353,3 +353,130 @@ async fn watches_get_periodic_bookmarks_and_end_after_timeout_seconds() {
         "{events:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_produce_an_ordered_gapless_event_stream() {
+    let env = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    let start_rv = env.emu.resource_version();
+    let mut events = cms
+        .watch(&WatchParams::default().timeout(30), &start_rv.to_string())
+        .await
+        .unwrap()
+        .boxed();
+    let writers = (0..4).map(|w| {
+        let cms = cms.clone();
+        tokio::spawn(async move {
+            for i in 0..25 {
+                cms.create(
+                    &PostParams::default(),
+                    &config_map(&format!("w{w}-{i}"), &[]),
+                )
+                .await
+                .unwrap();
+            }
+        })
+    });
+    for writer in futures::future::join_all(writers).await {
+        writer.unwrap();
+    }
+    let mut versions = Vec::new();
+    while versions.len() < 100 {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+            .await
+            .unwrap()
+            .unwrap();
+        match event {
+            Some(WatchEvent::Added(cm)) => versions.push(
+                cm.metadata
+                    .resource_version
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap(),
+            ),
+            Some(WatchEvent::Bookmark(_)) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(
+        versions,
+        (start_rv + 1..=start_rv + 100).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test]
+async fn watchers_recover_from_a_fresh_in_memory_emulator_whose_versions_are_behind_theirs() {
+    let mut env = start().await;
+    let port = env.emu.port();
+    let cms: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    for name in ["a", "b", "c"] {
+        cms.create(&PostParams::default(), &config_map(name, &[]))
+            .await
+            .unwrap();
+    }
+    let mut stream = watcher(cms.clone(), watcher::Config::default()).boxed();
+    expect_events(&mut stream, &["apply a", "apply b", "apply c"]).await;
+
+    env.emu.stop().await;
+    let config = EmulatorConfig {
+        port,
+        ..EmulatorConfig::default()
+    };
+    let fresh = kube_emulator::Emulator::start(config).await.unwrap();
+    let cms_fresh: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    cms_fresh
+        .create(&PostParams::default(), &config_map("z", &[]))
+        .await
+        .unwrap();
+    expect_events(&mut stream, &["apply z"]).await;
+    let future = (fresh.resource_version() + 100).to_string();
+    let mut raw = cms_fresh
+        .watch(&WatchParams::default().timeout(5), &future)
+        .await
+        .unwrap()
+        .boxed();
+    match raw.try_next().await.unwrap().unwrap() {
+        WatchEvent::Error(e) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
+        other => panic!("expected a 410 ERROR event, got {other:?}"),
+    }
+    drop(fresh);
+}
+
+#[tokio::test]
+async fn metadata_only_reads_and_watches_get_partial_object_metadata() {
+    let env = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    cms.create(&PostParams::default(), &config_map("m1", &[("app", "m")]))
+        .await
+        .unwrap();
+    let listed = cms
+        .list_metadata(&ListParams::default().labels("app=m"))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(
+        listed.items[0].types.as_ref().map(|t| t.kind.as_str()),
+        Some("PartialObjectMetadata")
+    );
+    let one = cms.get_metadata("m1").await.unwrap();
+    assert_eq!(one.metadata.labels.unwrap()["app"], "m");
+
+    let metas: Api<kube::core::PartialObjectMeta<ConfigMap>> =
+        Api::namespaced(env.client().await, "default");
+    let mut stream = watcher(metas, watcher::Config::default()).boxed();
+    cms.create(&PostParams::default(), &config_map("m2", &[]))
+        .await
+        .unwrap();
+    let mut names = Vec::new();
+    while names.len() < 2 {
+        let event = tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+            .await
+            .unwrap()
+            .unwrap();
+        if let Some(watcher::Event::InitApply(m) | watcher::Event::Apply(m)) = event {
+            names.push(m.metadata.name.unwrap());
+        }
+    }
+    names.sort();
+    assert_eq!(names, ["m1", "m2"]);
+}

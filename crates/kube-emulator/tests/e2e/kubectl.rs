@@ -318,3 +318,185 @@ async fn kubectl_get_watch_sees_creations_and_deletions() {
     assert_eq!(next_line().await, "configmap/watched");
     watcher.start_kill().unwrap();
 }
+
+#[tokio::test]
+async fn kubectl_create_subcommands_send_protobuf_bodies_the_emulator_decodes() {
+    let Some(kubectl) = tool("kubectl") else {
+        return;
+    };
+    let env = start().await;
+    let commands: &[&[&str]] = &[
+        &["create", "namespace", "team"],
+        &["create", "serviceaccount", "bot", "-n", "team"],
+        &[
+            "create",
+            "deployment",
+            "web",
+            "-n",
+            "team",
+            "--image=nginx",
+            "--port=80",
+            "--replicas=2",
+        ],
+        &[
+            "create",
+            "job",
+            "once",
+            "-n",
+            "team",
+            "--image=busybox",
+            "--",
+            "echo",
+            "hi",
+        ],
+        &[
+            "create",
+            "cronjob",
+            "tick",
+            "-n",
+            "team",
+            "--image=busybox",
+            "--schedule=*/5 * * * *",
+            "--",
+            "date",
+        ],
+        &[
+            "create",
+            "service",
+            "clusterip",
+            "web",
+            "-n",
+            "team",
+            "--tcp=80:8080",
+        ],
+        &[
+            "create",
+            "role",
+            "reader",
+            "-n",
+            "team",
+            "--verb=get",
+            "--resource=pods",
+        ],
+        &[
+            "create",
+            "rolebinding",
+            "reader",
+            "-n",
+            "team",
+            "--role=reader",
+            "--serviceaccount=team:bot",
+        ],
+        &[
+            "create",
+            "clusterrole",
+            "nodes",
+            "--verb=list",
+            "--resource=nodes",
+        ],
+        &[
+            "create",
+            "clusterrolebinding",
+            "nodes",
+            "--clusterrole=nodes",
+            "--user=alice",
+        ],
+        &["create", "priorityclass", "high", "--value=1000"],
+        &["create", "quota", "small", "-n", "team", "--hard=pods=2"],
+        &[
+            "create",
+            "pdb",
+            "web",
+            "-n",
+            "team",
+            "--selector=app=web",
+            "--min-available=1",
+        ],
+    ];
+    for args in commands {
+        env.run(&kubectl, args).await;
+    }
+    let web = env
+        .emu
+        .object("apps", "deployments", "team", "web")
+        .unwrap();
+    assert_eq!(web["spec"]["replicas"], 2);
+    assert_eq!(
+        web["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"],
+        80
+    );
+    let job = env.emu.object("batch", "jobs", "team", "once").unwrap();
+    assert_eq!(
+        job["spec"]["template"]["spec"]["containers"][0]["command"],
+        serde_json::json!(["echo", "hi"])
+    );
+    let svc = env.emu.object("", "services", "team", "web").unwrap();
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    let binding = env
+        .emu
+        .object(
+            "rbac.authorization.k8s.io",
+            "rolebindings",
+            "team",
+            "reader",
+        )
+        .unwrap();
+    assert_eq!(binding["subjects"][0]["name"], "bot");
+    assert_eq!(binding["roleRef"]["name"], "reader");
+    let high = env
+        .emu
+        .object("scheduling.k8s.io", "priorityclasses", "", "high")
+        .unwrap();
+    assert_eq!(high["value"], 1000);
+}
+
+#[tokio::test]
+async fn kubectl_get_prints_server_side_tables_with_the_usual_columns() {
+    let Some(kubectl) = tool("kubectl") else {
+        return;
+    };
+    let env = start().await;
+    let manifest = env.dir.path().join("app.yaml");
+    std::fs::write(&manifest, APP).unwrap();
+    env.run(
+        &kubectl,
+        &[
+            "apply",
+            "-f",
+            manifest.to_str().unwrap(),
+            "--validate=false",
+        ],
+    )
+    .await;
+    let out = env
+        .run(&kubectl, &["get", "deployments,services", "-A"])
+        .await;
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0],
+        [
+            "NAMESPACE",
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE"
+        ],
+        "{out}"
+    );
+    assert_eq!(
+        lines[1][..5],
+        ["demo", "deployment.apps/web", "2/2", "2", "2"],
+        "{out}"
+    );
+    assert_eq!(lines[3][..3], ["NAMESPACE", "NAME", "TYPE"], "{out}");
+    assert_eq!(
+        lines[4][..5],
+        ["demo", "service/web", "ClusterIP", lines[4][3], "<none>"],
+        "{out}"
+    );
+    assert!(lines[4][3].starts_with("10.96."), "{out}");
+}
