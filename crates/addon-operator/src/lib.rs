@@ -10,6 +10,7 @@ pub mod helm;
 pub mod hook_configs;
 pub mod loader;
 pub mod logging;
+pub mod metrics;
 pub mod runtime;
 pub mod schedule;
 pub mod start;
