@@ -8,6 +8,7 @@ pub mod dirs;
 pub mod exec;
 pub mod helm;
 pub mod hook_configs;
+pub mod http;
 pub mod loader;
 pub mod logging;
 pub mod metrics;
