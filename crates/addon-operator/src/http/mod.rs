@@ -109,14 +109,13 @@ pub fn bind_debug_socket(path: &Path) -> Result<UnixListener, HttpError> {
 }
 
 fn prepare_socket_path(path: &Path) -> io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.exists() {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
-        }
+    use std::os::unix::fs::DirBuilderExt;
+    let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = parent.filter(|d| !d.exists()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
     }
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
