@@ -4,6 +4,7 @@
 pub mod check;
 pub mod cli;
 pub mod config_file;
+pub mod debug_cli;
 pub mod dirs;
 pub mod exec;
 pub mod helm;
