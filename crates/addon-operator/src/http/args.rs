@@ -36,3 +36,48 @@ impl HttpArgs {
         SocketAddr::new(self.prometheus_listen_address, self.prometheus_listen_port)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        http: HttpArgs,
+    }
+
+    #[test]
+    fn defaults_are_upstreams() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from(["addon-operator"]).unwrap();
+        assert_eq!(cli.http.listen_addr(), "0.0.0.0:9650".parse().unwrap());
+        assert_eq!(cli.http.prometheus_metrics_prefix, "addon_operator_");
+        assert_eq!(
+            cli.http.debug_unix_socket,
+            PathBuf::from(DEFAULT_DEBUG_SOCKET)
+        );
+        assert_eq!(cli.http.debug_http_addr, None);
+    }
+
+    #[test]
+    fn flags_override_the_defaults() {
+        let cli = Cli::try_parse_from([
+            "addon-operator",
+            "--prometheus-listen-address",
+            "127.0.0.1",
+            "--prometheus-listen-port",
+            "9999",
+            "--debug-http-addr",
+            "127.0.0.1:9652",
+        ])
+        .unwrap();
+        assert_eq!(cli.http.listen_addr(), "127.0.0.1:9999".parse().unwrap());
+        assert_eq!(
+            cli.http.debug_http_addr,
+            Some("127.0.0.1:9652".parse().unwrap())
+        );
+    }
+}

@@ -408,3 +408,23 @@ async fn live_ticks_grow_every_ten_seconds_until_shutdown() {
     task.await.unwrap();
     assert_has(&metrics.encode(), "addon_operator_live_ticks 3.0");
 }
+
+#[test]
+fn metrics_can_be_shared_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Metrics>();
+    let metrics = Arc::new(Metrics::default());
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let metrics = metrics.clone();
+            std::thread::spawn(move || metrics.config_values_error())
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    assert_has(
+        &metrics.encode(),
+        "addon_operator_config_values_errors_total 4",
+    );
+}
