@@ -677,7 +677,7 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_batch_expires_the_hooks_ungrouped_series_only_when_it_has_operations() {
+    fn a_run_without_metrics_keeps_the_previous_series() {
         let mut store = HookMetricsStore::default();
         apply(&mut store, "h", r#"{"name":"g","set":1}"#).unwrap();
         apply(&mut store, "h", "").unwrap();
