@@ -29,6 +29,14 @@ pub enum Command {
     Start(StartArgs),
     /// Print the version.
     Version,
+    /// Show the task queues of a running operator (debug API)
+    Queue(crate::debug_cli::QueueArgs),
+    /// Show global hooks and values of a running operator (debug API)
+    Global(crate::debug_cli::GlobalArgs),
+    /// Show enabled modules and module values of a running operator (debug API)
+    Module(crate::debug_cli::ModuleArgs),
+    /// GET any debug API route of a running operator, e.g. /queue/list.json
+    Raw(crate::debug_cli::RawArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]

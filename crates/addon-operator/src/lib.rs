@@ -4,13 +4,16 @@
 pub mod check;
 pub mod cli;
 pub mod config_file;
+pub mod debug_cli;
 pub mod dirs;
 pub mod exec;
 pub mod helm;
 pub mod hook_configs;
+pub mod http;
 pub mod kube;
 pub mod loader;
 pub mod logging;
+pub mod metrics;
 pub mod runtime;
 pub mod schedule;
 pub mod start;

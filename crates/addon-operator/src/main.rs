@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use addon_operator::cli::{Cli, Command};
+use addon_operator::debug_cli;
 use clap::Parser;
 
 fn main() -> ExitCode {
@@ -11,6 +12,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => addon_operator::check::run_cli(&args),
         Command::Start(args) => addon_operator::start::run_cli(&args),
+        Command::Queue(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
+        Command::Global(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
+        Command::Module(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
+        Command::Raw(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.path),
         Command::Version => {
             println!("addon-operator {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

@@ -1,0 +1,249 @@
+//! The debug API (upstream routes): queues, global and module values, chosen format by extension.
+//! Routing is a pure function of the path and query so every route is testable without sockets.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use addon_core::names::ModuleName;
+use addon_core::queue::QueueDump;
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::format::Format;
+use super::status::StatusSource;
+
+/// Routes of the debug API, as `/discovery` lists them.
+pub const ROUTES: &[&str] = &[
+    "/queue/list.{json|yaml|text}?showEmpty=true",
+    "/queue/main.{json|yaml|text}",
+    "/global/list.{json|yaml|text}",
+    "/global/values.{json|yaml|text}",
+    "/global/config.{json|yaml|text}",
+    "/global/patches.{json|yaml|text}",
+    "/global/snapshots.{json|yaml|text}",
+    "/module/list.{json|yaml|text}",
+    "/module/resource-monitor.{json|yaml|text}",
+    "/module/{name}/values.{json|yaml|text}?global=true",
+    "/module/{name}/config.{json|yaml|text}?global=true",
+    "/module/{name}/patches.{json|yaml|text}",
+    "/module/{name}/snapshots.{json|yaml|text}",
+];
+
+/// An answer of the debug API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: String,
+}
+
+impl Reply {
+    fn ok(format: Format, body: String) -> Self {
+        Self {
+            status: 200,
+            content_type: format.content_type(),
+            body,
+        }
+    }
+
+    fn text(status: u16, body: impl Into<String>) -> Self {
+        let mut body = body.into();
+        if !body.ends_with('\n') {
+            body.push('\n');
+        }
+        Self {
+            status,
+            content_type: Format::Text.content_type(),
+            body,
+        }
+    }
+
+    fn not_found(what: impl std::fmt::Display) -> Self {
+        Self::text(404, format!("Error: {what}"))
+    }
+}
+
+/// Answers `GET path?query`.
+pub fn handle(status: &dyn StatusSource, path: &str, query: &HashMap<String, String>) -> Reply {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match segments.as_slice() {
+        [""] => Some(Reply::text(200, "debug endpoint is alive")),
+        ["discovery"] => Some(Reply::text(200, discovery())),
+        [area, last] => with_format(last, |name, format| match *area {
+            "queue" => queue(status, name, format, flag(query, "showEmpty")),
+            "global" => global(status, name, format),
+            "module" => module_wide(status, name, format),
+            _ => None,
+        }),
+        ["module", module, last] => with_format(last, |name, format| {
+            module_route(status, module, name, format, flag(query, "global"))
+        }),
+        _ => None,
+    }
+    .unwrap_or_else(|| Reply::not_found(format!("no route {path}")))
+}
+
+fn with_format(segment: &str, route: impl FnOnce(&str, Format) -> Option<Reply>) -> Option<Reply> {
+    let (name, format) = Format::split(segment);
+    route(name, format?)
+}
+
+fn flag(query: &HashMap<String, String>, key: &str) -> bool {
+    query
+        .get(key)
+        .is_some_and(|v| matches!(v.as_str(), "true" | "1" | "t" | "T" | "TRUE" | "True"))
+}
+
+fn discovery() -> String {
+    ROUTES.iter().map(|r| format!("GET {r}\n")).collect()
+}
+
+fn queue(status: &dyn StatusSource, name: &str, format: Format, show_empty: bool) -> Option<Reply> {
+    match name {
+        "list" => {
+            let dump = status.queue_list(show_empty);
+            Some(match format {
+                Format::Text => Reply::ok(format, dump.to_text()),
+                _ => Reply::ok(format, format.render(&dump.to_json())),
+            })
+        }
+        "main" => {
+            let dump = main_queue(status);
+            Some(match format {
+                Format::Text => Reply::ok(format, dump.to_text()),
+                _ => Reply::ok(format, format.render(&serde_json::to_value(&dump).ok()?)),
+            })
+        }
+        _ => None,
+    }
+}
+
+fn main_queue(status: &dyn StatusSource) -> QueueDump {
+    let list = status.queue_list(true);
+    let main = addon_core::names::QueueName::MAIN;
+    list.active
+        .into_iter()
+        .chain(list.empty.unwrap_or_default())
+        .find(|queue| queue.name == main)
+        .unwrap_or(QueueDump {
+            name: main.to_string(),
+            tasks_count: 0,
+            status: None,
+            tasks: Vec::new(),
+        })
+}
+
+fn global(status: &dyn StatusSource, name: &str, format: Format) -> Option<Reply> {
+    let doc = match name {
+        "list" => json!({ "globalHooks": status.global_hooks() }),
+        "values" => status.global_values(),
+        "config" => status.global_config(),
+        "patches" => return Some(optional(status.global_patches(), format, "global patches")),
+        "snapshots" => {
+            return Some(optional(
+                status.global_snapshots(),
+                format,
+                "global snapshots",
+            ));
+        }
+        _ => return None,
+    };
+    Some(Reply::ok(format, format.render(&doc)))
+}
+
+fn module_wide(status: &dyn StatusSource, name: &str, format: Format) -> Option<Reply> {
+    match name {
+        "list" => {
+            let mut modules = status.enabled_modules();
+            modules.sort();
+            let doc = json!({ "enabledModules": modules });
+            Some(Reply::ok(format, format.render(&doc)))
+        }
+        "resource-monitor" => Some(optional(
+            status.resource_monitor(),
+            format,
+            "resource monitor",
+        )),
+        _ => None,
+    }
+}
+
+fn module_route(
+    status: &dyn StatusSource,
+    module: &str,
+    name: &str,
+    format: Format,
+    with_global: bool,
+) -> Option<Reply> {
+    let Some(values) = status.module_values(module) else {
+        return matches!(name, "values" | "config" | "patches" | "snapshots")
+            .then(|| Reply::not_found(format!("module '{module}' not found")));
+    };
+    let doc = match name {
+        "values" if with_global => with_global_section(module, status.global_values(), values),
+        "values" => values,
+        "config" => {
+            let config = status.module_config(module).unwrap_or(Value::Null);
+            if with_global {
+                with_global_section(module, status.global_config(), config)
+            } else {
+                config
+            }
+        }
+        "patches" => {
+            return Some(optional(
+                status.module_patches(module),
+                format,
+                "module patches",
+            ));
+        }
+        "snapshots" => {
+            return Some(optional(
+                status.module_snapshots(module),
+                format,
+                "module snapshots",
+            ));
+        }
+        _ => return None,
+    };
+    Some(Reply::ok(format, format.render(&doc)))
+}
+
+/// `{"global": ..., "<valuesKey>": ...}` as upstream's `?global=true`.
+fn with_global_section(module: &str, global: Value, values: Value) -> Value {
+    let key = ModuleName::new(module).map_or_else(|_| module.to_string(), |m| m.values_key());
+    let mut doc = serde_json::Map::new();
+    doc.insert("global".into(), global);
+    doc.insert(key, values);
+    Value::Object(doc)
+}
+
+fn optional(doc: Option<Value>, format: Format, what: &str) -> Reply {
+    match doc {
+        Some(doc) => Reply::ok(format, format.render(&doc)),
+        None => Reply::not_found(format!("{what} are not available in this version")),
+    }
+}
+
+/// The axum router of the debug API (unix socket and the optional TCP listener).
+pub fn router(status: Arc<dyn StatusSource>) -> Router {
+    Router::new().fallback(serve_route).with_state(status)
+}
+
+async fn serve_route(
+    State(status): State<Arc<dyn StatusSource>>,
+    uri: Uri,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let reply = handle(status.as_ref(), uri.path(), &query);
+    let code = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (
+        code,
+        [(header::CONTENT_TYPE, reply.content_type)],
+        reply.body,
+    )
+        .into_response()
+}
