@@ -26,7 +26,7 @@ pub enum Command {
     Check(CheckArgs),
     /// Run the operator: global hooks, 'reload all modules', then react to schedules,
     /// Kubernetes events and config edits until SIGINT or SIGTERM.
-    Start(StartArgs),
+    Start(Box<StartArgs>),
     /// Print the version.
     Version,
     /// Show the task queues of a running operator (debug API)
@@ -93,6 +93,37 @@ pub struct StartArgs {
     /// The helm binary (3.x or 4.x)
     #[arg(long, env = "HELM_BINARY", default_value = "helm")]
     pub helm_binary: PathBuf,
+    /// Run against an in-process Kubernetes API emulator (no cluster needed): hooks, kubectl and
+    /// helm get its KUBECONFIG
+    #[arg(long, env = "ADDON_OPERATOR_EMBEDDED_CLUSTER", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub embedded_cluster: bool,
+    /// Keep the embedded cluster's objects in this directory across restarts
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_EMBEDDED_CLUSTER_DATA_DIR",
+        value_name = "DIR"
+    )]
+    pub embedded_cluster_data_dir: Option<PathBuf>,
+    /// Port of the embedded cluster on 127.0.0.1 (0 picks a free one)
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_EMBEDDED_CLUSTER_PORT",
+        default_value_t = 0
+    )]
+    pub embedded_cluster_port: u16,
+    /// Kubeconfig of the cluster to manage (in a pod, the service account is used without it)
+    #[arg(long, env = "KUBE_CONFIG", value_name = "FILE")]
+    pub kube_config: Option<PathBuf>,
+    /// Name of the config ConfigMap (used with a cluster and no --config-file)
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_CONFIG_MAP",
+        default_value = "addon-operator"
+    )]
+    pub config_map: String,
+    #[command(flatten)]
+    pub http: crate::http::HttpArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

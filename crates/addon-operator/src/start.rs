@@ -1,14 +1,20 @@
-//! `addon-operator start`: loads the tree, asks every hook for its config, builds the runtime
-//! with the real edges and runs it until SIGINT or SIGTERM.
+//! `addon-operator start`: loads the tree, asks every hook for its config, chooses the cluster
+//! (none, the embedded emulator, or a kubeconfig / in-cluster), builds the runtime with the real
+//! edges, serves metrics and the debug API, and runs until SIGINT or SIGTERM.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use addon_core::config::Config;
+use addon_core::hook_output::kube_patch::KubeOperation;
 use addon_core::queue::Backoff;
 use anyhow::Context as _;
+use futures::future::BoxFuture;
+use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::check::configs::HookConfigs;
@@ -17,11 +23,16 @@ use crate::cli::StartArgs;
 use crate::config_file::FileConfigStore;
 use crate::dirs;
 use crate::exec::hook_run::HookRunSettings;
+use crate::helm::Helm;
+use crate::helm::binary::{BinaryHelm, HelmSettings};
 use crate::helm::template::TemplateHelm;
 use crate::hook_configs::ConfigRunOptions;
+use crate::http::StatusSource;
+use crate::kube::{KubeEdge, ObjectPatcher, PatcherSettings};
 use crate::loader::{self, LoaderConfig};
 use crate::runtime::edges::{
-    ConfigBackend, Edges, FileConfig, MemoryConfig, NoCluster, ProcessHooks,
+    ConfigBackend, Edges, FileConfig, KubeEvent, MemoryConfig, NoCluster, ObjectPatches,
+    ProcessHooks,
 };
 use crate::runtime::{Runtime, RuntimeSettings};
 
@@ -34,6 +45,30 @@ pub fn run_cli(args: &StartArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("start the async runtime")?;
     runtime.block_on(run(args))
+}
+
+/// Which cluster the operator manages.
+enum Cluster {
+    /// None: charts are rendered, kubernetes bindings see nothing.
+    None,
+    /// The in-process emulator; held (and stopped on drop) for the operator's lifetime.
+    Embedded {
+        _emulator: Box<EmulatorHandle>,
+        kubeconfig: PathBuf,
+    },
+    /// A real cluster through a kubeconfig (`None`: in-cluster service account).
+    External(Option<PathBuf>),
+}
+
+impl Cluster {
+    fn kubeconfig(&self) -> Option<&Path> {
+        match self {
+            Cluster::Embedded { kubeconfig, .. } | Cluster::External(Some(kubeconfig)) => {
+                Some(kubeconfig)
+            }
+            _ => None,
+        }
+    }
 }
 
 async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
@@ -54,15 +89,17 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     }
     std::fs::create_dir_all(&args.tmp_dir)
         .with_context(|| format!("create the tmp dir {}", args.tmp_dir.display()))?;
+    let cluster = choose_cluster(args).await?;
     let cancel_hooks = CancellationToken::new();
-    let edges = edges(args, cancel_hooks.clone()).await?;
-    let (_kube_tx, kube_events) = tokio::sync::mpsc::unbounded_channel();
+    let (kube_tx, kube_events) = mpsc::unbounded_channel();
+    let edges = edges(args, &cluster, kube_tx, cancel_hooks.clone()).await?;
     let settings = RuntimeSettings {
         backoff: Backoff {
             initial: args.retry_initial_delay,
             max: args.retry_max_delay,
             factor: 2,
         },
+        metrics_prefix: args.http.prometheus_metrics_prefix.clone(),
         record_history: false,
     };
     let by_path: BTreeMap<_, _> = configs.by_path.into_iter().collect();
@@ -76,8 +113,10 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         "addon-operator started"
     );
     let shutdown = CancellationToken::new();
+    serve_http(args, &runtime, &shutdown).await;
     tokio::spawn(wait_for_signal(shutdown.clone(), cancel_hooks));
     runtime.run(shutdown).await;
+    drop(cluster);
     tracing::info!("addon-operator stopped");
     Ok(ExitCode::SUCCESS)
 }
@@ -90,38 +129,169 @@ fn fail(errors: &[String]) -> ExitCode {
     ExitCode::FAILURE
 }
 
-async fn edges(args: &StartArgs, cancel_hooks: CancellationToken) -> anyhow::Result<Edges> {
-    let config: Arc<dyn ConfigBackend> = match &args.config_file {
-        Some(path) => {
-            let store = FileConfigStore::open(path, CONFIG_DEBOUNCE)
-                .await
-                .with_context(|| format!("open the config file {}", path.display()))?;
-            Arc::new(FileConfig::new(store))
-        }
-        None => Arc::new(MemoryConfig::new(Config::empty())),
-    };
-    let hooks = ProcessHooks {
+async fn choose_cluster(args: &StartArgs) -> anyhow::Result<Cluster> {
+    if args.embedded_cluster {
+        let config = EmulatorConfig {
+            port: args.embedded_cluster_port,
+            data_dir: args.embedded_cluster_data_dir.clone(),
+            ..EmulatorConfig::default()
+        };
+        let handle = Emulator::start(config)
+            .await
+            .context("start the embedded cluster")?;
+        let kubeconfig = args.tmp_dir.join("embedded-cluster.kubeconfig");
+        handle
+            .write_kubeconfig(&kubeconfig)
+            .context("write the embedded cluster's kubeconfig")?;
+        tracing::info!(
+            url = %handle.url(),
+            kubeconfig = %kubeconfig.display(),
+            "embedded cluster started; use: kubectl --kubeconfig {}",
+            kubeconfig.display()
+        );
+        return Ok(Cluster::Embedded {
+            _emulator: Box::new(handle),
+            kubeconfig,
+        });
+    }
+    if let Some(path) = &args.kube_config {
+        return Ok(Cluster::External(Some(path.clone())));
+    }
+    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        return Ok(Cluster::External(None));
+    }
+    Ok(Cluster::None)
+}
+
+async fn edges(
+    args: &StartArgs,
+    cluster: &Cluster,
+    kube_tx: mpsc::UnboundedSender<KubeEvent>,
+    cancel_hooks: CancellationToken,
+) -> anyhow::Result<Edges> {
+    let kubeconfig = cluster.kubeconfig().map(Path::to_path_buf);
+    let extra_env: Vec<(String, String)> = kubeconfig
+        .iter()
+        .map(|p| ("KUBECONFIG".to_string(), p.display().to_string()))
+        .collect();
+    let hooks = Arc::new(ProcessHooks {
         settings: HookRunSettings {
             tmp_dir: args.tmp_dir.clone(),
             keep_tmp_files: args.debug_keep_tmp_files,
             timeout: args.hook_timeout,
             kill_grace: args.hook_kill_grace,
         },
-        extra_env: Vec::new(),
+        extra_env: extra_env.clone(),
         cancel: cancel_hooks,
+    });
+    let file_config = match &args.config_file {
+        Some(path) => {
+            let store = FileConfigStore::open(path, CONFIG_DEBOUNCE)
+                .await
+                .with_context(|| format!("open the config file {}", path.display()))?;
+            Some(Arc::new(FileConfig::new(store)) as Arc<dyn ConfigBackend>)
+        }
+        None => None,
     };
-    let helm = TemplateHelm::new(
+    if let Cluster::None = cluster {
+        let helm = TemplateHelm::new(
+            args.helm_binary.clone(),
+            args.namespace.clone(),
+            args.tmp_dir.clone(),
+        );
+        let config = file_config.unwrap_or_else(|| Arc::new(MemoryConfig::new(Config::empty())));
+        return Ok(Edges {
+            hooks,
+            helm: Arc::new(helm),
+            kube: Arc::new(NoCluster),
+            objects: Arc::new(NoCluster),
+            config,
+        });
+    }
+    let namespace = namespace(args);
+    let kube = KubeEdge::connect(kubeconfig.as_deref())
+        .await
+        .context("connect to the Kubernetes API")?;
+    let mut helm_settings = HelmSettings::new(
         args.helm_binary.clone(),
-        args.namespace.clone(),
+        namespace.clone(),
         args.tmp_dir.clone(),
     );
+    helm_settings.kubeconfig = kubeconfig;
+    helm_settings.extra_env = extra_env;
+    let helm = BinaryHelm::new(helm_settings)
+        .await
+        .context("prepare helm")?;
+    let config =
+        file_config.unwrap_or_else(|| Arc::new(kube.config_store(&namespace, &args.config_map)));
     Ok(Edges {
-        hooks: Arc::new(hooks),
-        helm: Arc::new(helm),
-        kube: Arc::new(NoCluster),
-        objects: Arc::new(NoCluster),
+        hooks,
+        helm: Arc::new(helm) as Arc<dyn Helm>,
+        kube: Arc::new(kube.watches(kube_tx)),
+        objects: Arc::new(Patcher(kube.patcher(PatcherSettings::default()))),
         config,
     })
+}
+
+fn namespace(args: &StartArgs) -> String {
+    if args.namespace.is_empty() {
+        tracing::info!("no --namespace / ADDON_OPERATOR_NAMESPACE: using 'default'");
+        "default".to_string()
+    } else {
+        args.namespace.clone()
+    }
+}
+
+/// The kube edge's object patcher as the runtime's `ObjectPatches`.
+struct Patcher(ObjectPatcher);
+
+impl ObjectPatches for Patcher {
+    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move { self.0.apply(ops).await.map_err(|e| error_chain(&e)) })
+    }
+}
+
+/// Metrics and health on TCP, the debug API on a unix socket (and TCP if asked). A listener that
+/// cannot be bound is logged and skipped: the operator's work does not depend on it.
+async fn serve_http(args: &StartArgs, runtime: &Runtime, shutdown: &CancellationToken) {
+    let status: Arc<dyn StatusSource> = Arc::new(runtime.handle());
+    let metrics = runtime.metrics();
+    tokio::spawn(crate::metrics::spawn_live_ticks(
+        Arc::clone(&metrics),
+        shutdown.clone(),
+    ));
+    match crate::http::bind(args.http.listen_addr()).await {
+        Ok(listener) => {
+            let addr = listener
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
+            let (status, stop) = (Arc::clone(&status), shutdown.clone());
+            tokio::spawn(crate::http::serve_listener(listener, metrics, status, stop));
+        }
+        Err(e) => tracing::warn!(error = %error_chain(&e), "metrics and health server not started"),
+    }
+    let socket = args.http.debug_unix_socket.clone();
+    match crate::http::bind_debug_socket(&socket) {
+        Ok(listener) => {
+            tracing::info!(socket = %socket.display(), "serving the debug API");
+            let (status, stop) = (Arc::clone(&status), shutdown.clone());
+            tokio::spawn(async move {
+                crate::http::serve_debug_listener(listener, &socket, status, stop).await
+            });
+        }
+        Err(e) => tracing::warn!(error = %error_chain(&e), "debug socket not started"),
+    }
+    if let Some(addr) = args.http.debug_http_addr {
+        match crate::http::bind(addr).await {
+            Ok(listener) => {
+                let (status, stop) = (Arc::clone(&status), shutdown.clone());
+                tokio::spawn(crate::http::serve_debug_tcp(listener, status, stop));
+            }
+            Err(e) => tracing::warn!(error = %error_chain(&e), "debug HTTP server not started"),
+        }
+    }
 }
 
 /// On SIGINT or SIGTERM: stop taking tasks and send SIGTERM to running hooks (SIGKILL follows

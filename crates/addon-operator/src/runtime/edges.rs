@@ -20,6 +20,7 @@ use crate::exec::hook_run::HookRunSettings;
 use crate::exec::hook_run::{
     self, EnabledScriptInvocation, HookInvocation, HookOutputs, HookOwner,
 };
+use crate::exec::process::ResourceUsage;
 use crate::helm::Helm;
 
 /// One hook run to make.
@@ -38,6 +39,24 @@ pub struct HookRequest<'a> {
 #[error("{message}")]
 pub struct HookFailure {
     pub message: String,
+    /// What the failed run used (zero when it did not start).
+    pub usage: ResourceUsage,
+}
+
+impl HookFailure {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            usage: ResourceUsage::default(),
+        }
+    }
+}
+
+/// A successful hook run: the raw output files and what the run used.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookSuccess {
+    pub outputs: HookOutputs,
+    pub usage: ResourceUsage,
 }
 
 /// The answer of an `enabled` script: the `$MODULE_ENABLED_RESULT` content and the last stdout line.
@@ -52,7 +71,7 @@ pub trait HookExecutor: Send + Sync {
     fn run_hook<'a>(
         &'a self,
         req: HookRequest<'a>,
-    ) -> BoxFuture<'a, Result<HookOutputs, HookFailure>>;
+    ) -> BoxFuture<'a, Result<HookSuccess, HookFailure>>;
     fn run_enabled<'a>(
         &'a self,
         module: &'a ModuleName,
@@ -165,7 +184,7 @@ impl HookExecutor for ProcessHooks {
     fn run_hook<'a>(
         &'a self,
         req: HookRequest<'a>,
-    ) -> BoxFuture<'a, Result<HookOutputs, HookFailure>> {
+    ) -> BoxFuture<'a, Result<HookSuccess, HookFailure>> {
         Box::pin(async move {
             let owner = req
                 .module
@@ -196,7 +215,10 @@ impl HookExecutor for ProcessHooks {
                 "hook run finished"
             );
             match run.outputs {
-                Some(outputs) if run.process.succeeded() => Ok(outputs),
+                Some(outputs) if run.process.succeeded() => Ok(HookSuccess {
+                    outputs,
+                    usage: *usage,
+                }),
                 _ => Err(HookFailure {
                     message: format!(
                         "hook '{}' failed ({}): {}",
@@ -204,6 +226,7 @@ impl HookExecutor for ProcessHooks {
                         run.process.exit,
                         run.process.failure_message()
                     ),
+                    usage: *usage,
                 }),
             }
         })
@@ -227,13 +250,11 @@ impl HookExecutor for ProcessHooks {
                 .await
                 .map_err(|e| failure(&e))?;
             if !out.process.succeeded() {
-                return Err(HookFailure {
-                    message: format!(
-                        "enabled script of module '{module}' failed ({}): {}",
-                        out.process.exit,
-                        out.process.failure_message()
-                    ),
-                });
+                return Err(HookFailure::new(format!(
+                    "enabled script of module '{module}' failed ({}): {}",
+                    out.process.exit,
+                    out.process.failure_message()
+                )));
             }
             Ok(EnabledAnswer {
                 result_file: out.result.unwrap_or_default(),
@@ -244,9 +265,7 @@ impl HookExecutor for ProcessHooks {
 }
 
 fn failure(err: &dyn std::error::Error) -> HookFailure {
-    HookFailure {
-        message: crate::check::error_chain(err),
-    }
+    HookFailure::new(crate::check::error_chain(err))
 }
 
 /// No cluster: kubernetes bindings see no objects and no events.

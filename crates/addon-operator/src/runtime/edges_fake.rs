@@ -14,8 +14,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::edges::{
-    EnabledAnswer, HookExecutor, HookFailure, HookRequest, KubeError, KubeEvent, KubeEvents,
-    MonitorKey, ObjectPatches,
+    EnabledAnswer, HookExecutor, HookFailure, HookRequest, HookSuccess, KubeError, KubeEvent,
+    KubeEvents, MonitorKey, ObjectPatches,
 };
 use crate::exec::hook_run::HookOutputs;
 
@@ -86,7 +86,7 @@ impl HookExecutor for FakeHooks {
     fn run_hook<'a>(
         &'a self,
         req: HookRequest<'a>,
-    ) -> BoxFuture<'a, Result<HookOutputs, HookFailure>> {
+    ) -> BoxFuture<'a, Result<HookSuccess, HookFailure>> {
         let name = match req.module {
             Some(m) => format!("{m}/{}", req.hook.name),
             None => req.hook.name.to_string(),
@@ -97,7 +97,13 @@ impl HookExecutor for FakeHooks {
             config_values: req.values.config_values.clone(),
             values: req.values.values.clone(),
         };
-        let result = self.call(call).map_err(|message| HookFailure { message });
+        let result = self
+            .call(call)
+            .map(|outputs| HookSuccess {
+                outputs,
+                ..Default::default()
+            })
+            .map_err(HookFailure::new);
         Box::pin(async move { result })
     }
 
@@ -119,7 +125,7 @@ impl HookExecutor for FakeHooks {
                 result_file: out.values_patch,
                 stdout_last_line: String::new(),
             })
-            .map_err(|message| HookFailure { message });
+            .map_err(HookFailure::new);
         Box::pin(async move { result })
     }
 }

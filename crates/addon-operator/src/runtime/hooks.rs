@@ -5,8 +5,8 @@
 use addon_core::binding_context::{BindingContext, ContextBuilder, render};
 use addon_core::hook_config::BindingType;
 use addon_core::hook_output::kube_patch::{self, KubeOperation};
-use addon_core::hook_output::metrics;
-use addon_core::names::{HookName, ModuleName};
+use addon_core::hook_output::metrics::{self, MetricOperation};
+use addon_core::names::{HookName, ModuleName, QueueName};
 use addon_core::values::patch::{HookRef, PatchKind, ValuesPatch};
 
 use super::Shared;
@@ -14,6 +14,8 @@ use super::edges::HookRequest;
 use super::state::HookDef;
 use crate::check::error_chain;
 use crate::exec::hook_run::HookOutputs;
+use crate::exec::process::ResourceUsage;
+use crate::metrics::{HookOutcome, HookRunRecord};
 
 /// What a successful hook run changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -24,14 +26,26 @@ pub struct HookEffect {
     pub enabled_changed: bool,
 }
 
+/// Where and how a hook runs, for its log lines and metrics.
+#[derive(Debug, Clone, Copy)]
+pub struct RunContext<'a> {
+    pub queue: &'a QueueName,
+    pub allow_failure: bool,
+}
+
 /// Runs `hook` with `contexts`; an error is the failure message of the run.
 pub async fn run(
     shared: &Shared,
+    at: RunContext<'_>,
     module: Option<&ModuleName>,
     hook: &HookName,
     binding: BindingType,
     mut contexts: Vec<BindingContext>,
 ) -> Result<HookEffect, String> {
+    let RunContext {
+        queue,
+        allow_failure,
+    } = at;
     let (def, values) = {
         let st = shared.lock();
         let def = st
@@ -68,13 +82,41 @@ pub async fn run(
         binding_context: &context_json,
         values: &values,
     };
-    let outputs = shared
-        .edges
-        .hooks
-        .run_hook(request)
-        .await
-        .map_err(|e| e.message)?;
-    apply_outputs(shared, module, &def, &outputs).await
+    let started = tokio::time::Instant::now();
+    let result = shared.edges.hooks.run_hook(request).await;
+    let record = |usage: &ResourceUsage, outcome| HookRunRecord {
+        hook: hook.as_str(),
+        module: module.map(ModuleName::as_str),
+        binding: binding_name,
+        queue: queue.as_str(),
+        activation: binding.as_str(),
+        duration: started.elapsed(),
+        user_cpu: usage.user,
+        sys_cpu: usage.sys,
+        max_rss_bytes: usage.max_rss_kb.saturating_mul(1024),
+        outcome,
+    };
+    match result {
+        Err(failure) => {
+            let outcome = if allow_failure {
+                HookOutcome::AllowedFailure
+            } else {
+                HookOutcome::Failure
+            };
+            shared.metrics.hook_run(&record(&failure.usage, outcome));
+            Err(failure.message)
+        }
+        Ok(success) => {
+            let applied = apply_outputs(shared, module, &def, &success.outputs).await;
+            let outcome = match (&applied, allow_failure) {
+                (Ok(_), _) => HookOutcome::Success,
+                (Err(_), true) => HookOutcome::AllowedFailure,
+                (Err(_), false) => HookOutcome::Failure,
+            };
+            shared.metrics.hook_run(&record(&success.usage, outcome));
+            applied
+        }
+    }
 }
 
 /// Applies a successful run's outputs.
@@ -96,7 +138,15 @@ async fn apply_outputs(
     for warning in config_patch.warnings.iter().chain(&values_patch.warnings) {
         tracing::warn!(hook = %def.name(), "{warning}");
     }
-    let kube_ops = check_other_outputs(def, outputs)?;
+    let (metric_ops, kube_ops) = check_other_outputs(def, outputs)?;
+    shared
+        .metrics
+        .hook_metric_ops(
+            def.name().as_str(),
+            module.map(ModuleName::as_str),
+            &metric_ops,
+        )
+        .map_err(|e| format!("hook '{}': $METRICS_PATH: {}", def.name(), error_chain(&e)))?;
     let (effect, to_save) = {
         let mut st = shared.lock();
         let config = st
@@ -134,15 +184,15 @@ async fn apply_outputs(
     Ok(effect)
 }
 
-/// `$METRICS_PATH` and `$KUBERNETES_PATCH_PATH` must be valid; returns the Kubernetes operations.
-/// Metric operations are validated only (no metrics endpoint in this version).
-fn check_other_outputs(def: &HookDef, outputs: &HookOutputs) -> Result<Vec<KubeOperation>, String> {
+/// `$METRICS_PATH` and `$KUBERNETES_PATCH_PATH` must be valid; returns their operations.
+fn check_other_outputs(
+    def: &HookDef,
+    outputs: &HookOutputs,
+) -> Result<(Vec<MetricOperation>, Vec<KubeOperation>), String> {
     let hook = def.name();
     let metric_ops = metrics::parse(&outputs.metrics)
         .map_err(|e| format!("hook '{hook}': $METRICS_PATH: {}", error_chain(&e)))?;
-    if !metric_ops.is_empty() {
-        tracing::debug!(hook = %hook, operations = metric_ops.len(), "hook metrics received");
-    }
-    kube_patch::parse(&outputs.kubernetes_patch)
-        .map_err(|e| format!("hook '{hook}': $KUBERNETES_PATCH_PATH: {}", error_chain(&e)))
+    let kube_ops = kube_patch::parse(&outputs.kubernetes_patch)
+        .map_err(|e| format!("hook '{hook}': $KUBERNETES_PATCH_PATH: {}", error_chain(&e)))?;
+    Ok((metric_ops, kube_ops))
 }

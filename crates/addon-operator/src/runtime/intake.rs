@@ -28,10 +28,13 @@ pub async fn config_updates(
         };
         match update {
             None => return,
-            Some(Err(e)) => tracing::error!(
-                error = %error_chain(&e),
-                "config edit rejected; the previous config stays in use"
-            ),
+            Some(Err(e)) => {
+                shared.metrics.config_values_error();
+                tracing::error!(
+                    error = %error_chain(&e),
+                    "config edit rejected; the previous config stays in use"
+                );
+            }
             Some(Ok(config)) => apply_config(&shared, config),
         }
     }
@@ -49,6 +52,7 @@ pub fn apply_config(shared: &Shared, config: Config) {
             .cloned(),
     );
     if let Err(e) = st.store.check_config(&config, &check) {
+        shared.metrics.config_values_error();
         tracing::error!(
             error = %error_chain(&e),
             "config edit is invalid; the previous config stays in use and no task is queued"

@@ -8,6 +8,7 @@ mod handlers;
 mod hooks;
 mod intake;
 pub mod state;
+mod status;
 pub mod task;
 mod worker;
 
@@ -31,14 +32,27 @@ use state::{HookDef, ModuleState, State, hooks_by_order, hooks_with_kubernetes};
 use task::{HookTask, Origin, Task};
 
 use crate::check::error_chain;
+use crate::metrics::Metrics;
 use crate::schedule::{Scheduler, SystemClock, WallClock};
 
 /// How the runtime behaves; plain data built before any I/O.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RuntimeSettings {
     pub backoff: Backoff,
+    /// Prefix of the operator's metric names.
+    pub metrics_prefix: String,
     /// Keep the ordered history of task starts and hook runs (tests, debugging).
     pub record_history: bool,
+}
+
+impl Default for RuntimeSettings {
+    fn default() -> Self {
+        Self {
+            backoff: Backoff::default(),
+            metrics_prefix: crate::metrics::DEFAULT_PREFIX.to_string(),
+            record_history: false,
+        }
+    }
 }
 
 /// A schedule binding: the hook's module (none for global hooks), the hook, the binding index.
@@ -65,6 +79,7 @@ impl StartupError {
 /// State shared by workers, intake and handlers.
 pub struct Shared {
     state: Mutex<State>,
+    pub(crate) metrics: Arc<Metrics>,
     notify: Notify,
     pub(crate) edges: Edges,
     epoch: tokio::time::Instant,
@@ -220,8 +235,11 @@ impl Runtime {
         }
         let (schedule_tx, schedule_events) = mpsc::channel(256);
         let scheduler = Scheduler::new(clock, schedule_tx);
+        let metrics = Arc::new(Metrics::new(&settings.metrics_prefix));
+        record_bindings(&metrics, &state);
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
+            metrics,
             notify: Notify::new(),
             edges,
             epoch: tokio::time::Instant::now(),
@@ -232,6 +250,11 @@ impl Runtime {
             kube_events,
             schedule_events,
         })
+    }
+
+    /// The metrics the runtime records (served by the HTTP server).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.shared.metrics)
     }
 
     pub fn handle(&self) -> RuntimeHandle {
@@ -272,9 +295,49 @@ impl Runtime {
             self.schedule_events,
             shutdown.clone(),
         ));
+        tasks.spawn(publish_queue_lengths(
+            Arc::clone(&self.shared),
+            shutdown.clone(),
+        ));
         shutdown.cancelled().await;
         self.shared.scheduler.stop_all();
         while tasks.join_next().await.is_some() {}
+    }
+}
+
+/// How often queue lengths are published as metrics (upstream: every 5 s).
+const QUEUE_METRICS_INTERVAL: Duration = Duration::from_secs(5);
+
+async fn publish_queue_lengths(shared: Arc<Shared>, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(QUEUE_METRICS_INTERVAL);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = stop.cancelled() => return,
+        }
+        let lengths: Vec<(String, usize)> = {
+            let st = shared.lock();
+            st.queues
+                .iter()
+                .map(|q| (q.name().to_string(), q.len()))
+                .collect()
+        };
+        for (queue, len) in lengths {
+            shared.metrics.queue_length(&queue, len);
+        }
+    }
+}
+
+/// `binding_count` of every hook with its config.
+fn record_bindings(metrics: &Metrics, st: &State) {
+    let global = st.global_hooks.iter().map(|h| (None, h));
+    let modules = st
+        .modules
+        .iter()
+        .flat_map(|(m, s)| s.hooks.iter().map(move |h| (Some(m.as_str()), h)));
+    for (module, def) in global.chain(modules) {
+        let count = def.config.binding_types().len();
+        metrics.binding_count(module, def.name().as_str(), count);
     }
 }
 
@@ -334,6 +397,7 @@ fn initial_state(
         monitors: BTreeMap::new(),
         queues,
         first_converge_done: false,
+        converge_started: None,
         history: settings.record_history.then(Vec::new),
     }
 }

@@ -59,6 +59,8 @@ pub struct State {
     pub monitors: BTreeMap<MonitorKey, Monitor>,
     pub queues: QueueSet<Task>,
     pub first_converge_done: bool,
+    /// When the converge in progress started.
+    pub converge_started: Option<tokio::time::Instant>,
     /// Every task start, in order (only when recording is on; for tests and debugging).
     pub history: Option<Vec<String>>,
 }

@@ -27,6 +27,14 @@ impl Operator {
             .arg("--tmp-dir")
             .arg(root.path().join("tmp"))
             .args(["--retry-initial-delay", "200ms", "--retry-max-delay", "1s"])
+            .args([
+                "--prometheus-listen-address",
+                "127.0.0.1",
+                "--prometheus-listen-port",
+                "0",
+            ])
+            .arg("--debug-unix-socket")
+            .arg(root.path().join("debug.socket"))
             .args(extra)
             .env("PATH", path_with_tools())
             .env("HOOK_LOG", root.path().join("hooks.log"))

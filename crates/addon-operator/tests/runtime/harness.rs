@@ -96,6 +96,7 @@ pub async fn start(dir: tempfile::TempDir, config: &str, hooks: FakeHooks, helm:
             factor: 2,
         },
         record_history: true,
+        ..RuntimeSettings::default()
     };
     let clock = Arc::new(TokioClock::starting_at(chrono::DateTime::UNIX_EPOCH));
     let runtime = Runtime::build_with_clock(&found, &configs, edges, kube_events, settings, clock)

@@ -8,6 +8,7 @@ use addon_core::names::{ModuleName, QueueName};
 use addon_core::values::patch::Scope;
 
 use crate::check::error_chain;
+use crate::metrics::ModuleInfo;
 use crate::runtime::Shared;
 use crate::runtime::state::{State, hooks_by_order};
 use crate::runtime::task::{HookTask, Origin, Outcome, Task};
@@ -16,6 +17,8 @@ use crate::runtime::task::{HookTask, Origin, Outcome, Task};
 /// (this one covers them).
 pub fn start(shared: &Shared) -> Outcome {
     let mut st = shared.lock();
+    st.converge_started
+        .get_or_insert_with(tokio::time::Instant::now);
     if let Ok(main) = st.queues.get_mut(&QueueName::main()) {
         main.remove_where(|t| matches!(t, Task::Converge { .. }));
     }
@@ -49,14 +52,30 @@ pub async fn discover(shared: &Shared) -> Outcome {
     let candidates = candidates(&shared.lock());
     let enabled = match run_pass(shared, candidates).await {
         Ok(enabled) => enabled,
-        Err(message) => return Outcome::Failed(message),
+        Err(message) => {
+            shared.metrics.discover_error();
+            return Outcome::Failed(message);
+        }
     };
     let releases = match shared.edges.helm.releases().await {
         Ok(releases) => releases,
-        Err(e) => return Outcome::Failed(error_chain(&e)),
+        Err(e) => {
+            shared.metrics.discover_error();
+            return Outcome::Failed(error_chain(&e));
+        }
     };
     let mut st = shared.lock();
     let plan = enablement::plan(&st.module_order, &enabled, &st.enabled, &releases);
+    let info: Vec<ModuleInfo> = st
+        .module_order
+        .iter()
+        .map(|m| ModuleInfo {
+            module: m.to_string(),
+            enabled: enabled.contains(m),
+            critical: false,
+        })
+        .collect();
+    shared.metrics.modules_info(&info);
     st.enabled = enabled;
     let mut head = Vec::new();
     for module in plan.to_delete {
@@ -160,6 +179,14 @@ pub fn finish(shared: &Shared, before: &str) -> Outcome {
         return Outcome::head(vec![Task::Converge {
             reason: "afterAll hooks changed global values",
         }]);
+    }
+    let activation = if st.first_converge_done {
+        "ReloadAllModules"
+    } else {
+        "OperatorStartup"
+    };
+    if let Some(started) = st.converge_started.take() {
+        shared.metrics.converge(activation, started.elapsed());
     }
     st.first_converge_done = true;
     Outcome::done()

@@ -8,15 +8,20 @@ use addon_core::names::{HookName, ModuleName, QueueName};
 
 use crate::runtime::Shared;
 use crate::runtime::edges::MonitorKey;
-use crate::runtime::hooks::{self, HookEffect};
+use crate::runtime::hooks::{self, HookEffect, RunContext};
 use crate::runtime::state::Monitor;
 use crate::runtime::task::{HookTask, Origin, Outcome, Task};
 
 /// Runs a queued hook. A failure of an `allowFailure` binding is logged and counts as done.
-pub async fn hook_task(shared: &Shared, _queue: &QueueName, task: &HookTask) -> Outcome {
+pub async fn hook_task(shared: &Shared, queue: &QueueName, task: &HookTask) -> Outcome {
     let module = task.module.as_ref();
+    let at = RunContext {
+        queue,
+        allow_failure: task.allow_failure,
+    };
     let result = hooks::run(
         shared,
+        at,
         module,
         &task.hook,
         task.binding,

@@ -18,8 +18,10 @@ pub async fn handle(shared: &Shared, queue: &QueueName, task: &Task) -> Outcome 
         Task::DiscoverModules => converge::discover(shared).await,
         Task::ConvergeDone { global_checksum } => converge::finish(shared, global_checksum),
         Task::ModuleRun {
-            module, startup, ..
-        } => module::run(shared, module, *startup).await,
+            module,
+            startup,
+            reason,
+        } => module::run(shared, module, *startup, reason).await,
         Task::ModuleDelete { module } => module::delete(shared, module).await,
         Task::ModulePurge { release } => module::purge(shared, release).await,
     }

@@ -12,14 +12,25 @@ use sha2::{Digest, Sha256};
 use super::global::start_monitor;
 use crate::check::error_chain;
 use crate::helm::UpgradeRequest;
+use crate::metrics::HelmOperation;
 use crate::runtime::Shared;
 use crate::runtime::edges::MonitorKey;
-use crate::runtime::hooks;
+use crate::runtime::hooks::{self, RunContext};
 use crate::runtime::state::{HookDef, hooks_by_order, hooks_with_kubernetes};
 use crate::runtime::task::{HookTask, Outcome, Task};
 
 /// Runs a module as one task, retried as a whole on any failure.
-pub async fn run(shared: &Shared, module: &ModuleName, startup: bool) -> Outcome {
+pub async fn run(shared: &Shared, module: &ModuleName, startup: bool, reason: &str) -> Outcome {
+    let started = tokio::time::Instant::now();
+    let outcome = run_steps(shared, module, startup, reason).await;
+    let success = matches!(outcome, Outcome::Done { .. });
+    shared
+        .metrics
+        .module_run(module.as_str(), reason, started.elapsed(), success);
+    outcome
+}
+
+async fn run_steps(shared: &Shared, module: &ModuleName, startup: bool, reason: &str) -> Outcome {
     let Some(state) = shared.lock().module(module).cloned() else {
         return Outcome::Failed(format!("module '{module}' is not known"));
     };
@@ -35,7 +46,10 @@ pub async fn run(shared: &Shared, module: &ModuleName, startup: bool) -> Outcome
         }
         run_lifecycle(shared, module, &state.hooks, BindingType::BeforeHelm).await?;
         if state.source.has_chart {
-            helm_upgrade(shared, module, &state.source.path).await?;
+            let helm_started = tokio::time::Instant::now();
+            helm_upgrade(shared, module, &state.source.path, reason).await?;
+            let elapsed = helm_started.elapsed();
+            shared.metrics.module_helm(module.as_str(), reason, elapsed);
         }
         let before = module_checksum(shared, module);
         run_lifecycle(shared, module, &state.hooks, BindingType::AfterHelm).await?;
@@ -82,7 +96,11 @@ async fn run_lifecycle(
             BindingType::OnStartup => builder.on_startup(),
             _ => builder.lifecycle(binding),
         };
-        hooks::run(shared, Some(module), def.name(), binding, vec![ctx]).await?;
+        let at = RunContext {
+            queue: &QueueName::main(),
+            allow_failure: false,
+        };
+        hooks::run(shared, at, Some(module), def.name(), binding, vec![ctx]).await?;
     }
     Ok(())
 }
@@ -115,8 +133,13 @@ async fn run_synchronization(
     key: &MonitorKey,
     task: HookTask,
 ) -> Result<(), String> {
+    let at = RunContext {
+        queue: &QueueName::main(),
+        allow_failure: task.allow_failure,
+    };
     let result = hooks::run(
         shared,
+        at,
         key.module.as_ref(),
         &task.hook,
         task.binding,
@@ -138,7 +161,12 @@ async fn run_synchronization(
 
 /// Checks the Helm values (with `x-required-for-helm`) and runs `helm upgrade --install` when the
 /// values or the chart changed or Helm says so.
-async fn helm_upgrade(shared: &Shared, module: &ModuleName, chart: &Path) -> Result<(), String> {
+async fn helm_upgrade(
+    shared: &Shared,
+    module: &ModuleName,
+    chart: &Path,
+    activation: &str,
+) -> Result<(), String> {
     let values = shared
         .lock()
         .store
@@ -152,13 +180,23 @@ async fn helm_upgrade(shared: &Shared, module: &ModuleName, chart: &Path) -> Res
         values_yaml,
     };
     let helm = &shared.edges.helm;
-    if helm
+    let timed = |operation, started: tokio::time::Instant| {
+        let elapsed = started.elapsed();
+        shared
+            .metrics
+            .helm_operation(module.as_str(), activation, operation, elapsed);
+    };
+    let started = tokio::time::Instant::now();
+    let upgrade = helm
         .should_upgrade(&request)
         .await
-        .map_err(|e| error_chain(&e))?
-    {
+        .map_err(|e| error_chain(&e))?;
+    timed(HelmOperation::CheckUpgrade, started);
+    if upgrade {
         shared.lock().record(format!("helm upgrade {module}"));
+        let started = tokio::time::Instant::now();
         helm.upgrade(&request).await.map_err(|e| error_chain(&e))?;
+        timed(HelmOperation::Upgrade, started);
     }
     Ok(())
 }
@@ -220,7 +258,11 @@ pub async fn delete(shared: &Shared, module: &ModuleName) -> Outcome {
         }
         run_lifecycle(shared, module, &state.hooks, BindingType::AfterDeleteHelm).await
     };
-    if let Err(message) = steps.await {
+    let result = steps.await;
+    shared
+        .metrics
+        .module_delete(module.as_str(), result.is_ok());
+    if let Err(message) = result {
         return Outcome::Failed(format!("module '{module}': {message}"));
     }
     shared.stop_module(module);

@@ -1,0 +1,153 @@
+//! The runtime seen by the HTTP endpoints and the debug API: short snapshots under the state lock.
+
+use addon_core::names::ModuleName;
+use addon_core::queue::QueueListDump;
+use addon_core::values::patch::Scope;
+use serde_json::{Map, Value};
+
+use super::RuntimeHandle;
+use super::task::Task;
+use crate::http::{ConvergeStatus, StartupConverge, StatusSource};
+
+impl RuntimeHandle {
+    fn module_name(&self, name: &str) -> Option<ModuleName> {
+        let module = ModuleName::new(name).ok()?;
+        self.shared
+            .lock()
+            .modules
+            .contains_key(&module)
+            .then_some(module)
+    }
+}
+
+fn is_converge_task(task: &Task) -> bool {
+    matches!(
+        task,
+        Task::Converge { .. }
+            | Task::DiscoverModules
+            | Task::ConvergeDone { .. }
+            | Task::ModuleRun { .. }
+            | Task::ModuleDelete { .. }
+            | Task::ModulePurge { .. }
+    )
+}
+
+impl StatusSource for RuntimeHandle {
+    fn converge_status(&self) -> ConvergeStatus {
+        let st = self.shared.lock();
+        let converge_tasks = st
+            .queues
+            .iter()
+            .flat_map(|q| q.iter())
+            .filter(|t| is_converge_task(&t.task))
+            .count();
+        let startup = if st.first_converge_done {
+            StartupConverge::Done
+        } else if converge_tasks > 0 || !st.enabled.is_empty() {
+            StartupConverge::InProgress
+        } else {
+            StartupConverge::NotStarted
+        };
+        ConvergeStatus {
+            startup,
+            converge_tasks,
+        }
+    }
+
+    fn ready(&self) -> bool {
+        self.shared.lock().first_converge_done
+    }
+
+    fn queue_list(&self, show_empty: bool) -> QueueListDump {
+        let now = self.shared.now();
+        self.shared.lock().queues.dump(now, show_empty)
+    }
+
+    fn global_hooks(&self) -> Vec<String> {
+        let st = self.shared.lock();
+        st.global_hooks
+            .iter()
+            .map(|h| h.name().to_string())
+            .collect()
+    }
+
+    fn global_values(&self) -> Value {
+        self.shared.lock().store.global_values()
+    }
+
+    fn global_config(&self) -> Value {
+        self.shared.lock().store.global_config_values()
+    }
+
+    fn enabled_modules(&self) -> Vec<String> {
+        let st = self.shared.lock();
+        st.enabled.iter().map(ToString::to_string).collect()
+    }
+
+    fn module_values(&self, module: &str) -> Option<Value> {
+        let module = self.module_name(module)?;
+        self.shared.lock().store.module_values(&module).ok()
+    }
+
+    fn module_config(&self, module: &str) -> Option<Value> {
+        let module = self.module_name(module)?;
+        self.shared.lock().store.module_config_values(&module).ok()
+    }
+
+    fn global_patches(&self) -> Option<Value> {
+        let st = self.shared.lock();
+        let ops = st.store.values_patches(&Scope::Global).ok()?;
+        serde_json::to_value(ops).ok()
+    }
+
+    fn module_patches(&self, module: &str) -> Option<Value> {
+        let module = self.module_name(module)?;
+        let st = self.shared.lock();
+        let ops = st.store.values_patches(&Scope::Module(module)).ok()?;
+        serde_json::to_value(ops).ok()
+    }
+
+    fn global_snapshots(&self) -> Option<Value> {
+        Some(self.snapshots_of(None))
+    }
+
+    fn module_snapshots(&self, module: &str) -> Option<Value> {
+        let module = self.module_name(module)?;
+        Some(self.snapshots_of(Some(&module)))
+    }
+}
+
+impl RuntimeHandle {
+    /// `{hook: {binding: [{object?, filterResult?}]}}` of a module's (or the global) hooks.
+    fn snapshots_of(&self, module: Option<&ModuleName>) -> Value {
+        let st = self.shared.lock();
+        let mut out = Map::new();
+        for (key, monitor) in &st.monitors {
+            if key.module.as_ref() != module {
+                continue;
+            }
+            let items: Vec<Value> = monitor
+                .cache
+                .items()
+                .iter()
+                .map(|i| {
+                    let mut m = Map::new();
+                    if let Some(o) = &i.object {
+                        m.insert("object".into(), (**o).clone());
+                    }
+                    if let Some(f) = &i.filter_result {
+                        m.insert("filterResult".into(), (**f).clone());
+                    }
+                    Value::Object(m)
+                })
+                .collect();
+            let hook = out
+                .entry(key.hook.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(bindings) = hook {
+                bindings.insert(monitor.cache.binding().name.clone(), Value::Array(items));
+            }
+        }
+        Value::Object(out)
+    }
+}
