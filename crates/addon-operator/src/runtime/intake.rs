@@ -163,6 +163,10 @@ fn on_kube_event(shared: &Shared, ev: KubeEvent) {
     let Some(monitor) = st.monitors.get_mut(&ev.key) else {
         return;
     };
+    if let Some(pending) = &mut monitor.pending {
+        pending.push((ev.event, ev.object));
+        return;
+    }
     let item = match monitor.cache.apply(ev.event, ev.object) {
         Ok(Some(item)) => item,
         Ok(None) => return,

@@ -121,6 +121,20 @@ pub async fn enable_kubernetes(shared: &Shared, hook: &HookName) -> Outcome {
     Outcome::head(head)
 }
 
+/// Loads the listing into a starting monitor, then replays the events that arrived meanwhile.
+fn load_monitor(
+    monitor: &mut Monitor,
+    objects: Vec<serde_json::Value>,
+    synced: bool,
+) -> Result<(), addon_core::jq::JqError> {
+    monitor.cache.reset(objects)?;
+    for (event, object) in monitor.pending.take().unwrap_or_default() {
+        monitor.cache.apply(event, object)?;
+    }
+    monitor.synced = synced;
+    Ok(())
+}
+
 /// Starts one binding's watch and loads its objects. Returns the Synchronization run to queue,
 /// or `None` when the hook must not run on Synchronization (the binding is synced at once).
 pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<Task>, String> {
@@ -135,25 +149,38 @@ pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<T
         .get(key.binding)
         .cloned()
         .ok_or_else(|| format!("hook '{}' has no binding #{}", key.hook, key.binding))?;
-    let objects = shared
-        .edges
-        .kube
-        .start(key, &binding)
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut cache = MonitorCache::new(&binding);
-    cache
-        .reset(objects)
-        .map_err(|e| format!("hook '{}': binding '{}': {e}", key.hook, binding.name))?;
     let runs = !binding.v0 && binding.execute_hook_on_synchronization;
-    let mut st = shared.lock();
-    st.monitors.insert(
+    shared.lock().monitors.insert(
         key.clone(),
         Monitor {
-            cache,
-            synced: !runs,
+            cache: MonitorCache::new(&binding),
+            synced: false,
+            pending: Some(Vec::new()),
         },
     );
+    let started = shared.edges.kube.start(key, &binding).await;
+    let mut st = shared.lock();
+    let objects = match started {
+        Ok(objects) => objects,
+        Err(e) => {
+            st.monitors.remove(key);
+            return Err(e.to_string());
+        }
+    };
+    let Some(monitor) = st.monitors.get_mut(key) else {
+        return Err(format!(
+            "hook '{}': the watch was stopped while starting",
+            key.hook
+        ));
+    };
+    let loaded = load_monitor(monitor, objects, !runs);
+    if let Err(e) = loaded {
+        st.monitors.remove(key);
+        return Err(format!(
+            "hook '{}': binding '{}': {e}",
+            key.hook, binding.name
+        ));
+    }
     if !runs {
         return Ok(None);
     }
