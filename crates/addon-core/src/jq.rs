@@ -382,3 +382,37 @@ mod tests {
         assert_eq!(checksum(&json!(null)).len(), 64);
     }
 }
+
+#[cfg(test)]
+mod assign_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn assignment_into_an_existing_object_works() {
+        let f = JqFilter::compile(r#".metadata.labels.x = "y""#).unwrap();
+        assert_eq!(
+            f.apply(&json!({"metadata": {"labels": {}}})).unwrap(),
+            json!({"metadata": {"labels": {"x": "y"}}})
+        );
+    }
+
+    /// jq 1.6 creates missing objects on assignment; jaq does not (see docs/compatibility.md).
+    #[test]
+    fn assignment_through_a_missing_path_fails_and_the_documented_workaround_works() {
+        let direct = JqFilter::compile(r#".metadata.labels.x = "y""#).unwrap();
+        let err = direct
+            .apply(&json!({"metadata": {}}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("null"), "{err}");
+        let workaround = JqFilter::compile(
+            r#".metadata.labels = (.metadata.labels // {}) | .metadata.labels.x = "y""#,
+        )
+        .unwrap();
+        assert_eq!(
+            workaround.apply(&json!({"metadata": {}})).unwrap(),
+            json!({"metadata": {"labels": {"x": "y"}}})
+        );
+    }
+}
