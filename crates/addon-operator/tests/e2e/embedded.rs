@@ -1,0 +1,137 @@
+//! The demo tree on the embedded cluster: the real binary, real helm and kubectl, bash hooks.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{binary, demo_dir, path_with_tools, require_tool};
+
+fn copy_dir(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .env("PATH", path_with_tools())
+        .env("HOME", kubeconfig.parent().unwrap())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn wait_for(what: &str, log: &Path, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
+        if done() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!(
+        "timed out waiting for {what}; operator log:\n{}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
+#[test]
+fn demo_runs_on_the_embedded_cluster_and_config_edits_reach_the_cluster() {
+    if !require_tool("jq") || !require_tool("helm") || !require_tool("kubectl") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("demo");
+    copy_dir(&demo_dir(), &tree);
+    let log = tmp.path().join("operator.log");
+    let child = Command::new(binary())
+        .arg("start")
+        .arg("--working-dir")
+        .arg(&tree)
+        .arg("--config-file")
+        .arg(tree.join("config.yaml"))
+        .arg("--embedded-cluster")
+        .arg("--tmp-dir")
+        .arg(tmp.path().join("run"))
+        .args([
+            "--prometheus-listen-address",
+            "127.0.0.1",
+            "--prometheus-listen-port",
+            "0",
+        ])
+        .arg("--debug-unix-socket")
+        .arg(tmp.path().join("debug.socket"))
+        .env("PATH", path_with_tools())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = Running(child);
+    let kubeconfig = tmp.path().join("run/embedded-cluster.kubeconfig");
+    let greeting = || {
+        kubectl(
+            &kubeconfig,
+            &[
+                "get",
+                "configmap",
+                "echo-server",
+                "-o",
+                "jsonpath={.data.greeting}",
+            ],
+        )
+        .unwrap_or_default()
+    };
+    wait_for("the echo-server release", &log, || {
+        greeting() == "hello from the config file (cluster laptop)"
+    });
+    let releases = Command::new("helm")
+        .args(["list", "-A", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .env("PATH", path_with_tools())
+        .env("HELM_CONFIG_HOME", tmp.path().join("helm"))
+        .env("HELM_CACHE_HOME", tmp.path().join("helm"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&releases.stdout).contains("echo-server"));
+    wait_for("the watch hook to see the ConfigMap", &log, || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("watch-configmaps: Added echo-server greeting=hello from the config file")
+    });
+
+    // an edit of the module's section runs the module: helm upgrades the ConfigMap
+    let config = std::fs::read_to_string(tree.join("config.yaml")).unwrap();
+    std::fs::write(
+        tree.join("config.yaml"),
+        config.replace("hello from the config file", "edited"),
+    )
+    .unwrap();
+    wait_for("the upgraded ConfigMap", &log, || {
+        greeting() == "edited (cluster laptop)"
+    });
+    wait_for("the watch hook to see the change", &log, || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("watch-configmaps: Modified echo-server greeting=edited (cluster laptop)")
+    });
+}
