@@ -277,11 +277,11 @@ impl KubeEvents for NoCluster {
         key: &'a MonitorKey,
         binding: &'a KubernetesBinding,
     ) -> BoxFuture<'a, Result<Vec<Value>, KubeError>> {
-        tracing::warn!(
+        tracing::info!(
             hook = %key.hook,
             binding = %binding.name,
             kind = %binding.kind,
-            "no Kubernetes cluster: the binding sees no objects (use --embedded-cluster or a kubeconfig)"
+            "local mode: the binding sees no objects (use --embedded-cluster or --kube-config)"
         );
         Box::pin(async { Ok(Vec::new()) })
     }
@@ -291,9 +291,9 @@ impl KubeEvents for NoCluster {
 
 impl ObjectPatches for NoCluster {
     fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>> {
-        tracing::warn!(
+        tracing::info!(
             operations = ops.len(),
-            "no Kubernetes cluster: the hook's Kubernetes operations are validated, not applied"
+            "local mode: the hook's Kubernetes operations are validated, not applied"
         );
         Box::pin(async { Ok(()) })
     }

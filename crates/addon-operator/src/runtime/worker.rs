@@ -108,6 +108,7 @@ async fn run_task(shared: &Shared, queue: &QueueName, id: TaskId, task: Task) {
         queue = %queue,
         module = task.module().map(|m| m.to_string()).unwrap_or_default(),
         hook = hook_name(&task),
+        binding = binding_name(&task),
     );
     async {
         let started = tokio::time::Instant::now();
@@ -118,6 +119,16 @@ async fn run_task(shared: &Shared, queue: &QueueName, id: TaskId, task: Task) {
     }
     .instrument(span)
     .await;
+}
+
+fn binding_name(task: &Task) -> String {
+    match task {
+        Task::Hook(h) => h
+            .contexts
+            .first()
+            .map_or_else(|| h.binding.as_str().to_string(), |c| c.binding.clone()),
+        _ => String::new(),
+    }
 }
 
 fn hook_name(task: &Task) -> String {
