@@ -126,6 +126,29 @@ pub struct StartArgs {
     pub http: crate::http::HttpArgs,
 }
 
+#[derive(Debug, Clone, clap::Args)]
+pub struct RenderArgs {
+    /// The module (kebab-case name)
+    pub module: String,
+    #[command(flatten)]
+    pub dirs: DirFlags,
+    /// The config (what the ConfigMap's data holds); read once, never written
+    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+    /// Time limit of one hook run
+    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
+    pub hook_timeout: std::time::Duration,
+    /// Give up when the first 'reload all modules' has not finished by then
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Namespace passed to helm template
+    #[arg(long, env = "ADDON_OPERATOR_NAMESPACE", default_value = "")]
+    pub namespace: String,
+    /// The helm binary (3.x or 4.x)
+    #[arg(long, env = "HELM_BINARY", default_value = "helm")]
+    pub helm_binary: PathBuf,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     Text,

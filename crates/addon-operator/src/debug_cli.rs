@@ -130,6 +130,9 @@ pub struct ModuleArgs {
 
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum ModuleCommand {
+    /// Run the tree locally as the operator would (no cluster) and print the manifests Helm
+    /// would install for a module; does not need a running operator
+    Render(Box<crate::cli::RenderArgs>),
     /// Names of the enabled modules
     List(OutputArg),
     /// Effective values of a module
@@ -200,9 +203,10 @@ impl GlobalArgs {
 }
 
 impl ModuleArgs {
-    /// The route this command asks for.
+    /// The route this command asks for (empty for `render`, which runs locally).
     pub fn route(&self) -> String {
         match &self.command {
+            ModuleCommand::Render(_) => String::new(),
             ModuleCommand::List(o) => format!("/module/list.{}", o.output.extension()),
             ModuleCommand::ResourceMonitor(o) => {
                 format!("/module/resource-monitor.{}", o.output.extension())

@@ -14,6 +14,8 @@ pub mod kube;
 pub mod loader;
 pub mod logging;
 pub mod metrics;
+pub mod render;
 pub mod runtime;
 pub mod schedule;
 pub mod start;
+pub mod tree;

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use addon_operator::cli::{Cli, Command};
 use addon_operator::debug_cli;
+use addon_operator::debug_cli::ModuleCommand;
 use clap::Parser;
 
 fn main() -> ExitCode {
@@ -14,7 +15,10 @@ fn main() -> ExitCode {
         Command::Start(args) => addon_operator::start::run_cli(&args),
         Command::Queue(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
         Command::Global(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
-        Command::Module(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
+        Command::Module(args) => match &args.command {
+            ModuleCommand::Render(render) => addon_operator::render::run_cli(render),
+            _ => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
+        },
         Command::Raw(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.path),
         Command::Version => {
             println!("addon-operator {}", env!("CARGO_PKG_VERSION"));

@@ -2,7 +2,6 @@
 //! (none, the embedded emulator, or a kubeconfig / in-cluster), builds the runtime with the real
 //! edges, serves metrics and the debug API, and runs until SIGINT or SIGTERM.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -17,19 +16,15 @@ use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::check::configs::HookConfigs;
 use crate::check::error_chain;
 use crate::cli::StartArgs;
 use crate::config_file::FileConfigStore;
-use crate::dirs;
 use crate::exec::hook_run::HookRunSettings;
 use crate::helm::Helm;
 use crate::helm::binary::{BinaryHelm, HelmSettings};
 use crate::helm::template::TemplateHelm;
-use crate::hook_configs::ConfigRunOptions;
 use crate::http::StatusSource;
 use crate::kube::{KubeEdge, ObjectPatcher, PatcherSettings};
-use crate::loader::{self, LoaderConfig};
 use crate::runtime::edges::{
     ConfigBackend, Edges, FileConfig, KubeEvent, MemoryConfig, NoCluster, ObjectPatches,
     ProcessHooks,
@@ -72,21 +67,10 @@ impl Cluster {
 }
 
 async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
-    let dirs = dirs::resolve(&args.dirs, &|name| std::env::var(name).ok());
-    let (found, load_errors) = loader::load(&LoaderConfig {
-        modules_dirs: dirs.modules_dirs,
-        global_hooks_dir: dirs.global_hooks_dir,
-        unnumbered_order: dirs.unnumbered_order,
-    });
-    for warning in &found.warnings {
-        tracing::warn!("{warning}");
-    }
-    let mut errors: Vec<String> = load_errors.iter().map(|e| error_chain(e)).collect();
-    let configs = HookConfigs::fetch(&found, &ConfigRunOptions::new(args.hook_timeout)).await;
-    errors.extend(configs.errors.iter().cloned());
-    if !errors.is_empty() {
-        return Ok(fail(&errors));
-    }
+    let tree = match crate::tree::load(&args.dirs, args.hook_timeout).await {
+        Ok(tree) => tree,
+        Err(errors) => return Ok(fail("start", &errors)),
+    };
     std::fs::create_dir_all(&args.tmp_dir)
         .with_context(|| format!("create the tmp dir {}", args.tmp_dir.display()))?;
     let cluster = choose_cluster(args).await?;
@@ -102,14 +86,14 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         metrics_prefix: args.http.prometheus_metrics_prefix.clone(),
         record_history: false,
     };
-    let by_path: BTreeMap<_, _> = configs.by_path.into_iter().collect();
-    let runtime = match Runtime::build(&found, &by_path, edges, kube_events, settings).await {
-        Ok(runtime) => runtime,
-        Err(e) => return Ok(fail(&e.errors)),
-    };
+    let runtime =
+        match Runtime::build(&tree.found, &tree.configs, edges, kube_events, settings).await {
+            Ok(runtime) => runtime,
+            Err(e) => return Ok(fail("start", &e.errors)),
+        };
     tracing::info!(
-        global_hooks = found.global.hooks.len(),
-        modules = found.modules.len(),
+        global_hooks = tree.found.global.hooks.len(),
+        modules = tree.found.modules.len(),
         "addon-operator started"
     );
     let shutdown = CancellationToken::new();
@@ -121,8 +105,12 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn fail(errors: &[String]) -> ExitCode {
-    eprintln!("addon-operator: cannot start, {} problem(s):", errors.len());
+/// Prints every problem that stops `what` (e.g. "start") and gives exit code 1.
+pub(crate) fn fail(what: &str, errors: &[String]) -> ExitCode {
+    eprintln!(
+        "addon-operator: cannot {what}, {} problem(s):",
+        errors.len()
+    );
     for e in errors {
         eprintln!("  {e}");
     }

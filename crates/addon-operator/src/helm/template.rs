@@ -17,6 +17,8 @@ pub struct TemplateHelm {
     tmp_dir: PathBuf,
     /// release → checksum of its last render
     releases: Mutex<BTreeMap<String, String>>,
+    /// release → its last rendered manifest
+    manifests: Mutex<BTreeMap<String, String>>,
 }
 
 impl TemplateHelm {
@@ -26,7 +28,17 @@ impl TemplateHelm {
             namespace,
             tmp_dir,
             releases: Mutex::new(BTreeMap::new()),
+            manifests: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// The last manifest rendered for `release`.
+    pub fn manifest(&self, release: &str) -> Option<String> {
+        let manifests = self
+            .manifests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        manifests.get(release).cloned()
     }
 
     fn releases(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
@@ -101,6 +113,10 @@ impl Helm for TemplateHelm {
             tracing::debug!(release = %req.release, "rendered manifest:\n{manifest}");
             self.releases()
                 .insert(req.release.clone(), req.checksum.clone());
+            self.manifests
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(req.release.clone(), manifest);
             Ok(())
         })
     }

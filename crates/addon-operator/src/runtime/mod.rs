@@ -462,6 +462,16 @@ impl RuntimeHandle {
         self.shared.lock().queues.total_len() == 0
     }
 
+    /// The first task that failed and waits for its retry, with its error, if any.
+    pub fn first_failure(&self) -> Option<String> {
+        let st = self.shared.lock();
+        st.queues
+            .iter()
+            .flat_map(|q| q.iter())
+            .find(|t| t.failures > 0)
+            .map(|t| t.description())
+    }
+
     /// Whether the first 'reload all modules' finished.
     pub fn first_converge_done(&self) -> bool {
         self.shared.lock().first_converge_done

@@ -4,5 +4,6 @@
 
 mod check;
 mod embedded;
+mod render;
 mod start;
 mod support;

@@ -375,14 +375,15 @@ fn sigterm_stops_a_running_hook_and_the_operator_exits_cleanly() {
         "slow",
         "configVersion: v1\nonStartup: 1",
         r#"trap 'echo "slow got TERM" >> "$HOOK_LOG"; exit 1' TERM
+echo "slow ready" >> "$HOOK_LOG"
 sleep 60 &
 wait"#,
     );
     write(&r.join("modules/.keep"), "", false);
     write(&r.join("config.yaml"), "", false);
     let mut op = Operator::start(root, &["--hook-kill-grace", "5s"]);
-    op.wait_for("the slow hook to start", |log| {
-        log.iter().any(|l| l == "slow onStartup")
+    op.wait_for("the slow hook to trap TERM", |log| {
+        log.iter().any(|l| l == "slow ready")
     });
     let started = Instant::now();
     Command::new("kill")
