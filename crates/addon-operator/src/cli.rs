@@ -87,6 +87,10 @@ pub struct StartArgs {
     /// Longest retry delay of a failed task
     #[arg(long, env = "ADDON_OPERATOR_RETRY_MAX_DELAY", default_value = "30s", value_parser = parse_duration)]
     pub retry_max_delay: std::time::Duration,
+    /// How often each module's release is checked for drift (objects missing from the cluster,
+    /// a failed release); a drifted module runs again. 0 turns the check off
+    #[arg(long, env = "ADDON_OPERATOR_RESOURCES_MONITOR_INTERVAL", default_value = "4m30s", value_parser = parse_duration)]
+    pub resources_monitor_interval: std::time::Duration,
     /// Namespace of Helm releases and of the addon-operator ConfigMap
     #[arg(long, env = "ADDON_OPERATOR_NAMESPACE", default_value = "")]
     pub namespace: String,

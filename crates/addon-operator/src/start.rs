@@ -84,6 +84,8 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
             factor: 2,
         },
         metrics_prefix: args.http.prometheus_metrics_prefix.clone(),
+        resource_monitor_interval: Some(args.resources_monitor_interval)
+            .filter(|interval| !interval.is_zero()),
         record_history: false,
     };
     let runtime =

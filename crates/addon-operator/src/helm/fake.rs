@@ -52,6 +52,14 @@ impl FakeHelm {
         self.lock().failures.push_back(release.to_string());
     }
 
+    /// Makes `release` drift from what was installed (as if objects were deleted): the next
+    /// `should_upgrade` says yes.
+    pub fn drift(&self, release: &str) {
+        if let Some(checksum) = self.lock().releases.get_mut(release) {
+            checksum.clear();
+        }
+    }
+
     pub fn calls(&self) -> Vec<HelmCall> {
         self.lock().calls.clone()
     }

@@ -7,6 +7,7 @@ mod edges_fake;
 mod handlers;
 mod hooks;
 mod intake;
+mod resource_monitor;
 pub mod state;
 mod status;
 pub mod task;
@@ -41,6 +42,8 @@ pub struct RuntimeSettings {
     pub backoff: Backoff,
     /// Prefix of the operator's metric names.
     pub metrics_prefix: String,
+    /// How often releases are checked for drift (missing objects, failed status); `None` = never.
+    pub resource_monitor_interval: Option<Duration>,
     /// Keep the ordered history of task starts and hook runs (tests, debugging).
     pub record_history: bool,
 }
@@ -50,6 +53,7 @@ impl Default for RuntimeSettings {
         Self {
             backoff: Backoff::default(),
             metrics_prefix: crate::metrics::DEFAULT_PREFIX.to_string(),
+            resource_monitor_interval: None,
             record_history: false,
         }
     }
@@ -177,6 +181,7 @@ impl Shared {
 /// A built runtime, ready to run.
 pub struct Runtime {
     shared: Arc<Shared>,
+    resource_monitor_interval: Option<Duration>,
     kube_events: mpsc::UnboundedReceiver<KubeEvent>,
     schedule_events: mpsc::Receiver<ScheduleId>,
 }
@@ -247,6 +252,7 @@ impl Runtime {
         });
         Ok(Self {
             shared,
+            resource_monitor_interval: settings.resource_monitor_interval,
             kube_events,
             schedule_events,
         })
@@ -295,6 +301,16 @@ impl Runtime {
             self.schedule_events,
             shutdown.clone(),
         ));
+        if let Some(interval) = self.resource_monitor_interval {
+            tasks.spawn(resource_monitor::run(
+                Arc::clone(&self.shared),
+                RuntimeHandle {
+                    shared: Arc::clone(&self.shared),
+                },
+                interval,
+                shutdown.clone(),
+            ));
+        }
         tasks.spawn(publish_queue_lengths(
             Arc::clone(&self.shared),
             shutdown.clone(),

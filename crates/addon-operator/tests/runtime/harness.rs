@@ -96,6 +96,7 @@ pub async fn start(dir: tempfile::TempDir, config: &str, hooks: FakeHooks, helm:
             factor: 2,
         },
         record_history: true,
+        resource_monitor_interval: Some(Duration::from_secs(300)),
         ..RuntimeSettings::default()
     };
     let clock = Arc::new(TokioClock::starting_at(chrono::DateTime::UNIX_EPOCH));

@@ -771,3 +771,20 @@ async fn release_without_a_module_is_purged_before_after_all() {
     );
     assert_eq!(op.helm.release_names(), ["web"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn resource_monitor_runs_a_module_whose_release_drifted() {
+    let op = start(small_tree(), "", default_hooks(), FakeHelm::new()).await;
+    op.settle().await;
+    let mark = op.clear_history_marker();
+    tokio::time::sleep(std::time::Duration::from_secs(301)).await;
+    op.settle().await;
+    assert!(op.runs_since(mark).is_empty(), "no drift, nothing runs");
+    op.helm.drift("web");
+    tokio::time::sleep(std::time::Duration::from_secs(300)).await;
+    op.settle().await;
+    assert_eq!(
+        op.runs_since(mark),
+        ["run web/hooks/before beforeHelm", "helm upgrade web"]
+    );
+}

@@ -2,7 +2,7 @@
 
 mod converge;
 mod global;
-mod module;
+pub(super) mod module;
 
 use addon_core::names::QueueName;
 

@@ -167,18 +167,7 @@ async fn helm_upgrade(
     chart: &Path,
     activation: &str,
 ) -> Result<(), String> {
-    let values = shared
-        .lock()
-        .store
-        .helm_values(module)
-        .map_err(|e| error_chain(&e))?;
-    let values_yaml = addon_core::yaml::to_string(&values).map_err(|e| e.to_string())?;
-    let request = UpgradeRequest {
-        release: module.to_string(),
-        chart_dir: chart.to_path_buf(),
-        checksum: chart_checksum(chart, &values_yaml),
-        values_yaml,
-    };
+    let request = upgrade_request(shared, module, chart)?;
     let helm = &shared.edges.helm;
     let timed = |operation, started: tokio::time::Instant| {
         let elapsed = started.elapsed();
@@ -199,6 +188,27 @@ async fn helm_upgrade(
         timed(HelmOperation::Upgrade, started);
     }
     Ok(())
+}
+
+/// What Helm gets for `module` now: its Helm values (checked with `x-required-for-helm`) and the
+/// checksum of values and chart files.
+pub fn upgrade_request(
+    shared: &Shared,
+    module: &ModuleName,
+    chart: &Path,
+) -> Result<UpgradeRequest, String> {
+    let values = shared
+        .lock()
+        .store
+        .helm_values(module)
+        .map_err(|e| error_chain(&e))?;
+    let values_yaml = addon_core::yaml::to_string(&values).map_err(|e| e.to_string())?;
+    Ok(UpgradeRequest {
+        release: module.to_string(),
+        chart_dir: chart.to_path_buf(),
+        checksum: chart_checksum(chart, &values_yaml),
+        values_yaml,
+    })
 }
 
 /// A checksum of the values and of the chart's files (`Chart.yaml`, `values.yaml`, `templates/`).

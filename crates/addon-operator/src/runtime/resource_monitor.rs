@@ -1,0 +1,73 @@
+//! Auto-healing: every few minutes, asks Helm whether the release of each running module with a
+//! chart still matches (release deployed, no object of its manifest missing) and queues a module
+//! run ('helm resources absent') for the ones that drifted.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use addon_core::names::{ModuleName, QueueName};
+use tokio_util::sync::CancellationToken;
+
+use super::handlers::module::upgrade_request;
+use super::{RuntimeHandle, Shared};
+
+/// Checks every `interval` (upstream: 4 m 30 s plus up to a minute of jitter).
+pub async fn run(
+    shared: Arc<Shared>,
+    handle: RuntimeHandle,
+    interval: Duration,
+    stop: CancellationToken,
+) {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = stop.cancelled() => return,
+        }
+        for module in idle_chart_modules(&shared) {
+            check(&shared, &handle, &module).await;
+        }
+    }
+}
+
+/// Enabled modules with a chart whose run finished and that have nothing queued.
+fn idle_chart_modules(shared: &Shared) -> Vec<ModuleName> {
+    let st = shared.lock();
+    if !st.first_converge_done {
+        return Vec::new();
+    }
+    let main = QueueName::main();
+    st.enabled
+        .iter()
+        .filter(|m| {
+            st.module(m)
+                .is_some_and(|s| s.source.has_chart && s.startup_done)
+        })
+        .filter(|m| !st.is_queued(&main, |t| t.module() == Some(m)))
+        .cloned()
+        .collect()
+}
+
+async fn check(shared: &Shared, handle: &RuntimeHandle, module: &ModuleName) {
+    let Some(chart) = shared.lock().module(module).map(|m| m.source.path.clone()) else {
+        return;
+    };
+    let request = match upgrade_request(shared, module, &chart) {
+        Ok(request) => request,
+        Err(error) => {
+            tracing::debug!(module = %module, %error, "resource monitor skips the module");
+            return;
+        }
+    };
+    match shared.edges.helm.should_upgrade(&request).await {
+        Ok(true) => {
+            tracing::warn!(module = %module, "the module's release drifted from its chart: running the module again");
+            handle.resources_absent(module);
+        }
+        Ok(false) => {}
+        Err(e) => {
+            tracing::warn!(module = %module, error = %crate::check::error_chain(&e), "resource monitor check failed")
+        }
+    }
+}
