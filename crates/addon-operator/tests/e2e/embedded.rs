@@ -71,6 +71,7 @@ fn demo_runs_on_the_embedded_cluster_and_config_edits_reach_the_cluster() {
         .arg("--config-file")
         .arg(tree.join("config.yaml"))
         .arg("--embedded-cluster")
+        .args(["--resources-monitor-interval", "1s"])
         .arg("--tmp-dir")
         .arg(tmp.path().join("run"))
         .args([
@@ -134,4 +135,17 @@ fn demo_runs_on_the_embedded_cluster_and_config_edits_reach_the_cluster() {
             .unwrap_or_default()
             .contains("watch-configmaps: Modified echo-server greeting=edited (cluster laptop)")
     });
+
+    // auto-healing: a deleted object of the release comes back
+    assert!(kubectl(&kubeconfig, &["delete", "configmap", "echo-server"]).is_some());
+    wait_for(
+        "the resource monitor to reinstall the ConfigMap",
+        &log,
+        || greeting() == "edited (cluster laptop)",
+    );
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("drifted from its chart")
+    );
 }
