@@ -320,8 +320,14 @@ impl FileConfig {
 }
 
 impl ConfigBackend for FileConfig {
+    /// A missing file is an empty config (like a missing ConfigMap); the first config patch
+    /// creates it.
     fn load(&self) -> BoxFuture<'_, Result<Config, ConfigBackendError>> {
         Box::pin(async move {
+            if !self.path.exists() {
+                tracing::info!(path = %self.path.display(), "config file does not exist yet: empty config");
+                return Ok(Config::empty());
+            }
             let text = self
                 .store
                 .load()

@@ -402,3 +402,33 @@ wait"#,
         op.hook_log()
     );
 }
+
+#[test]
+fn missing_config_file_is_an_empty_config_and_the_first_config_patch_creates_it() {
+    if !require_tool("jq") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    hook(
+        r,
+        "global-hooks/gen",
+        "gen",
+        "configVersion: v1\nonStartup: 1",
+        r#"echo '[{"op": "add", "path": "/global/token", "value": "abc"}]' > "$CONFIG_VALUES_JSON_PATCH_PATH""#,
+    );
+    write(&r.join("modules/.keep"), "", false);
+    let op = Operator::start(root, &[]);
+    op.wait_for("the hook", |log| log.iter().any(|l| l == "gen onStartup"));
+    let started = Instant::now();
+    while !op.path("config.yaml").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{}",
+            op.operator_log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let text = std::fs::read_to_string(op.path("config.yaml")).unwrap();
+    assert!(text.contains("token: abc"), "{text}");
+}
