@@ -183,3 +183,57 @@ mod tests {
         assert_eq!(store.module_values(&good).unwrap(), json!({"k": "v"}));
     }
 }
+
+#[cfg(test)]
+mod config_schema_tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::discovery::GlobalSource;
+    use std::path::PathBuf;
+
+    fn found(values_yaml: &str) -> Discovered {
+        let file = |path: &str, text: &str| SourceFile {
+            path: PathBuf::from(path),
+            text: text.to_string(),
+        };
+        Discovered {
+            global: GlobalSource {
+                openapi: OpenApiFiles {
+                    config_values: Some(file(
+                        "/gh/openapi/config-values.yaml",
+                        "type: object\nrequired: [clusterName]\nproperties:\n  clusterName: {type: string}\n  replicas: {type: integer}\n",
+                    )),
+                    values: None,
+                },
+                ..Default::default()
+            },
+            modules_values: vec![file("/m/values.yaml", values_yaml)],
+            modules: vec![],
+            warnings: vec![],
+        }
+    }
+
+    /// VALUES seed: config-values.yaml is "a schema for values merged from values.yaml,
+    /// modules/values.yaml and the ConfigMap".
+    #[test]
+    fn config_schema_checks_values_files_merged_with_the_config() {
+        let (store, errors) = build_store(&found("global: {clusterName: demo}\n"));
+        assert!(errors.is_empty(), "{errors:?}");
+        let empty = Config::empty();
+        assert!(
+            store.check_config(&empty, &[]).is_ok(),
+            "required field from values.yaml"
+        );
+
+        let bad = Config::from_file("c.yaml", "global: |\n  replicas: three\n").unwrap();
+        let err = store.check_config(&bad, &[]).unwrap_err().to_string();
+        let chain = format!("{err} {:?}", store.check_config(&bad, &[]).unwrap_err());
+        assert!(chain.contains("replicas"), "{chain}");
+
+        let (store, _) = build_store(&found("global: {}\n"));
+        assert!(
+            store.check_config(&empty, &[]).is_err(),
+            "required field missing everywhere"
+        );
+    }
+}

@@ -27,6 +27,9 @@ pub enum Command {
     /// Run the operator: global hooks, 'reload all modules', then react to schedules,
     /// Kubernetes events and config edits until SIGINT or SIGTERM.
     Start(Box<StartArgs>),
+    /// Run one hook locally with a binding context, on the tree's values, and print what it
+    /// changed (for module authors; no running operator needed)
+    Hook(HookArgs),
     /// Print the version.
     Version,
     /// Show the task queues of a running operator (debug API)
@@ -128,6 +131,42 @@ pub struct StartArgs {
     pub config_map: String,
     #[command(flatten)]
     pub http: crate::http::HttpArgs,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct HookArgs {
+    #[command(subcommand)]
+    pub command: HookCommand,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum HookCommand {
+    /// Run one hook and print its binding context, its patches and the values after them
+    Run(Box<HookRunArgs>),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct HookRunArgs {
+    /// The hook's name as `check` shows it (e.g. `hooks/prepare-greeting`)
+    pub hook: String,
+    /// The hook's module (kebab-case); without it the hook is a global hook
+    #[arg(long)]
+    pub module: Option<String>,
+    /// The binding to run: onStartup, beforeAll, afterAll, beforeHelm, afterHelm,
+    /// beforeDeleteHelm, afterDeleteHelm, or the name of a schedule or kubernetes binding
+    #[arg(long, default_value = "onStartup")]
+    pub binding: String,
+    /// For a kubernetes binding: a JSON or YAML list of objects for its Synchronization context
+    #[arg(long, value_name = "FILE")]
+    pub objects: Option<PathBuf>,
+    #[command(flatten)]
+    pub dirs: DirFlags,
+    /// The config (what the ConfigMap's data holds); read, never written
+    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+    /// Time limit of the run
+    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
+    pub hook_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Clone, clap::Args)]

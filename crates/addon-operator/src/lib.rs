@@ -9,6 +9,7 @@ pub mod dirs;
 pub mod exec;
 pub mod helm;
 pub mod hook_configs;
+pub mod hook_run_cli;
 pub mod http;
 pub mod kube;
 pub mod loader;

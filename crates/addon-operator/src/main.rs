@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use addon_operator::cli::{Cli, Command};
+use addon_operator::cli::{Cli, Command, HookCommand};
 use addon_operator::debug_cli;
 use addon_operator::debug_cli::ModuleCommand;
 use clap::Parser;
@@ -12,6 +12,9 @@ fn main() -> ExitCode {
     addon_operator::logging::init(&cli.log);
     let result = match cli.command {
         Command::Check(args) => addon_operator::check::run_cli(&args),
+        Command::Hook(args) => match &args.command {
+            HookCommand::Run(run) => addon_operator::hook_run_cli::run_cli(run),
+        },
         Command::Start(args) => addon_operator::start::run_cli(&args),
         Command::Queue(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
         Command::Global(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),

@@ -215,19 +215,25 @@ impl ValuesStore {
         v
     }
 
+    /// A module's section of `<modules dir>/values.yaml`, then of its own `values.yaml`, then
+    /// of the config, merged.
+    fn module_static_and_config(&self, m: &ModuleEntry, config: &Config) -> Value {
+        let key = m.name.values_key();
+        let common = self.common.sections.get(&key).and_then(Section::values);
+        let file = m.file.section.as_ref().and_then(Section::values);
+        let cfg = config.module_values(&m.name);
+        merged(common.into_iter().chain(file).chain([&cfg]))
+    }
+
     fn module_values_with(
         &self,
         m: &ModuleEntry,
         config: &Config,
         patches: &[PatchOperation],
     ) -> Value {
-        let key = m.name.values_key();
-        let common = self.common.sections.get(&key).and_then(Section::values);
-        let file = m.file.section.as_ref().and_then(Section::values);
-        let cfg = config.module_values(&m.name);
-        let mut v = merged(common.into_iter().chain(file).chain([&cfg]));
+        let mut v = self.module_static_and_config(m, config);
         m.schemas.apply_values_defaults(&mut v);
-        apply_remembered(&key, v, patches)
+        apply_remembered(&m.name.values_key(), v, patches)
     }
 
     /// `global` config values: the config's `global` section plus config-schema defaults.
@@ -354,15 +360,22 @@ impl ValuesStore {
 
     /// Validates `config` as it would be used: global config and values, and config and values of
     /// `modules` (the enabled ones; config of other modules is kept unchecked). All errors.
+    ///
+    /// As the VALUES document says, `openapi/config-values.yaml` checks the values merged from the
+    /// `values.yaml` files and the config (before values patches), so a `required` config field
+    /// may take its value from a `values.yaml`.
     pub fn check_config(&self, config: &Config, modules: &[ModuleName]) -> Result<(), ValuesError> {
         let mut errors = Vec::new();
-        let global_config = self.global_config_with(config);
+        let mut global_config = merged([&self.common.global, &config.global_values()]);
+        self.global_schemas
+            .apply_config_defaults(&mut global_config);
         let global_values = self.global_values_with(config, &self.global_patches);
         errors.extend(self.global_schemas.validate_config(&global_config).err());
         errors.extend(self.global_schemas.validate_values(&global_values).err());
         for name in modules {
             let m = self.module(name)?;
-            let cfg = self.module_config_with(m, config);
+            let mut cfg = self.module_static_and_config(m, config);
+            m.schemas.apply_config_defaults(&mut cfg);
             let values = self.module_values_with(m, config, &m.patches);
             errors.extend(m.schemas.validate_config(&cfg).err());
             errors.extend(m.schemas.validate_values(&values).err());

@@ -3,7 +3,7 @@
 
 pub mod configs;
 pub mod report;
-mod values;
+pub mod values;
 
 use std::process::ExitCode;
 

@@ -4,6 +4,7 @@
 
 mod check;
 mod embedded;
+mod hook_run;
 mod render;
 mod start;
 mod support;

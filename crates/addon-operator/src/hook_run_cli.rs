@@ -1,0 +1,236 @@
+//! `addon-operator hook run HOOK`: runs one hook of a tree locally with the binding context of a
+//! chosen binding and the tree's values (static files, config file, schema defaults), then prints
+//! the context, the hook's patches and the values after them. Nothing is written anywhere.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use addon_core::binding_context::{
+    BindingContext, ContextBuilder, ObjectAndFilterResult, Snapshots, render,
+};
+use addon_core::discovery::HookFile;
+use addon_core::hook_config::{BindingType, HookConfig};
+use addon_core::hook_output::{kube_patch, metrics};
+use addon_core::names::ModuleName;
+use addon_core::values::patch::{HookRef, PatchKind, ValuesPatch};
+use addon_core::values::store::{HookValues, ValuesStore};
+use anyhow::Context as _;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::check::error_chain;
+use crate::check::values::evaluate;
+use crate::cli::HookRunArgs;
+use crate::exec::hook_run::{HookOutputs, HookRunSettings};
+use crate::runtime::edges::{HookExecutor, HookRequest, ProcessHooks};
+use crate::start::fail;
+
+pub fn run_cli(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("start the async runtime")?;
+    runtime.block_on(run(args))
+}
+
+async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
+    let what = "run the hook";
+    let module = match &args.module {
+        Some(name) => Some(ModuleName::new(name).map_err(|e| anyhow::anyhow!(e))?),
+        None => None,
+    };
+    let tree = match crate::tree::load(&args.dirs, args.hook_timeout).await {
+        Ok(tree) => tree,
+        Err(errors) => return Ok(fail(what, &errors)),
+    };
+    let Some(hook) = find_hook(&tree.found, module.as_ref(), &args.hook) else {
+        let owner = module
+            .as_ref()
+            .map_or("the global hooks".into(), |m| format!("module '{m}'"));
+        return Ok(fail(what, &[format!("no hook '{}' in {owner}", args.hook)]));
+    };
+    let Some(config) = tree.configs.get(&hook.path) else {
+        return Ok(fail(what, &[format!("hook '{}' has no config", args.hook)]));
+    };
+    let contexts = match contexts(config, &args.binding, args.objects.as_deref()) {
+        Ok(contexts) => contexts,
+        Err(problem) => return Ok(fail(what, &[problem])),
+    };
+    let tmp = tempfile::tempdir().context("create a temporary directory")?;
+    let settings = HookRunSettings {
+        tmp_dir: tmp.path().to_path_buf(),
+        timeout: args.hook_timeout,
+        ..HookRunSettings::default()
+    };
+    let mut stage = evaluate(&tree.found, args.config_file.as_deref(), &settings).await;
+    if !stage.errors.is_empty() {
+        return Ok(fail(what, &stage.errors));
+    }
+    let values = match hook_values(&stage.store, module.as_ref(), &stage.enabled) {
+        Ok(values) => values,
+        Err(problem) => return Ok(fail(what, &[problem])),
+    };
+    let executor = ProcessHooks {
+        settings,
+        extra_env: Vec::new(),
+        cancel: CancellationToken::new(),
+    };
+    let context_json = render(&contexts);
+    let request = HookRequest {
+        module: module.as_ref(),
+        hook,
+        binding: &args.binding,
+        binding_context: &context_json,
+        values: &values,
+    };
+    let outputs = match executor.run_hook(request).await {
+        Ok(success) => success.outputs,
+        Err(failure) => return Ok(fail(what, &[failure.message])),
+    };
+    let hook_ref = match &module {
+        None => HookRef::global(hook.name.clone()),
+        Some(m) => HookRef::module(m.clone(), hook.name.clone()),
+    };
+    match report(
+        &mut stage.store,
+        &hook_ref,
+        module.as_ref(),
+        &stage.enabled,
+        &outputs,
+    ) {
+        Ok(mut report) => {
+            report["bindingContext"] = context_json;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report).unwrap_or_default()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(problem) => Ok(fail(what, &[problem])),
+    }
+}
+
+fn find_hook<'a>(
+    found: &'a addon_core::discovery::Discovered,
+    module: Option<&ModuleName>,
+    name: &str,
+) -> Option<&'a HookFile> {
+    let hooks = match module {
+        None => &found.global.hooks,
+        Some(m) => &found.modules.iter().find(|s| &s.name == m)?.hooks,
+    };
+    hooks.iter().find(|h| h.name.as_str() == name)
+}
+
+/// The binding context of `binding`: a lifecycle binding type, or a schedule or kubernetes
+/// binding by name (`objects` are the Synchronization objects of a kubernetes binding).
+fn contexts(
+    config: &HookConfig,
+    binding: &str,
+    objects: Option<&Path>,
+) -> Result<Vec<BindingContext>, String> {
+    let empty = Snapshots::new();
+    let builder = ContextBuilder::new(config, &empty);
+    if let Some(kind) = BindingType::ORDERED
+        .into_iter()
+        .find(|t| t.as_str() == binding)
+    {
+        if config.order(kind).is_none() {
+            return Err(format!("the hook has no '{binding}' binding"));
+        }
+        return Ok(vec![match kind {
+            BindingType::OnStartup => builder.on_startup(),
+            _ => builder.lifecycle(kind),
+        }]);
+    }
+    if let Some(schedule) = config.schedules.iter().find(|s| s.name == binding) {
+        return Ok(vec![builder.schedule(schedule)]);
+    }
+    let Some(kube) = config.kubernetes.iter().find(|k| k.name == binding) else {
+        let known: Vec<String> = config.binding_summary();
+        return Err(format!(
+            "the hook has no binding '{binding}' (it has: {})",
+            known.join(", ")
+        ));
+    };
+    let items = match objects {
+        Some(path) => read_objects(path, kube)?,
+        None => Vec::new(),
+    };
+    let mut snapshots = Snapshots::new();
+    snapshots.insert(kube.name.clone(), items.clone());
+    let ctx = ContextBuilder::new(config, &snapshots).synchronization(kube, &items);
+    Ok(vec![ctx])
+}
+
+fn read_objects(
+    path: &Path,
+    binding: &addon_core::hook_config::KubernetesBinding,
+) -> Result<Vec<ObjectAndFilterResult>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
+    let value = addon_core::yaml::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let Value::Array(objects) = value else {
+        return Err(format!("{}: expected a list of objects", path.display()));
+    };
+    objects
+        .into_iter()
+        .map(|object| {
+            let filtered = binding.filter_object(&object).map_err(|e| e.to_string())?;
+            Ok(ObjectAndFilterResult::new(object, filtered.filter_result))
+        })
+        .collect()
+}
+
+fn hook_values(
+    store: &ValuesStore,
+    module: Option<&ModuleName>,
+    enabled: &[ModuleName],
+) -> Result<HookValues, String> {
+    match module {
+        None => Ok(store.global_hook_values()),
+        Some(m) => store
+            .module_hook_values(m, enabled)
+            .map_err(|e| error_chain(&e)),
+    }
+}
+
+/// Applies the hook's outputs to the store and describes them.
+fn report(
+    store: &mut ValuesStore,
+    hook: &HookRef,
+    module: Option<&ModuleName>,
+    enabled: &[ModuleName],
+    outputs: &HookOutputs,
+) -> Result<Value, String> {
+    let config_patch = ValuesPatch::parse(hook, PatchKind::Config, &outputs.config_values_patch)
+        .map_err(|e| error_chain(&e))?;
+    let values_patch = ValuesPatch::parse(hook, PatchKind::Values, &outputs.values_patch)
+        .map_err(|e| error_chain(&e))?;
+    let kube_ops = kube_patch::parse(&outputs.kubernetes_patch)
+        .map_err(|e| format!("$KUBERNETES_PATCH_PATH: {}", error_chain(&e)))?;
+    let metric_ops = metrics::parse(&outputs.metrics)
+        .map_err(|e| format!("$METRICS_PATH: {}", error_chain(&e)))?;
+    store
+        .apply_config_patch(hook, &config_patch)
+        .map_err(|e| error_chain(&e))?;
+    store
+        .apply_values_patch(hook, &values_patch)
+        .map_err(|e| error_chain(&e))?;
+    let after = hook_values(store, module, enabled)?;
+    let warnings: Vec<&String> = config_patch
+        .warnings
+        .iter()
+        .chain(&values_patch.warnings)
+        .collect();
+    Ok(json!({
+        "hook": hook.to_string(),
+        "configValuesPatch": config_patch.ops,
+        "valuesPatch": values_patch.ops,
+        "kubernetesOperations": kube_ops.len(),
+        "metricOperations": metric_ops.len(),
+        "configValues": after.config_values,
+        "values": after.values,
+        "warnings": warnings,
+    }))
+}
