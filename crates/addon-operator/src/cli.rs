@@ -129,6 +129,17 @@ pub struct StartArgs {
         default_value = "addon-operator"
     )]
     pub config_map: String,
+    /// Several replicas: only the holder of the Lease `addon-operator-leader` in --namespace
+    /// works; the others wait (needs a cluster)
+    #[arg(long, env = "ADDON_OPERATOR_HA", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub ha: bool,
+    /// This replica's identity in the Lease (the pod name)
+    #[arg(long, env = "ADDON_OPERATOR_POD", default_value = "")]
+    pub pod_name: String,
+    /// With --ha: a leader that has not renewed the Lease for this long loses it
+    #[arg(long, env = "ADDON_OPERATOR_HA_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub ha_lease_duration: std::time::Duration,
     #[command(flatten)]
     pub http: crate::http::HttpArgs,
 }

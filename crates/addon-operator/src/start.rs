@@ -24,6 +24,7 @@ use crate::helm::Helm;
 use crate::helm::binary::{BinaryHelm, HelmSettings};
 use crate::helm::template::TemplateHelm;
 use crate::http::StatusSource;
+use crate::kube::leader::{LeaderElection, LeaderSettings};
 use crate::kube::{KubeEdge, ObjectPatcher, PatcherSettings};
 use crate::runtime::edges::{
     ConfigBackend, Edges, FileConfig, KubeEvent, MemoryConfig, NoCluster, ObjectPatches,
@@ -76,7 +77,13 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     let cluster = choose_cluster(args).await?;
     let cancel_hooks = CancellationToken::new();
     let (kube_tx, kube_events) = mpsc::unbounded_channel();
-    let edges = edges(args, &cluster, kube_tx, cancel_hooks.clone()).await?;
+    let (edges, client) = edges(args, &cluster, kube_tx, cancel_hooks.clone()).await?;
+    if args.ha && client.is_none() {
+        return Ok(fail(
+            "start",
+            &["--ha needs a cluster (--kube-config, in-cluster, or --embedded-cluster)".into()],
+        ));
+    }
     let settings = RuntimeSettings {
         backoff: Backoff {
             initial: args.retry_initial_delay,
@@ -101,10 +108,45 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     let shutdown = CancellationToken::new();
     serve_http(args, &runtime, &shutdown).await;
     tokio::spawn(wait_for_signal(shutdown.clone(), cancel_hooks));
+    let lost = CancellationToken::new();
+    if let (true, Some(client)) = (args.ha, client) {
+        let identity = identity(args);
+        let settings = LeaderSettings {
+            lease_duration: args.ha_lease_duration,
+            retry_period: (args.ha_lease_duration / 5).max(std::time::Duration::from_millis(100)),
+            ..LeaderSettings::new(&namespace(args), &identity)
+        };
+        let election = LeaderElection::new(client, settings);
+        tracing::info!(%identity, "waiting for the leader lease");
+        if !election.acquire(&shutdown).await {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let (stop, lost) = (shutdown.clone(), lost.clone());
+        tokio::spawn(async move {
+            election.hold(stop.clone(), lost.clone()).await;
+            if lost.is_cancelled() {
+                stop.cancel();
+            }
+        });
+    }
     runtime.run(shutdown).await;
     drop(cluster);
+    if lost.is_cancelled() {
+        tracing::error!("stopped after losing the leader lease");
+        return Ok(ExitCode::FAILURE);
+    }
     tracing::info!("addon-operator stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The replica's name in the Lease: `--pod-name`, else the host name.
+fn identity(args: &StartArgs) -> String {
+    if !args.pod_name.is_empty() {
+        return args.pod_name.clone();
+    }
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| format!("addon-operator-{}", std::process::id()))
 }
 
 /// Prints every problem that stops `what` (e.g. "start") and gives exit code 1.
@@ -153,12 +195,13 @@ async fn choose_cluster(args: &StartArgs) -> anyhow::Result<Cluster> {
     Ok(Cluster::None)
 }
 
+/// The edges for `cluster`, and the Kubernetes client when there is a cluster.
 async fn edges(
     args: &StartArgs,
     cluster: &Cluster,
     kube_tx: mpsc::UnboundedSender<KubeEvent>,
     cancel_hooks: CancellationToken,
-) -> anyhow::Result<Edges> {
+) -> anyhow::Result<(Edges, Option<kube::Client>)> {
     let kubeconfig = cluster.kubeconfig().map(Path::to_path_buf);
     let extra_env: Vec<(String, String)> = kubeconfig
         .iter()
@@ -190,13 +233,14 @@ async fn edges(
             args.tmp_dir.clone(),
         );
         let config = file_config.unwrap_or_else(|| Arc::new(MemoryConfig::new(Config::empty())));
-        return Ok(Edges {
+        let edges = Edges {
             hooks,
             helm: Arc::new(helm),
             kube: Arc::new(NoCluster),
             objects: Arc::new(NoCluster),
             config,
-        });
+        };
+        return Ok((edges, None));
     }
     let namespace = namespace(args);
     let kube = KubeEdge::connect(kubeconfig.as_deref())
@@ -214,13 +258,14 @@ async fn edges(
         .context("prepare helm")?;
     let config =
         file_config.unwrap_or_else(|| Arc::new(kube.config_store(&namespace, &args.config_map)));
-    Ok(Edges {
+    let edges = Edges {
         hooks,
         helm: Arc::new(helm) as Arc<dyn Helm>,
         kube: Arc::new(kube.watches(kube_tx)),
         objects: Arc::new(Patcher(kube.patcher(PatcherSettings::default()))),
         config,
-    })
+    };
+    Ok((edges, Some(kube.client.clone())))
 }
 
 fn namespace(args: &StartArgs) -> String {

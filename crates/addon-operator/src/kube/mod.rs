@@ -6,6 +6,7 @@ pub mod discovery;
 pub mod edge;
 pub mod events;
 pub mod known;
+pub mod leader;
 mod namespaces;
 pub mod patcher;
 

@@ -4,6 +4,7 @@
 
 mod check;
 mod embedded;
+mod ha;
 mod hook_run;
 mod render;
 mod start;

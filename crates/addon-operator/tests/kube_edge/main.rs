@@ -6,4 +6,5 @@
 mod common;
 mod configmap;
 mod events;
+mod leader;
 mod patcher;
