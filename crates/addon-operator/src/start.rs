@@ -79,27 +79,20 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     let (kube_tx, kube_events) = mpsc::unbounded_channel();
     let (edges, client) = edges(args, &cluster, kube_tx, cancel_hooks.clone()).await?;
     if args.ha && client.is_none() {
-        return Ok(fail(
-            "start",
-            &["--ha needs a cluster (--kube-config, in-cluster, or --embedded-cluster)".into()],
-        ));
+        let problem = "--ha needs a cluster (--kube-config, in-cluster, or --embedded-cluster)";
+        return Ok(fail("start", &[problem.into()]));
     }
-    let settings = RuntimeSettings {
-        backoff: Backoff {
-            initial: args.retry_initial_delay,
-            max: args.retry_max_delay,
-            factor: 2,
-        },
-        metrics_prefix: args.http.prometheus_metrics_prefix.clone(),
-        resource_monitor_interval: Some(args.resources_monitor_interval)
-            .filter(|interval| !interval.is_zero()),
-        record_history: false,
+    let built = Runtime::build(
+        &tree.found,
+        &tree.configs,
+        edges,
+        kube_events,
+        settings(args),
+    );
+    let runtime = match built.await {
+        Ok(runtime) => runtime,
+        Err(e) => return Ok(fail("start", &e.errors)),
     };
-    let runtime =
-        match Runtime::build(&tree.found, &tree.configs, edges, kube_events, settings).await {
-            Ok(runtime) => runtime,
-            Err(e) => return Ok(fail("start", &e.errors)),
-        };
     tracing::info!(
         global_hooks = tree.found.global.hooks.len(),
         modules = tree.found.modules.len(),
@@ -109,25 +102,10 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     serve_http(args, &runtime, &shutdown).await;
     tokio::spawn(wait_for_signal(shutdown.clone(), cancel_hooks));
     let lost = CancellationToken::new();
-    if let (true, Some(client)) = (args.ha, client) {
-        let identity = identity(args);
-        let settings = LeaderSettings {
-            lease_duration: args.ha_lease_duration,
-            retry_period: (args.ha_lease_duration / 5).max(std::time::Duration::from_millis(100)),
-            ..LeaderSettings::new(&namespace(args), &identity)
-        };
-        let election = LeaderElection::new(client, settings);
-        tracing::info!(%identity, "waiting for the leader lease");
-        if !election.acquire(&shutdown).await {
-            return Ok(ExitCode::SUCCESS);
-        }
-        let (stop, lost) = (shutdown.clone(), lost.clone());
-        tokio::spawn(async move {
-            election.hold(stop.clone(), lost.clone()).await;
-            if lost.is_cancelled() {
-                stop.cancel();
-            }
-        });
+    if let (true, Some(client)) = (args.ha, client)
+        && !lead(args, client, &shutdown, &lost).await
+    {
+        return Ok(ExitCode::SUCCESS);
     }
     runtime.run(shutdown).await;
     drop(cluster);
@@ -137,6 +115,49 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     }
     tracing::info!("addon-operator stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+fn settings(args: &StartArgs) -> RuntimeSettings {
+    RuntimeSettings {
+        backoff: Backoff {
+            initial: args.retry_initial_delay,
+            max: args.retry_max_delay,
+            factor: 2,
+        },
+        metrics_prefix: args.http.prometheus_metrics_prefix.clone(),
+        resource_monitor_interval: Some(args.resources_monitor_interval)
+            .filter(|interval| !interval.is_zero()),
+        record_history: false,
+    }
+}
+
+/// Waits for the leader lease (`false`: stopped while waiting), then keeps renewing it in the
+/// background; losing it fires `lost` and stops the operator.
+async fn lead(
+    args: &StartArgs,
+    client: kube::Client,
+    shutdown: &CancellationToken,
+    lost: &CancellationToken,
+) -> bool {
+    let identity = identity(args);
+    let settings = LeaderSettings {
+        lease_duration: args.ha_lease_duration,
+        retry_period: (args.ha_lease_duration / 5).max(Duration::from_millis(100)),
+        ..LeaderSettings::new(&namespace(args), &identity)
+    };
+    let election = LeaderElection::new(client, settings);
+    tracing::info!(%identity, "waiting for the leader lease");
+    if !election.acquire(shutdown).await {
+        return false;
+    }
+    let (stop, lost) = (shutdown.clone(), lost.clone());
+    tokio::spawn(async move {
+        election.hold(stop.clone(), lost.clone()).await;
+        if lost.is_cancelled() {
+            stop.cancel();
+        }
+    });
+    true
 }
 
 /// The replica's name in the Lease: `--pod-name`, else the host name.
