@@ -8,13 +8,13 @@ use addon_core::hook_output::kube_patch::{self, KubeOperation};
 use addon_core::hook_output::metrics::{self, MetricOperation};
 use addon_core::names::{HookName, ModuleName, QueueName};
 use addon_core::values::patch::{HookRef, PatchKind, ValuesPatch};
+use addon_core::values::store::HookValues;
 
 use super::Shared;
 use super::edges::HookRequest;
 use super::state::HookDef;
 use crate::check::error_chain;
 use crate::exec::hook_run::HookOutputs;
-use crate::exec::process::ResourceUsage;
 use crate::metrics::{HookOutcome, HookRunRecord};
 
 /// What a successful hook run changed.
@@ -42,39 +42,11 @@ pub async fn run(
     binding: BindingType,
     mut contexts: Vec<BindingContext>,
 ) -> Result<HookEffect, String> {
-    let RunContext {
-        queue,
-        allow_failure,
-    } = at;
-    let (def, values) = {
-        let st = shared.lock();
-        let def = st
-            .hook(module, hook)
-            .cloned()
-            .ok_or_else(|| format!("hook '{hook}' is not known"))?;
-        let snapshots = st.snapshots(module, hook);
-        let builder = ContextBuilder::new(&def.config, &snapshots);
-        for ctx in &mut contexts {
-            builder.refresh(ctx);
-        }
-        let values = match module {
-            None => st.store.global_hook_values(),
-            Some(m) => st
-                .store
-                .module_hook_values(m, &st.enabled)
-                .map_err(|e| error_chain(&e))?,
-        };
-        (def, values)
-    };
+    let (def, values) = prepare(shared, module, hook, binding, &mut contexts)?;
     let context_json = render(&contexts);
     let binding_name = contexts
         .first()
         .map_or(binding.as_str(), |c| c.binding.as_str());
-    {
-        let mut st = shared.lock();
-        let owner = module.map_or(String::new(), |m| format!("{m}/"));
-        st.record(format!("run {owner}{hook} {}", binding.as_str()));
-    }
     let request = HookRequest {
         module,
         hook: &def.file,
@@ -83,40 +55,62 @@ pub async fn run(
         values: &values,
     };
     let started = tokio::time::Instant::now();
-    let result = shared.edges.hooks.run_hook(request).await;
-    let record = |usage: &ResourceUsage, outcome| HookRunRecord {
+    let (usage, result) = match shared.edges.hooks.run_hook(request).await {
+        Err(failure) => (failure.usage, Err(failure.message)),
+        Ok(success) => {
+            let applied = apply_outputs(shared, module, &def, &success.outputs).await;
+            (success.usage, applied)
+        }
+    };
+    let outcome = match (&result, at.allow_failure) {
+        (Ok(_), _) => HookOutcome::Success,
+        (Err(_), true) => HookOutcome::AllowedFailure,
+        (Err(_), false) => HookOutcome::Failure,
+    };
+    shared.metrics.hook_run(&HookRunRecord {
         hook: hook.as_str(),
         module: module.map(ModuleName::as_str),
         binding: binding_name,
-        queue: queue.as_str(),
+        queue: at.queue.as_str(),
         activation: binding.as_str(),
         duration: started.elapsed(),
         user_cpu: usage.user,
         sys_cpu: usage.sys,
         max_rss_bytes: usage.max_rss_kb.saturating_mul(1024),
         outcome,
-    };
-    match result {
-        Err(failure) => {
-            let outcome = if allow_failure {
-                HookOutcome::AllowedFailure
-            } else {
-                HookOutcome::Failure
-            };
-            shared.metrics.hook_run(&record(&failure.usage, outcome));
-            Err(failure.message)
-        }
-        Ok(success) => {
-            let applied = apply_outputs(shared, module, &def, &success.outputs).await;
-            let outcome = match (&applied, allow_failure) {
-                (Ok(_), _) => HookOutcome::Success,
-                (Err(_), true) => HookOutcome::AllowedFailure,
-                (Err(_), false) => HookOutcome::Failure,
-            };
-            shared.metrics.hook_run(&record(&success.usage, outcome));
-            applied
-        }
+    });
+    result
+}
+
+/// Under the state lock: the hook's definition, fresh snapshots in its contexts, and the values
+/// it reads; the run is recorded in the history.
+fn prepare(
+    shared: &Shared,
+    module: Option<&ModuleName>,
+    hook: &HookName,
+    binding: BindingType,
+    contexts: &mut [BindingContext],
+) -> Result<(HookDef, HookValues), String> {
+    let mut st = shared.lock();
+    let def = st
+        .hook(module, hook)
+        .cloned()
+        .ok_or_else(|| format!("hook '{hook}' is not known"))?;
+    let snapshots = st.snapshots(module, hook);
+    let builder = ContextBuilder::new(&def.config, &snapshots);
+    for ctx in contexts.iter_mut() {
+        builder.refresh(ctx);
     }
+    let values = match module {
+        None => st.store.global_hook_values(),
+        Some(m) => st
+            .store
+            .module_hook_values(m, &st.enabled)
+            .map_err(|e| error_chain(&e))?,
+    };
+    let owner = module.map_or(String::new(), |m| format!("{m}/"));
+    st.record(format!("run {owner}{hook} {}", binding.as_str()));
+    Ok((def, values))
 }
 
 /// Applies a successful run's outputs.
