@@ -2,6 +2,7 @@
 //! hooks, discovery, the modules' hooks; no cluster, the config never written) until the first
 //! 'reload all modules' is done, then prints the manifests Helm would install for the module.
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,26 +52,7 @@ async fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let tmp = tempfile::tempdir().context("create a temporary directory")?;
-    let helm = Arc::new(TemplateHelm::new(
-        args.helm_binary.clone(),
-        args.namespace.clone(),
-        tmp.path().to_path_buf(),
-    ));
-    let edges = Edges {
-        hooks: Arc::new(ProcessHooks {
-            settings: HookRunSettings {
-                tmp_dir: tmp.path().to_path_buf(),
-                timeout: args.hook_timeout,
-                ..HookRunSettings::default()
-            },
-            extra_env: Vec::new(),
-            cancel: CancellationToken::new(),
-        }),
-        helm: helm.clone(),
-        kube: Arc::new(NoCluster),
-        objects: Arc::new(NoCluster),
-        config: Arc::new(MemoryConfig::new(read_config(args)?)),
-    };
+    let (edges, helm) = local_edges(args, tmp.path())?;
     let (_kube_tx, kube_events) = tokio::sync::mpsc::unbounded_channel();
     let built = Runtime::build(
         &tree.found,
@@ -110,6 +92,32 @@ async fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
             &[format!("module '{module}' was not rendered")],
         )),
     }
+}
+
+/// Local-mode edges (no cluster, config in memory) and the Helm that keeps rendered manifests.
+fn local_edges(args: &RenderArgs, tmp: &Path) -> anyhow::Result<(Edges, Arc<TemplateHelm>)> {
+    let helm = Arc::new(TemplateHelm::new(
+        args.helm_binary.clone(),
+        args.namespace.clone(),
+        tmp.to_path_buf(),
+    ));
+    let hooks = ProcessHooks {
+        settings: HookRunSettings {
+            tmp_dir: tmp.to_path_buf(),
+            timeout: args.hook_timeout,
+            ..HookRunSettings::default()
+        },
+        extra_env: Vec::new(),
+        cancel: CancellationToken::new(),
+    };
+    let edges = Edges {
+        hooks: Arc::new(hooks),
+        helm: helm.clone(),
+        kube: Arc::new(NoCluster),
+        objects: Arc::new(NoCluster),
+        config: Arc::new(MemoryConfig::new(read_config(args)?)),
+    };
+    Ok((edges, helm))
 }
 
 fn read_config(args: &RenderArgs) -> anyhow::Result<Config> {
