@@ -21,6 +21,7 @@ pub const ROUTES: &[&str] = &[
     "/metrics",
     "/metrics/hooks",
     "/discovery",
+    "/queue",
 ];
 
 #[derive(Clone)]
@@ -39,6 +40,7 @@ pub fn router(metrics: Arc<Metrics>, status: Arc<dyn StatusSource>) -> Router {
         .route("/metrics", get(metrics_text))
         .route("/metrics/hooks", get(hook_metrics_text))
         .route("/discovery", get(discovery))
+        .route("/queue", get(queue))
         .with_state(AppState { metrics, status })
 }
 
@@ -54,6 +56,11 @@ async fn index() -> Html<String> {
     Html(format!(
         "<html>\n  <head><title>Addon-operator</title></head>\n  <body>\n    <h1>Addon-operator</h1>\n    <p>\n{links}    </p>\n  </body>\n</html>\n"
     ))
+}
+
+/// The queues as text, where the HOOKS document says to look (`curl <pod>:<port>/queue`).
+async fn queue(State(state): State<AppState>) -> String {
+    state.status.queue_list(false).to_text()
 }
 
 async fn healthz() -> StatusCode {

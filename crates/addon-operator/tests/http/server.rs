@@ -156,3 +156,12 @@ async fn a_taken_port_is_a_bind_error() {
     assert_eq!(err.category(), "http_bind");
     assert!(err.to_string().starts_with("listen on 127.0.0.1:"), "{err}");
 }
+
+#[tokio::test]
+async fn queue_on_the_main_port_is_the_text_dump_the_hooks_doc_points_to() {
+    let server = start().await;
+    let reply = get(server.addr, "/queue").await;
+    assert_eq!(reply.status, 200);
+    assert!(reply.body.starts_with("Queue 'main'"), "{}", reply.body);
+    server.shutdown.cancel();
+}
