@@ -7,7 +7,8 @@ use std::time::Duration;
 use addon_core::discovery::HookFile;
 use futures::stream::{self, StreamExt};
 
-use crate::exec::process::{self, LogFields, ProcessSpec};
+use crate::exec::hook_run::{HookRunSettings, config_spec};
+use crate::exec::process::{self, LogFields};
 
 /// A hook whose `--config` run failed.
 #[derive(Debug, thiserror::Error)]
@@ -75,22 +76,12 @@ pub async fn fetch_one(
     module: &str,
     options: &ConfigRunOptions,
 ) -> Result<String, ConfigRunError> {
-    let cwd = hook
-        .path
-        .parent()
-        .map_or_else(|| hook.working_dir.clone(), |p| p.to_path_buf());
-    let spec = ProcessSpec {
-        program: hook.path.clone(),
-        args: vec!["--config".to_string()],
-        cwd,
-        env: vec![(
-            "WORKING_DIR".to_string(),
-            hook.working_dir.display().to_string(),
-        )],
+    let settings = HookRunSettings {
         timeout: options.timeout,
         kill_grace: options.kill_grace,
-        capture_stdout: true,
+        ..HookRunSettings::default()
     };
+    let spec = config_spec(&settings, &hook.path, &hook.working_dir);
     let log = LogFields {
         hook: hook.name.to_string(),
         module: module.to_string(),

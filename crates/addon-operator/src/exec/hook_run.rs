@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::launch::launch;
 use super::process::{self, ExecError, LogFields, ProcessOutput, ProcessSpec};
 use super::tmp_files::{self, TmpFileError, TmpFiles};
 
@@ -200,12 +201,19 @@ fn hook_dir(path: &Path) -> PathBuf {
 
 /// The process spec of `<hook> --config` (binding discovery): run in the hook's directory with
 /// the settings' timeout, stdout captured. Run it with [`process::run`] and parse `stdout`.
-pub fn config_spec(settings: &HookRunSettings, hook_path: &Path) -> ProcessSpec {
+pub fn config_spec(
+    settings: &HookRunSettings,
+    hook_path: &Path,
+    working_dir: &Path,
+) -> ProcessSpec {
+    let mut launch = launch(hook_path, working_dir);
+    launch.args.push("--config".to_string());
+    launch.env.push(path_env("WORKING_DIR", working_dir));
     ProcessSpec {
-        program: hook_path.to_path_buf(),
-        args: vec!["--config".to_string()],
+        program: launch.program,
+        args: launch.args,
         cwd: hook_dir(hook_path),
-        env: Vec::new(),
+        env: launch.env,
         timeout: settings.timeout,
         kill_grace: settings.kill_grace,
         capture_stdout: true,
@@ -259,10 +267,12 @@ pub async fn run_hook(
         path_env("KUBERNETES_PATCH_PATH", &kube_patch),
         path_env("WORKING_DIR", invocation.working_dir),
     ];
+    let launch = launch(invocation.hook_path, invocation.working_dir);
+    env.extend(launch.env);
     env.extend(invocation.extra_env.iter().cloned());
     let spec = ProcessSpec {
-        program: invocation.hook_path.to_path_buf(),
-        args: Vec::new(),
+        program: launch.program,
+        args: launch.args,
         cwd: hook_dir(invocation.hook_path),
         env,
         timeout: settings.timeout,

@@ -342,7 +342,7 @@ async fn global_hooks_get_global_file_names() {
 async fn the_config_spec_runs_the_hook_with_config_and_captures_stdout() {
     let fixture = Fixture::new();
     let hook = fixture.hook("if [ \"$1\" = --config ]; then echo 'configVersion: v1'; fi");
-    let spec = config_spec(&fixture.settings, &hook);
+    let spec = config_spec(&fixture.settings, &hook, hook.parent().unwrap());
     let output = process::run(&spec, &LogFields::default()).await.unwrap();
     assert!(output.succeeded());
     assert_eq!(output.stdout, "configVersion: v1\n");

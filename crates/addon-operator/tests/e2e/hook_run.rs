@@ -71,3 +71,46 @@ fn hook_run_refuses_a_patch_outside_the_hooks_scope() {
         "{stderr}"
     );
 }
+
+#[test]
+fn python_hooks_run_with_the_module_venv_interpreter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = tmp.path();
+    std::fs::create_dir_all(r.join("global-hooks")).unwrap();
+    write(&r.join("modules/values.yaml"), "webEnabled: true\n", false);
+    write(&r.join("modules/010-web/values.yaml"), "web: {}\n", false);
+    // a stand-in interpreter: runs the "python" file with sh and tells it who started it
+    write(
+        &r.join("modules/010-web/hooks/venv/bin/python3"),
+        "#!/bin/sh\nexport STARTED_BY=venv\nexec /bin/sh \"$@\"\n",
+        true,
+    );
+    write(
+        &r.join("modules/010-web/hooks/probe.py"),
+        "if [ \"$1\" = --config ]; then echo '{\"beforeHelm\": 1}'; exit 0; fi\necho \"[{\\\"op\\\": \\\"add\\\", \\\"path\\\": \\\"/web/by\\\", \\\"value\\\": \\\"$STARTED_BY $PYTHONHOME\\\"}]\" > $VALUES_JSON_PATCH_PATH\n",
+        true,
+    );
+    let out = run(&[
+        "hook",
+        "run",
+        "hooks/probe.py",
+        "--module",
+        "web",
+        "--binding",
+        "beforeHelm",
+        "--working-dir",
+        r.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let by = report["values"]["web"]["by"].as_str().unwrap();
+    assert!(
+        by.starts_with("venv ") && by.ends_with("modules/010-web/hooks/venv"),
+        "{by}"
+    );
+}
