@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use addon_core::config::Config;
@@ -12,20 +14,7 @@ use addon_core::values::{HookRef, PatchKind, Scope, ValuesError, ValuesPatch, Va
 use addon_core::yaml;
 use serde_json::{Value, json};
 
-fn fixture(path: &str) -> String {
-    let full = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
-}
-
-fn configmap_data(text: &str) -> BTreeMap<String, String> {
-    let doc = yaml::parse(text).unwrap();
-    doc["data"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-        .collect()
-}
+use common::{configmap_data, fixture};
 
 /// Loads `schema/<case>/global/openapi/{config-values,values}.yaml` where present.
 fn global_schemas(case: &str) -> ScopeSchemas {

@@ -3,27 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
-use std::collections::BTreeMap;
+mod common;
 
 use addon_core::config::{Config, ConfigError};
 use addon_core::names::ModuleName;
-use addon_core::yaml;
 use serde_json::json;
 
-fn fixture(path: &str) -> String {
-    let full = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
-}
-
-fn configmap_data(text: &str) -> BTreeMap<String, String> {
-    let doc = yaml::parse(text).unwrap();
-    doc["data"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-        .collect()
-}
+use common::{configmap_data, fixture};
 
 fn m(name: &str) -> ModuleName {
     ModuleName::new(name).unwrap()

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use addon_core::config::Config;
@@ -13,20 +15,7 @@ use addon_core::values::{HookRef, PatchKind, Scope, ValuesPatch, ValuesStore};
 use addon_core::yaml;
 use serde_json::json;
 
-fn fixture(path: &str) -> String {
-    let full = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
-}
-
-fn configmap_data(text: &str) -> BTreeMap<String, String> {
-    let doc = yaml::parse(text).unwrap();
-    doc["data"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-        .collect()
-}
+use common::{configmap_data, fixture};
 
 fn module(name: &str) -> ModuleName {
     ModuleName::new(name).unwrap()

@@ -299,6 +299,21 @@ fn hanging_hook_is_killed_at_the_timeout_and_invalid_patch_is_retried() {
     assert!(log.contains("retried"), "{log}");
 }
 
+/// Runs `start` on `root` until it exits (it does at once when the tree or config is invalid).
+fn start_once(root: &Path) -> std::process::Output {
+    Command::new(binary())
+        .arg("start")
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--config-file")
+        .arg(root.join("config.yaml"))
+        .arg("--tmp-dir")
+        .arg(root.join("tmp"))
+        .env("PATH", path_with_tools())
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn invalid_tree_and_config_stop_the_start_with_every_error_listed() {
     let root = tempfile::tempdir().unwrap();
@@ -321,17 +336,7 @@ fn invalid_tree_and_config_stop_the_start_with_every_error_listed() {
         "configVersion: v1\nonStartup: soon",
         "",
     );
-    let out = Command::new(binary())
-        .arg("start")
-        .arg("--working-dir")
-        .arg(r)
-        .arg("--config-file")
-        .arg(r.join("config.yaml"))
-        .arg("--tmp-dir")
-        .arg(r.join("tmp"))
-        .env("PATH", path_with_tools())
-        .output()
-        .unwrap();
+    let out = start_once(r);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("onStartup"), "{stderr}");
@@ -346,17 +351,7 @@ fn invalid_tree_and_config_stop_the_start_with_every_error_listed() {
         "configVersion: v1\nonStartup: 1",
         "",
     );
-    let out = Command::new(binary())
-        .arg("start")
-        .arg("--working-dir")
-        .arg(r)
-        .arg("--config-file")
-        .arg(r.join("config.yaml"))
-        .arg("--tmp-dir")
-        .arg(r.join("tmp"))
-        .env("PATH", path_with_tools())
-        .output()
-        .unwrap();
+    let out = start_once(r);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("clusterName"), "{stderr}");
