@@ -181,3 +181,16 @@ pub fn config_patch(patch: &str) -> HookOutputs {
         ..Default::default()
     }
 }
+
+/// Hooks where `name` always fails with `message` and every other hook succeeds.
+pub fn failing(name: &'static str, message: &'static str) -> FakeHooks {
+    let hooks = FakeHooks::new();
+    hooks.respond(move |call| {
+        if call.name == name {
+            Err(message.into())
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    hooks
+}

@@ -4,7 +4,7 @@ use addon_operator::exec::hook_run::HookOutputs;
 use addon_operator::helm::fake::{FakeHelm, HelmCall};
 use addon_operator::runtime::FakeHooks;
 
-use crate::harness::{start, tree, values_patch};
+use crate::harness::{failing, start, tree, values_patch};
 
 const GLOBAL_STARTUP: &str = "configVersion: v1\nonStartup: 2\nbeforeAll: 1\n";
 const GLOBAL_WATCH: &str =
@@ -354,14 +354,7 @@ async fn allow_failure_schedule_hook_fails_and_the_queue_moves_on() {
             "configVersion: v1\nschedule:\n- name: tock\n  crontab: '*/10 * * * * *'\n  queue: slow\n",
         ),
     ]);
-    let hooks = FakeHooks::new();
-    hooks.respond(|call| {
-        if call.name == "hooks/sched" {
-            Err("always fails".into())
-        } else {
-            Ok(HookOutputs::default())
-        }
-    });
+    let hooks = failing("hooks/sched", "always fails");
     let op = start(dir, "", hooks, FakeHelm::new()).await;
     op.settle().await;
     tokio::time::sleep(std::time::Duration::from_secs(25)).await;
@@ -411,14 +404,7 @@ async fn module_disabled_while_its_run_keeps_failing_is_deleted() {
             "configVersion: v1\nbeforeHelm: 1\n",
         ),
     ]);
-    let hooks = FakeHooks::new();
-    hooks.respond(|call| {
-        if call.name == "web/hooks/before" {
-            Err("broken module".into())
-        } else {
-            Ok(HookOutputs::default())
-        }
-    });
+    let hooks = failing("web/hooks/before", "broken module");
     let op = start(dir, "", hooks, FakeHelm::new()).await;
     tokio::time::sleep(std::time::Duration::from_secs(60)).await;
     assert!(
