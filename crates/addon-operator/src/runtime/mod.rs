@@ -317,9 +317,21 @@ impl Runtime {
         ));
         shutdown.cancelled().await;
         self.shared.scheduler.stop_all();
-        while tasks.join_next().await.is_some() {}
+        let drained = async { while tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(SHUTDOWN_TIMEOUT, drained)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                timeout_s = SHUTDOWN_TIMEOUT.as_secs(),
+                "tasks still running at shutdown were abandoned"
+            );
+        }
     }
 }
+
+/// How long running tasks (a Helm upgrade, say) may take to finish after shutdown (upstream: 30 s).
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How often queue lengths are published as metrics (upstream: every 5 s).
 const QUEUE_METRICS_INTERVAL: Duration = Duration::from_secs(5);
