@@ -60,7 +60,8 @@ impl TemplateHelm {
         std::fs::write(values.path(), &req.values_yaml)
             .map_err(|e| failed(format!("cannot write the values file: {e}")))?;
         let mut cmd = Command::new(&self.binary);
-        cmd.arg("template")
+        cmd.kill_on_drop(true)
+            .arg("template")
             .arg(&req.release)
             .arg(&req.chart_dir)
             .arg("--namespace")
