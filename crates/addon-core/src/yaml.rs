@@ -67,3 +67,23 @@ mod tests {
         assert_eq!(back, v);
     }
 }
+
+#[cfg(test)]
+mod round_trip_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Helm reads the values file with YAML 1.1 rules: strings that look like booleans, numbers
+    /// or null must be quoted when written, or a chart would see another type.
+    #[test]
+    fn strings_that_look_like_other_scalars_stay_strings() {
+        let v = json!({
+            "yes": "yes", "on": "on", "off": "OFF", "y": "y", "n": "N", "true": "true",
+            "null": "null", "tilde": "~", "int": "1", "float": "1.5", "hex": "0x10",
+            "octal": "0755", "exp": "1e3", "empty": "", "colon": "a: b", "dash": "- x",
+            "hash": "#x", "date": "2026-11-21", "inf": ".inf", "nan": ".NaN"
+        });
+        let text = to_string(&v).unwrap();
+        assert_eq!(parse(&text).unwrap(), v, "{text}");
+    }
+}

@@ -79,3 +79,73 @@ fn render_of_a_disabled_module_or_after_a_failing_hook_exits_1_with_the_reason()
         "{stderr}"
     );
 }
+
+/// Helm reads the values file with YAML 1.1 rules; strings that look like booleans, numbers,
+/// null or dates must reach the chart as strings, and real booleans and numbers as such.
+#[test]
+fn values_keep_their_types_through_the_helm_values_file() {
+    if !require_tool("helm") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let r = tmp.path();
+    std::fs::create_dir_all(r.join("global-hooks")).unwrap();
+    write(&r.join("modules/values.yaml"), "tEnabled: true\n", false);
+    write(
+        &r.join("modules/010-t/Chart.yaml"),
+        "apiVersion: v2\nname: t\nversion: 0.1.0\n",
+        false,
+    );
+    write(
+        &r.join("modules/010-t/templates/t.yaml"),
+        "kinds: |\n{{- range $k, $v := .Values.t }}\n  {{ $k }}={{ kindOf $v }}\n{{- end }}\n",
+        false,
+    );
+    let strings = [
+        "yes",
+        "on",
+        "OFF",
+        "y",
+        "N",
+        "true",
+        "null",
+        "~",
+        "1",
+        "1.5",
+        "0x10",
+        "0755",
+        "1e3",
+        "",
+        "2026-11-21",
+        ".inf",
+    ];
+    let mut values = String::from("t:\n  zbool: true\n  znum: 5\n");
+    for (i, s) in strings.iter().enumerate() {
+        values.push_str(&format!("  s{i:02}: \"{s}\"\n"));
+    }
+    write(&r.join("modules/010-t/values.yaml"), &values, false);
+    let out = run(&[
+        "module",
+        "render",
+        "t",
+        "--working-dir",
+        r.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for i in 0..strings.len() {
+        assert!(
+            stdout.contains(&format!("s{i:02}=string")),
+            "{}: {stdout}",
+            strings[i]
+        );
+    }
+    assert!(
+        stdout.contains("zbool=bool") && stdout.contains("znum=float64"),
+        "{stdout}"
+    );
+}
