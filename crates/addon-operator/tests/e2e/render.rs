@@ -137,12 +137,8 @@ fn values_keep_their_types_through_the_helm_values_file() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for i in 0..strings.len() {
-        assert!(
-            stdout.contains(&format!("s{i:02}=string")),
-            "{}: {stdout}",
-            strings[i]
-        );
+    for (i, s) in strings.iter().enumerate() {
+        assert!(stdout.contains(&format!("s{i:02}=string")), "{s}: {stdout}");
     }
     assert!(
         stdout.contains("zbool=bool") && stdout.contains("znum=float64"),
