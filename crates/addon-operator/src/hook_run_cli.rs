@@ -138,10 +138,7 @@ fn contexts(
         if config.order(kind).is_none() {
             return Err(format!("the hook has no '{binding}' binding"));
         }
-        return Ok(vec![match kind {
-            BindingType::OnStartup => builder.on_startup(),
-            _ => builder.lifecycle(kind),
-        }]);
+        return Ok(vec![builder.ordered(kind)]);
     }
     if let Some(schedule) = config.schedules.iter().find(|s| s.name == binding) {
         return Ok(vec![builder.schedule(schedule)]);

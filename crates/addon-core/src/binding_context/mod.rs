@@ -231,6 +231,14 @@ impl<'a> ContextBuilder<'a> {
         self.base(BindingType::OnStartup.as_str(), ContextKind::OnStartup)
     }
 
+    /// The context of an ORDER binding: `onStartup` (no snapshots) or a lifecycle binding.
+    pub fn ordered(&self, binding: BindingType) -> BindingContext {
+        match binding {
+            BindingType::OnStartup => self.on_startup(),
+            _ => self.lifecycle(binding),
+        }
+    }
+
     /// `beforeAll`, `afterHelm`, ...: snapshots of every kubernetes binding of the hook.
     pub fn lifecycle(&self, binding: BindingType) -> BindingContext {
         let mut names: Vec<String> = Vec::new();

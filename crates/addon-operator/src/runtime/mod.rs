@@ -18,7 +18,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::discovery::Discovered;
 use addon_core::hook_config::{BindingType, HookConfig};
 use addon_core::names::{HookName, ModuleName, QueueName};
@@ -29,8 +28,8 @@ use tokio_util::sync::CancellationToken;
 
 use edges::{Edges, KubeEvent, MonitorKey};
 pub use edges_fake::{FakeHooks, FakeKube, HookCall};
-use state::{HookDef, ModuleState, State, hooks_by_order, hooks_with_kubernetes};
-use task::{HookTask, Origin, Task};
+use state::{HookDef, ModuleState, State, hooks_with_kubernetes};
+use task::{Task, lifecycle_tasks};
 
 use crate::check::error_chain;
 use crate::metrics::Metrics;
@@ -437,17 +436,7 @@ fn bootstrap(shared: &Shared) {
     let mut st = shared.lock();
     let main = QueueName::main();
     let hooks = st.global_hooks.clone();
-    for def in hooks_by_order(&hooks, BindingType::OnStartup) {
-        let snapshots = Snapshots::new();
-        let ctx = ContextBuilder::new(&def.config, &snapshots).on_startup();
-        let task = Task::Hook(HookTask {
-            module: None,
-            hook: def.name().clone(),
-            binding: BindingType::OnStartup,
-            contexts: vec![ctx],
-            allow_failure: false,
-            origin: Origin::Lifecycle,
-        });
+    for task in lifecycle_tasks(&hooks, BindingType::OnStartup) {
         shared.push(&mut st, &main, task);
     }
     for def in hooks_with_kubernetes(&hooks) {

@@ -1,7 +1,6 @@
 //! 'Reload all modules': beforeAll hooks, module discovery (enabled scripts, run / delete / purge
 //! lists), afterAll hooks, and the check that afterAll did not change global values.
 
-use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::enablement::{self, Candidate, EnablementPass, Step};
 use addon_core::hook_config::BindingType;
 use addon_core::names::{ModuleName, QueueName};
@@ -10,8 +9,8 @@ use addon_core::values::patch::Scope;
 use crate::check::error_chain;
 use crate::metrics::ModuleInfo;
 use crate::runtime::Shared;
-use crate::runtime::state::{State, hooks_by_order};
-use crate::runtime::task::{HookTask, Origin, Outcome, Task};
+use crate::runtime::state::State;
+use crate::runtime::task::{Outcome, Task, lifecycle_tasks};
 
 /// Expands a converge into its beforeAll hooks and discovery, dropping other queued converges
 /// (this one covers them).
@@ -22,28 +21,9 @@ pub fn start(shared: &Shared) -> Outcome {
     if let Ok(main) = st.queues.get_mut(&QueueName::main()) {
         main.remove_where(|t| matches!(t, Task::Converge { .. }));
     }
-    let mut head = lifecycle_hooks(&st, BindingType::BeforeAll);
+    let mut head = lifecycle_tasks(&st.global_hooks, BindingType::BeforeAll);
     head.push(Task::DiscoverModules);
     Outcome::head(head)
-}
-
-/// Global hook tasks for a lifecycle binding, by ORDER.
-fn lifecycle_hooks(st: &State, binding: BindingType) -> Vec<Task> {
-    hooks_by_order(&st.global_hooks, binding)
-        .into_iter()
-        .map(|def| {
-            let snapshots = Snapshots::new();
-            let ctx = ContextBuilder::new(&def.config, &snapshots).lifecycle(binding);
-            Task::Hook(HookTask {
-                module: None,
-                hook: def.name().clone(),
-                binding,
-                contexts: vec![ctx],
-                allow_failure: false,
-                origin: Origin::Lifecycle,
-            })
-        })
-        .collect()
 }
 
 /// Decides which modules are enabled and queues deletes, runs, purges, afterAll hooks and the
@@ -93,7 +73,7 @@ pub async fn discover(shared: &Shared) -> Outcome {
     for release in plan.to_purge {
         head.push(Task::ModulePurge { release });
     }
-    head.extend(lifecycle_hooks(&st, BindingType::AfterAll));
+    head.extend(lifecycle_tasks(&st.global_hooks, BindingType::AfterAll));
     head.push(Task::ConvergeDone {
         global_checksum: global_checksum(&st),
     });

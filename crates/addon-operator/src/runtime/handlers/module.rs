@@ -91,11 +91,7 @@ async fn run_lifecycle(
 ) -> Result<(), String> {
     for def in hooks_by_order(hooks, binding) {
         let snapshots = Snapshots::new();
-        let builder = ContextBuilder::new(&def.config, &snapshots);
-        let ctx = match binding {
-            BindingType::OnStartup => builder.on_startup(),
-            _ => builder.lifecycle(binding),
-        };
+        let ctx = ContextBuilder::new(&def.config, &snapshots).ordered(binding);
         let at = RunContext {
             queue: &QueueName::main(),
             allow_failure: false,
