@@ -78,28 +78,13 @@ pub fn apply_config(shared: &Shared, config: Config) {
         drop_runs_of(&mut st, &disabled);
         drain_converge(&mut st);
         tracing::info!("config changed the global section or enable flags: reload all modules");
-        if !st.is_queued(&main, |t| matches!(t, Task::Converge { .. })) {
-            shared.push(
-                &mut st,
-                &main,
-                Task::Converge {
-                    reason: "config changed",
-                },
-            );
+        if let Some(task) = st.converge_if_not_queued("config changed") {
+            shared.push(&mut st, &main, task);
         }
     } else {
         for module in change.modules_changed {
-            let queued = st.is_queued(
-                &main,
-                |t| matches!(t, Task::ModuleRun { module: m, .. } if *m == module),
-            );
-            if st.enabled.contains(&module) && !queued {
+            if let Some(task) = st.module_run_if_not_queued(&module, "config changed") {
                 tracing::info!(module = %module, "config changed the module's section: run it");
-                let task = Task::ModuleRun {
-                    module,
-                    startup: false,
-                    reason: "config changed",
-                };
                 shared.push(&mut st, &main, task);
             }
         }

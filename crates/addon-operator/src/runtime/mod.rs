@@ -452,20 +452,9 @@ impl RuntimeHandle {
     /// 'Helm resources absent': resources of a module's release are missing from the cluster;
     /// the module runs again (its Helm step reinstalls them). Called by the resource monitor.
     pub fn resources_absent(&self, module: &ModuleName) {
-        let shared = &self.shared;
-        let mut st = shared.lock();
-        let main = QueueName::main();
-        let queued = st.is_queued(
-            &main,
-            |t| matches!(t, Task::ModuleRun { module: m, .. } if m == module),
-        );
-        if st.enabled.contains(module) && !queued {
-            let task = Task::ModuleRun {
-                module: module.clone(),
-                startup: false,
-                reason: "helm resources absent",
-            };
-            shared.push(&mut st, &main, task);
+        let mut st = self.shared.lock();
+        if let Some(task) = st.module_run_if_not_queued(module, "helm resources absent") {
+            self.shared.push(&mut st, &QueueName::main(), task);
         }
     }
 

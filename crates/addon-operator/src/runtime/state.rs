@@ -103,6 +103,29 @@ impl State {
             .is_some_and(|q| q.iter().any(|t| matches(&t.task)))
     }
 
+    /// A run of an enabled `module` (without onStartup) for `reason`, unless one waits in `main`.
+    pub fn module_run_if_not_queued(
+        &self,
+        module: &ModuleName,
+        reason: &'static str,
+    ) -> Option<Task> {
+        let queued = self.is_queued(
+            &QueueName::main(),
+            |t| matches!(t, Task::ModuleRun { module: m, .. } if m == module),
+        );
+        (self.enabled.contains(module) && !queued).then(|| Task::ModuleRun {
+            module: module.clone(),
+            startup: false,
+            reason,
+        })
+    }
+
+    /// A converge for `reason`, unless one waits in `main`.
+    pub fn converge_if_not_queued(&self, reason: &'static str) -> Option<Task> {
+        let queued = self.is_queued(&QueueName::main(), |t| matches!(t, Task::Converge { .. }));
+        (!queued).then_some(Task::Converge { reason })
+    }
+
     pub fn record(&mut self, line: String) {
         if let Some(history) = &mut self.history {
             history.push(line);

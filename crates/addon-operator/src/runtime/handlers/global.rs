@@ -66,36 +66,15 @@ fn mark_synchronized(shared: &Shared, task: &HookTask) {
 /// Values changed by a schedule or kubernetes event run: reload everything (global) or run the
 /// module again.
 fn react(shared: &Shared, module: Option<&ModuleName>, effect: HookEffect) -> Outcome {
-    let main = QueueName::main();
     let st = shared.lock();
-    match module {
-        None if effect.values_changed || effect.enabled_changed => {
-            let queued = st.is_queued(&main, |t| matches!(t, Task::Converge { .. }));
-            if queued || !st.first_converge_done {
-                return Outcome::done();
-            }
-            let task = Task::Converge {
-                reason: "global values changed",
-            };
-            Outcome::tail(vec![(main, task)])
+    let task = match module {
+        None if (effect.values_changed || effect.enabled_changed) && st.first_converge_done => {
+            st.converge_if_not_queued("global values changed")
         }
-        Some(m) if effect.values_changed => {
-            let queued = st.is_queued(
-                &main,
-                |t| matches!(t, Task::ModuleRun { module, .. } if module == m),
-            );
-            if queued {
-                return Outcome::done();
-            }
-            let task = Task::ModuleRun {
-                module: m.clone(),
-                startup: false,
-                reason: "module values changed",
-            };
-            Outcome::tail(vec![(main, task)])
-        }
-        _ => Outcome::done(),
-    }
+        Some(m) if effect.values_changed => st.module_run_if_not_queued(m, "module values changed"),
+        _ => None,
+    };
+    Outcome::tail(task.map(|t| (QueueName::main(), t)).into_iter().collect())
 }
 
 /// Starts the watches of every kubernetes binding of a global hook and queues one
