@@ -10,9 +10,8 @@ use addon_core::binding_context::{
 };
 use addon_core::discovery::HookFile;
 use addon_core::hook_config::{BindingType, HookConfig};
-use addon_core::hook_output::{kube_patch, metrics};
 use addon_core::names::ModuleName;
-use addon_core::values::patch::{HookRef, PatchKind, ValuesPatch};
+use addon_core::values::patch::HookRef;
 use addon_core::values::store::{HookValues, ValuesStore};
 use anyhow::Context as _;
 use serde_json::{Value, json};
@@ -23,6 +22,7 @@ use crate::check::values::evaluate;
 use crate::cli::HookRunArgs;
 use crate::exec::hook_run::{HookOutputs, HookRunSettings};
 use crate::runtime::edges::{HookExecutor, HookRequest, ProcessHooks};
+use crate::runtime::hooks::ReadOutputs;
 use crate::start::fail;
 
 pub fn run_cli(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
@@ -87,10 +87,7 @@ async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
         Ok(success) => success.outputs,
         Err(failure) => return Ok(fail(what, &[failure.message])),
     };
-    let hook_ref = match &module {
-        None => HookRef::global(hook.name.clone()),
-        Some(m) => HookRef::module(m.clone(), hook.name.clone()),
-    };
+    let hook_ref = crate::runtime::hooks::hook_ref(module.as_ref(), &hook.name);
     match report(
         &mut stage.store,
         &hook_ref,
@@ -192,7 +189,7 @@ fn hook_values(
     }
 }
 
-/// Applies the hook's outputs to the store and describes them.
+/// Applies the hook's outputs to the store (as the runtime does) and describes them.
 fn report(
     store: &mut ValuesStore,
     hook: &HookRef,
@@ -200,32 +197,16 @@ fn report(
     enabled: &[ModuleName],
     outputs: &HookOutputs,
 ) -> Result<Value, String> {
-    let config_patch = ValuesPatch::parse(hook, PatchKind::Config, &outputs.config_values_patch)
-        .map_err(|e| error_chain(&e))?;
-    let values_patch = ValuesPatch::parse(hook, PatchKind::Values, &outputs.values_patch)
-        .map_err(|e| error_chain(&e))?;
-    let kube_ops = kube_patch::parse(&outputs.kubernetes_patch)
-        .map_err(|e| format!("$KUBERNETES_PATCH_PATH: {}", error_chain(&e)))?;
-    let metric_ops = metrics::parse(&outputs.metrics)
-        .map_err(|e| format!("$METRICS_PATH: {}", error_chain(&e)))?;
-    store
-        .apply_config_patch(hook, &config_patch)
-        .map_err(|e| error_chain(&e))?;
-    store
-        .apply_values_patch(hook, &values_patch)
-        .map_err(|e| error_chain(&e))?;
+    let read = ReadOutputs::parse(hook, outputs)?;
+    read.apply_patches(store, hook)?;
     let after = hook_values(store, module, enabled)?;
-    let warnings: Vec<&String> = config_patch
-        .warnings
-        .iter()
-        .chain(&values_patch.warnings)
-        .collect();
+    let warnings: Vec<&String> = read.warnings().collect();
     Ok(json!({
         "hook": hook.to_string(),
-        "configValuesPatch": config_patch.ops,
-        "valuesPatch": values_patch.ops,
-        "kubernetesOperations": kube_ops.len(),
-        "metricOperations": metric_ops.len(),
+        "configValuesPatch": read.config_patch.ops,
+        "valuesPatch": read.values_patch.ops,
+        "kubernetesOperations": read.kube_ops.len(),
+        "metricOperations": read.metric_ops.len(),
         "configValues": after.config_values,
         "values": after.values,
         "warnings": warnings,

@@ -8,7 +8,7 @@ use addon_core::hook_output::kube_patch::{self, KubeOperation};
 use addon_core::hook_output::metrics::{self, MetricOperation};
 use addon_core::names::{HookName, ModuleName, QueueName};
 use addon_core::values::patch::{HookRef, PatchKind, ValuesPatch};
-use addon_core::values::store::HookValues;
+use addon_core::values::store::{HookValues, ValuesStore};
 
 use super::Shared;
 use super::edges::HookRequest;
@@ -120,44 +120,23 @@ async fn apply_outputs(
     def: &HookDef,
     outputs: &HookOutputs,
 ) -> Result<HookEffect, String> {
-    let hook_ref = match module {
-        None => HookRef::global(def.name().clone()),
-        Some(m) => HookRef::module(m.clone(), def.name().clone()),
-    };
-    let parse = |kind, text: &str| ValuesPatch::parse(&hook_ref, kind, text);
-    let config_patch =
-        parse(PatchKind::Config, &outputs.config_values_patch).map_err(|e| error_chain(&e))?;
-    let values_patch =
-        parse(PatchKind::Values, &outputs.values_patch).map_err(|e| error_chain(&e))?;
-    for warning in config_patch.warnings.iter().chain(&values_patch.warnings) {
+    let hook_ref = hook_ref(module, def.name());
+    let read = ReadOutputs::parse(&hook_ref, outputs)?;
+    for warning in read.warnings() {
         tracing::warn!(hook = %def.name(), "{warning}");
     }
-    let (metric_ops, kube_ops) = check_other_outputs(def, outputs)?;
     shared
         .metrics
         .hook_metric_ops(
             def.name().as_str(),
             module.map(ModuleName::as_str),
-            &metric_ops,
+            &read.metric_ops,
         )
         .map_err(|e| format!("hook '{}': $METRICS_PATH: {}", def.name(), error_chain(&e)))?;
     let (effect, to_save) = {
         let mut st = shared.lock();
-        let config = st
-            .store
-            .apply_config_patch(&hook_ref, &config_patch)
-            .map_err(|e| error_chain(&e))?;
-        let values = st
-            .store
-            .apply_values_patch(&hook_ref, &values_patch)
-            .map_err(|e| error_chain(&e))?;
-        let effect = HookEffect {
-            values_changed: config.values_changed || values.values_changed,
-            enabled_changed: !values.enabled_changed.is_empty()
-                || !config.config_change.enabled_changed.is_empty(),
-        };
-        let save = !config.config_change.is_empty();
-        (effect, save.then(|| st.store.config().clone()))
+        let (effect, config_changed) = read.apply_patches(&mut st.store, &hook_ref)?;
+        (effect, config_changed.then(|| st.store.config().clone()))
     };
     if let Some(config) = to_save {
         shared
@@ -167,26 +146,73 @@ async fn apply_outputs(
             .await
             .map_err(|e| format!("hook '{}': {}", def.name(), error_chain(&e)))?;
     }
-    if !kube_ops.is_empty() {
+    if !read.kube_ops.is_empty() {
         shared
             .edges
             .objects
-            .apply(&kube_ops)
+            .apply(&read.kube_ops)
             .await
             .map_err(|e| format!("hook '{}': $KUBERNETES_PATCH_PATH: {e}", def.name()))?;
     }
     Ok(effect)
 }
 
-/// `$METRICS_PATH` and `$KUBERNETES_PATCH_PATH` must be valid; returns their operations.
-fn check_other_outputs(
-    def: &HookDef,
-    outputs: &HookOutputs,
-) -> Result<(Vec<MetricOperation>, Vec<KubeOperation>), String> {
-    let hook = def.name();
-    let metric_ops = metrics::parse(&outputs.metrics)
-        .map_err(|e| format!("hook '{hook}': $METRICS_PATH: {}", error_chain(&e)))?;
-    let kube_ops = kube_patch::parse(&outputs.kubernetes_patch)
-        .map_err(|e| format!("hook '{hook}': $KUBERNETES_PATCH_PATH: {}", error_chain(&e)))?;
-    Ok((metric_ops, kube_ops))
+/// Who wrote a patch: a global hook, or a module's hook.
+pub fn hook_ref(module: Option<&ModuleName>, hook: &HookName) -> HookRef {
+    match module {
+        None => HookRef::global(hook.clone()),
+        Some(m) => HookRef::module(m.clone(), hook.clone()),
+    }
+}
+
+/// A successful run's output files, parsed and checked (nothing applied yet).
+pub struct ReadOutputs {
+    pub config_patch: ValuesPatch,
+    pub values_patch: ValuesPatch,
+    pub metric_ops: Vec<MetricOperation>,
+    pub kube_ops: Vec<KubeOperation>,
+}
+
+impl ReadOutputs {
+    pub fn parse(hook: &HookRef, outputs: &HookOutputs) -> Result<Self, String> {
+        let patch =
+            |kind, text: &str| ValuesPatch::parse(hook, kind, text).map_err(|e| error_chain(&e));
+        Ok(Self {
+            config_patch: patch(PatchKind::Config, &outputs.config_values_patch)?,
+            values_patch: patch(PatchKind::Values, &outputs.values_patch)?,
+            metric_ops: metrics::parse(&outputs.metrics)
+                .map_err(|e| format!("{hook}: $METRICS_PATH: {}", error_chain(&e)))?,
+            kube_ops: kube_patch::parse(&outputs.kubernetes_patch)
+                .map_err(|e| format!("{hook}: $KUBERNETES_PATCH_PATH: {}", error_chain(&e)))?,
+        })
+    }
+
+    /// Warnings about legacy patch forms.
+    pub fn warnings(&self) -> impl Iterator<Item = &String> {
+        self.config_patch
+            .warnings
+            .iter()
+            .chain(&self.values_patch.warnings)
+    }
+
+    /// Applies the config patch, then the values patch, to `store`; returns what changed and
+    /// whether the config changed (and must be saved).
+    pub fn apply_patches(
+        &self,
+        store: &mut ValuesStore,
+        hook: &HookRef,
+    ) -> Result<(HookEffect, bool), String> {
+        let config = store
+            .apply_config_patch(hook, &self.config_patch)
+            .map_err(|e| error_chain(&e))?;
+        let values = store
+            .apply_values_patch(hook, &self.values_patch)
+            .map_err(|e| error_chain(&e))?;
+        let effect = HookEffect {
+            values_changed: config.values_changed || values.values_changed,
+            enabled_changed: !values.enabled_changed.is_empty()
+                || !config.config_change.enabled_changed.is_empty(),
+        };
+        Ok((effect, !config.config_change.is_empty()))
+    }
 }

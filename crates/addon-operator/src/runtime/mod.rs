@@ -5,7 +5,7 @@
 pub mod edges;
 mod edges_fake;
 mod handlers;
-mod hooks;
+pub(crate) mod hooks;
 mod intake;
 mod resource_monitor;
 pub mod state;
