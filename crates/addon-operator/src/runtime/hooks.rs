@@ -108,8 +108,10 @@ fn prepare(
             .module_hook_values(m, &st.enabled)
             .map_err(|e| error_chain(&e))?,
     };
-    let owner = module.map_or(String::new(), |m| format!("{m}/"));
-    st.record(format!("run {owner}{hook} {}", binding.as_str()));
+    st.record(|| {
+        let owner = module.map_or(String::new(), |m| format!("{m}/"));
+        format!("run {owner}{hook} {}", binding.as_str())
+    });
     Ok((def, values))
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use addon_core::binding_context::ContextBuilder;
+use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::config::Config;
 use addon_core::hook_config::BindingType;
 use addon_core::names::{ModuleName, QueueName};
@@ -167,7 +167,8 @@ fn on_kube_event(shared: &Shared, ev: KubeEvent) {
     let Some(def) = st.hook(ev.key.module.as_ref(), &ev.key.hook).cloned() else {
         return;
     };
-    let snapshots = st.snapshots(ev.key.module.as_ref(), &ev.key.hook);
+    // snapshots are attached right before the run (ContextBuilder::refresh)
+    let snapshots = Snapshots::new();
     let ctx = ContextBuilder::new(&def.config, &snapshots).event(&binding, ev.event, &item);
     let task = Task::Hook(HookTask {
         module: ev.key.module.clone(),
@@ -210,7 +211,8 @@ fn on_tick(shared: &Shared, id: &ScheduleId) {
     let Some(binding) = def.config.schedules.get(id.index) else {
         return;
     };
-    let snapshots = st.snapshots(id.module.as_ref(), &id.hook);
+    // snapshots are attached right before the run (ContextBuilder::refresh)
+    let snapshots = Snapshots::new();
     let ctx = ContextBuilder::new(&def.config, &snapshots).schedule(binding);
     let task = Task::Hook(HookTask {
         module: id.module.clone(),

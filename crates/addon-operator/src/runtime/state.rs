@@ -126,9 +126,10 @@ impl State {
         (!queued).then_some(Task::Converge { reason })
     }
 
-    pub fn record(&mut self, line: String) {
+    /// Adds a line to the history when it is recorded; `line` is not called otherwise.
+    pub fn record(&mut self, line: impl FnOnce() -> String) {
         if let Some(history) = &mut self.history {
-            history.push(line);
+            history.push(line());
         }
     }
 }

@@ -56,6 +56,7 @@ pub async fn run(shared: Arc<Shared>, queue: QueueName, stop: CancellationToken)
 
 /// Chooses what to do next; marks the head as running and merges combinable followers into it.
 fn pick(st: &mut State, queue: &QueueName, now: Duration) -> Pick {
+    let recording = st.history.is_some();
     let Ok(q) = st.queues.get_mut(queue) else {
         return Pick::Idle;
     };
@@ -78,10 +79,12 @@ fn pick(st: &mut State, queue: &QueueName, now: Duration) -> Pick {
     }
     let task = q
         .start_head()
-        .map(|h| (h.id, h.task.clone(), h.description()));
+        .map(|h| (h.id, h.task.clone(), recording.then(|| h.description())));
     match task {
         Some((id, task, description)) => {
-            st.record(format!("start {description}"));
+            if let Some(description) = description {
+                st.record(|| format!("start {description}"));
+            }
             Pick::Run(id, task)
         }
         None => Pick::Idle,
@@ -173,7 +176,7 @@ fn apply(
                 duration_ms = elapsed.as_millis() as u64,
                 "task failed; it stays at the head of its queue and is retried"
             );
-            st.record(format!("failed {}", task.description()));
+            st.record(|| format!("failed {}", task.description()));
         }
     }
     shared.notify.notify_waiters();

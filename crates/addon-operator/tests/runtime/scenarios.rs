@@ -774,3 +774,32 @@ async fn resource_monitor_runs_a_module_whose_release_drifted() {
         ["run web/hooks/before beforeHelm", "helm upgrade web"]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn schedule_run_gets_fresh_snapshots_of_the_kubernetes_bindings_it_includes() {
+    let dir = tree(&[(
+        "global-hooks/hooks/report",
+        "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n  jqFilter: .metadata.name\n  executeHookOnSynchronization: false\n  executeHookOnEvent: []\nschedule:\n- name: tick\n  crontab: '*/10 * * * * *'\n  includeSnapshotsFrom: [pods]\n",
+    )]);
+    let op = start(dir, "", FakeHooks::new(), FakeHelm::new()).await;
+    let pod = |name: &str| serde_json::json!({"kind": "Pod", "metadata": {"name": name, "namespace": "d"}});
+    op.kube.set_objects("Pod", vec![pod("a")]);
+    op.settle().await;
+    op.kube
+        .emit(addon_core::hook_config::WatchEvent::Added, pod("b"));
+    tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+    op.settle().await;
+    let tick = op
+        .hooks
+        .calls()
+        .into_iter()
+        .find(|c| c.binding_context[0]["binding"] == "tick")
+        .unwrap();
+    let names: Vec<&str> = tick.binding_context[0]["snapshots"]["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["filterResult"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+}

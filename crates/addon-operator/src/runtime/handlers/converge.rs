@@ -119,7 +119,7 @@ async fn run_script(
 ) -> Result<bool, String> {
     let (script, values) = {
         let mut st = shared.lock();
-        st.record(format!("enabled {module}"));
+        st.record(|| format!("enabled {module}"));
         let script = st
             .module(module)
             .and_then(|m| m.source.enabled_script.clone())

@@ -1,7 +1,7 @@
 //! Hook-run tasks (global and module hooks, any binding) and the start of a global hook's
 //! kubernetes bindings.
 
-use addon_core::binding_context::ContextBuilder;
+use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::hook_config::BindingType;
 use addon_core::monitor::MonitorCache;
 use addon_core::names::{HookName, ModuleName, QueueName};
@@ -163,8 +163,13 @@ pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<T
     if !runs {
         return Ok(None);
     }
-    let snapshots = st.snapshots(key.module.as_ref(), &key.hook);
-    let items = snapshots.get(&binding.name).cloned().unwrap_or_default();
+    let items = st
+        .monitors
+        .get(key)
+        .map(|m| m.cache.items())
+        .unwrap_or_default();
+    // other bindings' snapshots are attached right before the run (ContextBuilder::refresh)
+    let snapshots = Snapshots::new();
     let ctx = ContextBuilder::new(&def.config, &snapshots).synchronization(&binding, &items);
     Ok(Some(Task::Hook(HookTask {
         module: key.module.clone(),

@@ -178,7 +178,7 @@ async fn helm_upgrade(
         .map_err(|e| error_chain(&e))?;
     timed(HelmOperation::CheckUpgrade, started);
     if upgrade {
-        shared.lock().record(format!("helm upgrade {module}"));
+        shared.lock().record(|| format!("helm upgrade {module}"));
         let started = tokio::time::Instant::now();
         helm.upgrade(&request).await.map_err(|e| error_chain(&e))?;
         timed(HelmOperation::Upgrade, started);
@@ -253,7 +253,7 @@ pub async fn delete(shared: &Shared, module: &ModuleName) -> Outcome {
                 .map_err(|e| error_chain(&e))?;
             if releases.iter().any(|r| r == module.as_str()) {
                 run_lifecycle(shared, module, &state.hooks, BindingType::BeforeDeleteHelm).await?;
-                shared.lock().record(format!("helm uninstall {module}"));
+                shared.lock().record(|| format!("helm uninstall {module}"));
                 shared
                     .edges
                     .helm
@@ -277,7 +277,7 @@ pub async fn delete(shared: &Shared, module: &ModuleName) -> Outcome {
 
 /// Uninstalls a release that belongs to no module; a failure is only logged.
 pub async fn purge(shared: &Shared, release: &str) -> Outcome {
-    shared.lock().record(format!("helm uninstall {release}"));
+    shared.lock().record(|| format!("helm uninstall {release}"));
     if let Err(e) = shared.edges.helm.uninstall(release).await {
         tracing::error!(release, error = %error_chain(&e), "purge of a release without a module failed");
     }
