@@ -225,6 +225,15 @@ pub enum LogType {
     Json,
 }
 
+/// Runs a command's async body on a multi-thread tokio runtime.
+pub fn block_on<T>(body: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("start the async runtime: {e}"))?;
+    Ok(runtime.block_on(body))
+}
+
 /// Parses Go-style durations (`500ms`, `30s`, `1m30s`, `1h`), like the Go operator's flags.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     addon_core::hook_config::parse_go_duration(text.trim())

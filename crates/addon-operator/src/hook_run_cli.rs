@@ -26,11 +26,7 @@ use crate::runtime::hooks::ReadOutputs;
 use crate::start::fail;
 
 pub fn run_cli(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("start the async runtime")?;
-    runtime.block_on(run(args))
+    crate::cli::block_on(run(args))?
 }
 
 async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {

@@ -24,11 +24,7 @@ use crate::start::fail;
 const POLL: Duration = Duration::from_millis(50);
 
 pub fn run_cli(args: &RenderArgs) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("start the async runtime")?;
-    runtime.block_on(render(args))
+    crate::cli::block_on(render(args))?
 }
 
 async fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {

@@ -36,11 +36,7 @@ use crate::runtime::{Runtime, RuntimeSettings};
 const CONFIG_DEBOUNCE: Duration = Duration::from_millis(200);
 
 pub fn run_cli(args: &StartArgs) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("start the async runtime")?;
-    runtime.block_on(run(args))
+    crate::cli::block_on(run(args))?
 }
 
 /// Which cluster the operator manages.

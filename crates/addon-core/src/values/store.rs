@@ -546,6 +546,34 @@ impl ValuesStore {
         })
     }
 
+    /// The input of an enablement pass: every module in order, enabled by its flags or not, and
+    /// whether it has an `enabled` script.
+    pub fn enablement_candidates(
+        &self,
+        has_script: impl Fn(&ModuleName) -> bool,
+    ) -> Vec<crate::enablement::Candidate> {
+        self.all_flag_layers()
+            .into_iter()
+            .map(|(name, flags)| crate::enablement::Candidate {
+                has_script: has_script(&name),
+                enabled_by_flags: flags.enabled(),
+                name,
+            })
+            .collect()
+    }
+
+    /// `{"global": ..., "<moduleKey>": ...}`: the merged values of every scope.
+    pub fn all_values(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        out.insert("global".into(), self.global_values());
+        for m in &self.modules {
+            if let Ok(values) = self.module_values(&m.name) {
+                out.insert(m.name.values_key(), values);
+            }
+        }
+        out
+    }
+
     /// Modules enabled by their flags (before `enabled` scripts), in module order.
     pub fn enabled_by_flags(&self) -> Vec<ModuleName> {
         self.all_flag_layers()

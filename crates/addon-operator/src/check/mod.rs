@@ -19,11 +19,7 @@ use report::{CheckReport, ModuleReport};
 
 /// Runs `check` for the command line and prints the report.
 pub fn run_cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("start the async runtime")?;
-    let report = runtime.block_on(run(args));
+    let report = crate::cli::block_on(run(args))?;
     let text = match args.output {
         OutputFormat::Json => serde_json::to_string_pretty(&report).context("render the report")?,
         OutputFormat::Text => report.to_text(),
@@ -68,7 +64,7 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
     let stage = values::evaluate(&found, args.config_file.as_deref(), &settings).await;
     report.errors.extend(stage.errors.iter().cloned());
     report.warnings.extend(stage.warnings.iter().cloned());
-    report.values = stage.merged_values();
+    report.values = stage.store.all_values();
     report.modules = found
         .modules
         .iter()

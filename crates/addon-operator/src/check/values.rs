@@ -5,11 +5,10 @@ use std::path::Path;
 
 use addon_core::config::Config;
 use addon_core::discovery::Discovered;
-use addon_core::enablement::{self, Candidate, EnablementPass, Step};
+use addon_core::enablement::{self, EnablementPass, Step};
 use addon_core::names::ModuleName;
 use addon_core::setup::build_store;
 use addon_core::values::store::ValuesStore;
-use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::error_chain;
@@ -76,14 +75,7 @@ impl ValuesStage {
     ) -> Vec<ModuleName> {
         let candidates = self
             .store
-            .all_flag_layers()
-            .into_iter()
-            .map(|(name, flags)| Candidate {
-                has_script: module_script(found, &name).is_some(),
-                enabled_by_flags: flags.enabled(),
-                name,
-            })
-            .collect();
+            .enablement_candidates(|m| module_script(found, m).is_some());
         let mut pass = EnablementPass::new(candidates);
         loop {
             match pass.next_step() {
@@ -159,18 +151,6 @@ impl ValuesStage {
                 false
             }
         }
-    }
-
-    /// `global` and every module's merged values, for the report.
-    pub fn merged_values(&self) -> Map<String, Value> {
-        let mut out = Map::new();
-        out.insert("global".into(), self.store.global_values());
-        for module in self.store.modules() {
-            if let Ok(values) = self.store.module_values(&module) {
-                out.insert(module.values_key(), values);
-            }
-        }
-        out
     }
 }
 

@@ -502,14 +502,6 @@ impl RuntimeHandle {
 
     /// Merged values of `global` and every module.
     pub fn values(&self) -> serde_json::Value {
-        let st = self.shared.lock();
-        let mut out = serde_json::Map::new();
-        out.insert("global".into(), st.store.global_values());
-        for m in st.store.modules() {
-            if let Ok(v) = st.store.module_values(&m) {
-                out.insert(m.values_key(), v);
-            }
-        }
-        serde_json::Value::Object(out)
+        serde_json::Value::Object(self.shared.lock().store.all_values())
     }
 }

@@ -81,17 +81,10 @@ pub async fn discover(shared: &Shared) -> Outcome {
 }
 
 fn candidates(st: &State) -> Vec<Candidate> {
-    st.store
-        .all_flag_layers()
-        .into_iter()
-        .map(|(name, flags)| Candidate {
-            has_script: st
-                .module(&name)
-                .is_some_and(|m| m.source.enabled_script.is_some()),
-            enabled_by_flags: flags.enabled(),
-            name,
-        })
-        .collect()
+    st.store.enablement_candidates(|name| {
+        st.module(name)
+            .is_some_and(|m| m.source.enabled_script.is_some())
+    })
 }
 
 /// Runs the enablement pass, calling `enabled` scripts in module order.
