@@ -1,10 +1,10 @@
 //! The demo tree on the embedded cluster: the real binary, real helm and kubectl, bash hooks.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{binary, demo_dir, path_with_tools, require_tool};
+use crate::support::{Running, binary, demo_dir, path_with_tools, require_tool};
 
 fn copy_dir(from: &Path, to: &Path) {
     let status = Command::new("cp")
@@ -14,17 +14,6 @@ fn copy_dir(from: &Path, to: &Path) {
         .status()
         .unwrap();
     assert!(status.success());
-}
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
 }
 
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> Option<String> {

@@ -1,23 +1,12 @@
 //! `--ha`: two operators on one API server; only the Lease holder runs hooks, and the other takes
 //! over when the leader stops.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube_emulator::{Emulator, EmulatorConfig};
 
-use crate::support::{binary, path_with_tools, write};
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-KILL", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
-}
+use crate::support::{Running, binary, path_with_tools, write};
 
 fn operator(root: &std::path::Path, kubeconfig: &std::path::Path, pod: &str) -> Running {
     let child = Command::new(binary())
@@ -91,7 +80,7 @@ fn only_the_lease_holder_works_and_a_standby_takes_over() {
         "b is a standby while a leads"
     );
 
-    drop(a); // the leader dies without releasing the lease
+    a.kill_hard(); // the leader dies without releasing the lease
     wait_for(root, "startup b");
     drop(b);
     drop(emulator);

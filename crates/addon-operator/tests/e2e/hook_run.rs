@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::support::{demo_dir, require_tool, run, write};
+use crate::support::{demo_dir, require_tool, run, run_ok, write};
 
 #[test]
 fn hook_run_feeds_objects_to_a_kubernetes_binding_and_prints_the_outcome() {
@@ -90,7 +90,7 @@ fn python_hooks_run_with_the_module_venv_interpreter() {
         "if [ \"$1\" = --config ]; then echo '{\"beforeHelm\": 1}'; exit 0; fi\necho \"[{\\\"op\\\": \\\"add\\\", \\\"path\\\": \\\"/web/by\\\", \\\"value\\\": \\\"$STARTED_BY $PYTHONHOME\\\"}]\" > $VALUES_JSON_PATCH_PATH\n",
         true,
     );
-    let out = run(&[
+    let stdout = run_ok(&[
         "hook",
         "run",
         "hooks/probe.py",
@@ -101,12 +101,6 @@ fn python_hooks_run_with_the_module_venv_interpreter() {
         "--working-dir",
         r.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let by = report["values"]["web"]["by"].as_str().unwrap();
     assert!(

@@ -1,6 +1,6 @@
 //! `addon-operator module render`: the manifests of a module after running its tree locally.
 
-use crate::support::{demo_dir, require_tool, run, write};
+use crate::support::{demo_dir, require_tool, run, run_ok, write};
 
 #[test]
 fn render_prints_the_manifest_with_values_computed_by_hooks() {
@@ -10,7 +10,7 @@ fn render_prints_the_manifest_with_values_computed_by_hooks() {
     let demo = demo_dir();
     let config = demo.join("config.yaml");
     let before = std::fs::read_to_string(&config).unwrap();
-    let out = run(&[
+    let stdout = run_ok(&[
         "module",
         "render",
         "echo-server",
@@ -19,12 +19,6 @@ fn render_prints_the_manifest_with_values_computed_by_hooks() {
         "--config-file",
         config.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(stdout.contains("kind: ConfigMap"), "{stdout}");
     assert!(
         stdout.contains(r#"greeting: "hello from the config file (cluster laptop)""#),
@@ -124,19 +118,13 @@ fn values_keep_their_types_through_the_helm_values_file() {
         values.push_str(&format!("  s{i:02}: \"{s}\"\n"));
     }
     write(&r.join("modules/010-t/values.yaml"), &values, false);
-    let out = run(&[
+    let stdout = run_ok(&[
         "module",
         "render",
         "t",
         "--working-dir",
         r.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     for (i, s) in strings.iter().enumerate() {
         assert!(stdout.contains(&format!("s{i:02}=string")), "{s}: {stdout}");
     }

@@ -2,7 +2,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 
 /// The operator binary built for this test run.
 pub fn binary() -> PathBuf {
@@ -61,4 +61,36 @@ pub fn run(args: &[&str]) -> Output {
 /// The repository's example tree.
 pub fn demo_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo")
+}
+
+/// Runs the binary with `args`, asserts it succeeded (showing stderr if not) and returns stdout.
+pub fn run_ok(args: &[&str]) -> String {
+    let out = run(args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// A child process that gets SIGTERM and is reaped when dropped.
+pub struct Running(pub Child);
+
+impl Running {
+    /// Ends the process with SIGKILL (no chance to clean up), then reaps it.
+    pub fn kill_hard(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
 }

@@ -156,6 +156,16 @@ impl Op {
         self.handle.history().len()
     }
 
+    /// Edits the config as someone else would, waits until the operator settles, and returns the
+    /// runs the edit caused.
+    pub async fn edit_config(&self, text: &str) -> Vec<String> {
+        let mark = self.clear_history_marker();
+        let config = Config::from_file("config.yaml", text).unwrap();
+        self.config.edit(Ok(config));
+        self.settle().await;
+        self.runs_since(mark)
+    }
+
     /// History lines recorded after `mark`.
     pub fn runs_since(&self, mark: usize) -> Vec<String> {
         self.handle.history()[mark..]

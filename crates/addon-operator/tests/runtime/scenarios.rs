@@ -134,20 +134,13 @@ fn small_tree() -> tempfile::TempDir {
     ])
 }
 
-fn edit(op: &crate::harness::Op, text: &str) {
-    let config = addon_core::config::Config::from_file("config.yaml", text).unwrap();
-    op.config.edit(Ok(config));
-}
-
 #[tokio::test(start_paused = true)]
 async fn global_section_change_reloads_all_modules() {
     let op = start(small_tree(), "", default_hooks(), FakeHelm::new()).await;
     op.settle().await;
-    let mark = op.clear_history_marker();
-    edit(&op, "global: |\n  a: 2\n");
-    op.settle().await;
+    let runs = op.edit_config("global: |\n  a: 2\n").await;
     assert_eq!(
-        op.runs_since(mark),
+        runs,
         [
             "run hooks/before-all beforeAll",
             "run web/hooks/before beforeHelm",
@@ -164,11 +157,9 @@ async fn global_section_change_reloads_all_modules() {
 async fn module_section_change_runs_only_that_module() {
     let op = start(small_tree(), "", default_hooks(), FakeHelm::new()).await;
     op.settle().await;
-    let mark = op.clear_history_marker();
-    edit(&op, "web: |\n  replicas: 3\n");
-    op.settle().await;
+    let runs = op.edit_config("web: |\n  replicas: 3\n").await;
     assert_eq!(
-        op.runs_since(mark),
+        runs,
         ["run web/hooks/before beforeHelm", "helm upgrade web"]
     );
     let HelmCall::Upgrade { values_yaml, .. } = op.helm.calls().pop().unwrap() else {
@@ -181,11 +172,9 @@ async fn module_section_change_runs_only_that_module() {
 async fn enabled_flag_change_deletes_the_module_with_its_after_delete_hooks() {
     let op = start(small_tree(), "", default_hooks(), FakeHelm::new()).await;
     op.settle().await;
-    let mark = op.clear_history_marker();
-    edit(&op, "webEnabled: false\n");
-    op.settle().await;
+    let runs = op.edit_config("webEnabled: false\n").await;
     assert_eq!(
-        op.runs_since(mark),
+        runs,
         [
             "run hooks/before-all beforeAll",
             "helm uninstall web",
@@ -218,10 +207,8 @@ async fn invalid_config_edit_is_rejected_and_nothing_runs() {
     ]);
     let op = start(dir, "global: |\n  a: 1\n", default_hooks(), FakeHelm::new()).await;
     op.settle().await;
-    let mark = op.clear_history_marker();
-    edit(&op, "global: |\n  a: not-a-number\n");
-    op.settle().await;
-    assert!(op.runs_since(mark).is_empty());
+    let runs = op.edit_config("global: |\n  a: not-a-number\n").await;
+    assert!(runs.is_empty());
     assert_eq!(op.handle.values()["global"]["a"], 1);
 }
 
@@ -428,11 +415,9 @@ async fn module_disabled_while_its_run_keeps_failing_is_deleted() {
         json.contains("\"main\"") && json.contains("ModuleRun:web"),
         "{json}"
     );
-    let mark = op.clear_history_marker();
-    edit(&op, "webEnabled: false\n");
-    op.settle().await;
+    let runs = op.edit_config("webEnabled: false\n").await;
     assert_eq!(
-        op.runs_since(mark),
+        runs,
         [
             "run web/hooks/deleted afterDeleteHelm",
             "run ok/hooks/before beforeHelm"
