@@ -10,15 +10,19 @@ use tokio::process::Command;
 
 use super::{Helm, HelmError, UpgradeRequest};
 
+/// A release as last rendered.
+struct Rendered {
+    checksum: String,
+    manifest: String,
+}
+
 /// Renders charts locally with the `helm` binary.
 pub struct TemplateHelm {
     binary: PathBuf,
     namespace: String,
     tmp_dir: PathBuf,
-    /// release → checksum of its last render
-    releases: Mutex<BTreeMap<String, String>>,
-    /// release → its last rendered manifest
-    manifests: Mutex<BTreeMap<String, String>>,
+    /// release → its last render
+    releases: Mutex<BTreeMap<String, Rendered>>,
 }
 
 impl TemplateHelm {
@@ -28,20 +32,15 @@ impl TemplateHelm {
             namespace,
             tmp_dir,
             releases: Mutex::new(BTreeMap::new()),
-            manifests: Mutex::new(BTreeMap::new()),
         }
     }
 
     /// The last manifest rendered for `release`.
     pub fn manifest(&self, release: &str) -> Option<String> {
-        let manifests = self
-            .manifests
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        manifests.get(release).cloned()
+        self.releases().get(release).map(|r| r.manifest.clone())
     }
 
-    fn releases(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
+    fn releases(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Rendered>> {
         self.releases
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -98,7 +97,10 @@ impl Helm for TemplateHelm {
         &'a self,
         req: &'a UpgradeRequest,
     ) -> BoxFuture<'a, Result<bool, HelmError>> {
-        let changed = self.releases().get(&req.release) != Some(&req.checksum);
+        let changed = self
+            .releases()
+            .get(&req.release)
+            .is_none_or(|r| r.checksum != req.checksum);
         Box::pin(async move { Ok(changed) })
     }
 
@@ -112,12 +114,11 @@ impl Helm for TemplateHelm {
                 "chart rendered with helm template (no cluster: nothing is applied)"
             );
             tracing::debug!(release = %req.release, "rendered manifest:\n{manifest}");
-            self.releases()
-                .insert(req.release.clone(), req.checksum.clone());
-            self.manifests
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(req.release.clone(), manifest);
+            let rendered = Rendered {
+                checksum: req.checksum.clone(),
+                manifest,
+            };
+            self.releases().insert(req.release.clone(), rendered);
             Ok(())
         })
     }

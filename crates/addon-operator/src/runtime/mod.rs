@@ -32,6 +32,7 @@ use state::{HookDef, ModuleState, State, hooks_with_kubernetes};
 use task::{Task, lifecycle_tasks};
 
 use crate::check::error_chain;
+use crate::http::StatusSource as _;
 use crate::metrics::Metrics;
 use crate::schedule::{Scheduler, SystemClock, WallClock};
 
@@ -490,14 +491,12 @@ impl RuntimeHandle {
 
     /// The queues as text (upstream dump format).
     pub fn queues_text(&self) -> String {
-        let now = self.shared.now();
-        self.shared.lock().queues.dump(now, true).to_text()
+        self.queue_list(true).to_text()
     }
 
     /// The queues as JSON.
     pub fn queues_json(&self) -> serde_json::Value {
-        let now = self.shared.now();
-        self.shared.lock().queues.dump(now, true).to_json()
+        self.queue_list(true).to_json()
     }
 
     /// Merged values of `global` and every module.
