@@ -10,6 +10,7 @@ use addon_core::binding_context::{
 };
 use addon_core::discovery::HookFile;
 use addon_core::hook_config::{BindingType, HookConfig};
+use addon_core::monitor::MonitorCache;
 use addon_core::names::ModuleName;
 use addon_core::values::patch::HookRef;
 use addon_core::values::store::{HookValues, ValuesStore};
@@ -153,6 +154,8 @@ fn contexts(
     Ok(vec![ctx])
 }
 
+/// The objects of `path` as the binding's monitor would hold them (filter results, full objects
+/// only when the binding keeps them).
 fn read_objects(
     path: &Path,
     binding: &addon_core::hook_config::KubernetesBinding,
@@ -163,13 +166,9 @@ fn read_objects(
     let Value::Array(objects) = value else {
         return Err(format!("{}: expected a list of objects", path.display()));
     };
-    objects
-        .into_iter()
-        .map(|object| {
-            let filtered = binding.filter_object(&object).map_err(|e| e.to_string())?;
-            Ok(ObjectAndFilterResult::new(object, filtered.filter_result))
-        })
-        .collect()
+    let mut cache = MonitorCache::new(binding);
+    cache.reset(objects).map_err(|e| e.to_string())?;
+    Ok(cache.items())
 }
 
 fn hook_values(
