@@ -4,6 +4,7 @@
 
 mod backoff;
 mod dump;
+mod rate;
 mod set;
 
 use std::collections::VecDeque;
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 pub use backoff::Backoff;
 pub use dump::{QueueDump, QueueListDump, TaskDump};
+pub use rate::RateLimit;
 pub use set::{QueueError, QueueSet};
 
 use crate::names::QueueName;

@@ -427,6 +427,7 @@ fn initial_state(
         first_converge_done: false,
         converge_started: None,
         history: settings.record_history.then(Vec::new),
+        rate_limits: BTreeMap::new(),
     }
 }
 

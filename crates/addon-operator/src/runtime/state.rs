@@ -65,6 +65,8 @@ pub struct State {
     pub converge_started: Option<tokio::time::Instant>,
     /// Every task start, in order (only when recording is on; for tests and debugging).
     pub history: Option<Vec<String>>,
+    /// The execution rate limits of hooks with `settings.executionMinInterval`, made at first use.
+    pub rate_limits: BTreeMap<(Option<ModuleName>, HookName), addon_core::queue::RateLimit>,
 }
 
 impl State {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use addon_core::binding_context::{combine, compact_groups};
-use addon_core::names::QueueName;
-use addon_core::queue::{QueueTask, TaskId};
+use addon_core::names::{HookName, ModuleName, QueueName};
+use addon_core::queue::{QueueTask, RateLimit, TaskId};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -66,6 +66,16 @@ fn pick(st: &mut State, queue: &QueueName, now: Duration) -> Pick {
     if let Some(at) = head.retry_at.filter(|at| *at > now) {
         return Pick::WaitUntil(at);
     }
+    let limited = rate_limit_key(&head.task);
+    if let Some(at) = limited
+        .as_ref()
+        .and_then(|key| rate_limited_until(st, key, now))
+    {
+        return Pick::WaitUntil(at);
+    }
+    let Ok(q) = st.queues.get_mut(queue) else {
+        return Pick::Idle;
+    };
     let followers = q.take_followers(combinable);
     if let (false, Some(head)) = (followers.is_empty(), q.peek_mut())
         && let Task::Hook(h) = &mut head.task
@@ -82,6 +92,9 @@ fn pick(st: &mut State, queue: &QueueName, now: Duration) -> Pick {
         .map(|h| (h.id, h.task.clone(), recording.then(|| h.description())));
     match task {
         Some((id, task, description)) => {
+            if let Some(limit) = limited.and_then(|key| st.rate_limits.get_mut(&key)) {
+                limit.take(now);
+            }
             if let Some(description) = description {
                 st.record(|| format!("start {description}"));
             }
@@ -89,6 +102,27 @@ fn pick(st: &mut State, queue: &QueueName, now: Duration) -> Pick {
         }
         None => Pick::Idle,
     }
+}
+
+type HookKey = (Option<ModuleName>, HookName);
+
+fn rate_limit_key(task: &Task) -> Option<HookKey> {
+    match task {
+        Task::Hook(h) => Some((h.module.clone(), h.hook.clone())),
+        _ => None,
+    }
+}
+
+/// When the hook's `settings` rate limit lets its next run start, if that is later than `now`
+/// (the head waits, and events that arrive meanwhile are combined into it).
+fn rate_limited_until(st: &mut State, key: &HookKey, now: Duration) -> Option<Duration> {
+    if !st.rate_limits.contains_key(key) {
+        let settings = &st.hook(key.0.as_ref(), &key.1)?.config.settings;
+        let limit = RateLimit::from_settings(settings)?;
+        st.rate_limits.insert(key.clone(), limit);
+    }
+    let at = st.rate_limits.get(key)?.ready_at();
+    (at > now).then_some(at)
 }
 
 /// Whether `next` may run together with `head` (binding context combining).

@@ -6,3 +6,4 @@
 
 mod harness;
 mod scenarios;
+mod state_ownership;

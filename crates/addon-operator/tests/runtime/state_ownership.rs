@@ -1,0 +1,105 @@
+//! Scenarios of the state-ownership issue: hook rate limits (`settings`) and the purge of
+//! releases without a module.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use addon_core::hook_config::WatchEvent;
+use addon_operator::exec::hook_run::HookOutputs;
+use addon_operator::helm::fake::FakeHelm;
+use addon_operator::runtime::FakeHooks;
+
+use crate::harness::{start, tree};
+
+fn crontab(name: &str) -> serde_json::Value {
+    serde_json::json!({"kind": "CronTab", "metadata": {"name": name, "namespace": "default"}})
+}
+
+/// shell-operator's example 220-execution-rate with burst 1 and an interval of 1 s: six quick
+/// events give one run at once and one run a second later with the five that waited.
+#[tokio::test(start_paused = true)]
+async fn six_quick_events_of_a_rate_limited_hook_give_two_runs_with_combined_contexts() {
+    let dir = tree(&[(
+        "global-hooks/hooks/limited",
+        "configVersion: v1\nsettings:\n  executionMinInterval: 1s\n  executionBurst: 1\nkubernetes:\n- name: crontabs\n  kind: CronTab\n  executeHookOnSynchronization: false\n",
+    )]);
+    let hooks = FakeHooks::new();
+    let times = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&times);
+    hooks.respond(move |call| {
+        if call.name == "hooks/limited" {
+            seen.lock().unwrap().push(tokio::time::Instant::now());
+        }
+        Ok(HookOutputs::default())
+    });
+    let op = start(dir, "", hooks, FakeHelm::new()).await;
+    op.settle().await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let begin = tokio::time::Instant::now();
+    for i in 0..6 {
+        op.kube.emit(WatchEvent::Added, crontab(&format!("c{i}")));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    op.settle().await;
+    let runs: Vec<usize> = op
+        .hooks
+        .calls()
+        .iter()
+        .filter(|c| c.name == "hooks/limited")
+        .map(|c| c.binding_context.as_array().unwrap().len())
+        .collect();
+    assert_eq!(runs, [1, 5], "{:?}", op.runs());
+    let times = times.lock().unwrap().clone();
+    let offsets: Vec<Duration> = times.iter().map(|t| t.duration_since(begin)).collect();
+    assert!(offsets[0] < Duration::from_millis(50), "{offsets:?}");
+    assert!(offsets[1] >= Duration::from_secs(1), "{offsets:?}");
+    assert!(offsets[1] < Duration::from_millis(1100), "{offsets:?}");
+}
+
+/// Without `settings` every event runs the hook as soon as it comes.
+#[tokio::test(start_paused = true)]
+async fn a_hook_without_settings_runs_for_every_spaced_event() {
+    let dir = tree(&[(
+        "global-hooks/hooks/free",
+        "configVersion: v1\nkubernetes:\n- name: crontabs\n  kind: CronTab\n  executeHookOnSynchronization: false\n",
+    )]);
+    let op = start(dir, "", FakeHooks::new(), FakeHelm::new()).await;
+    op.settle().await;
+    for i in 0..6 {
+        op.kube.emit(WatchEvent::Added, crontab(&format!("c{i}")));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    op.settle().await;
+    let runs = op
+        .hooks
+        .calls()
+        .iter()
+        .filter(|c| c.name == "hooks/free")
+        .count();
+    assert_eq!(runs, 6);
+}
+
+/// A burst of 3 lets three spaced events run at once, then one run per interval.
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_three_runs_three_events_at_once_then_waits() {
+    let dir = tree(&[(
+        "global-hooks/hooks/bursty",
+        "configVersion: v1\nsettings:\n  executionMinInterval: 10s\n  executionBurst: 3\nkubernetes:\n- name: crontabs\n  kind: CronTab\n  executeHookOnSynchronization: false\n",
+    )]);
+    let op = start(dir, "", FakeHooks::new(), FakeHelm::new()).await;
+    op.settle().await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    for i in 0..6 {
+        op.kube.emit(WatchEvent::Added, crontab(&format!("c{i}")));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    op.settle().await;
+    let runs: Vec<usize> = op
+        .hooks
+        .calls()
+        .iter()
+        .filter(|c| c.name == "hooks/bursty")
+        .map(|c| c.binding_context.as_array().unwrap().len())
+        .collect();
+    assert_eq!(runs, [1, 1, 1, 3]);
+}
