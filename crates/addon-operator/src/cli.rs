@@ -100,6 +100,9 @@ pub struct StartArgs {
     /// The helm binary (3.x or 4.x)
     #[arg(long, env = "HELM_BINARY", default_value = "helm")]
     pub helm_binary: PathBuf,
+    /// A Helm release in the namespace that is not a module's and is never purged at startup
+    #[arg(long, env = "HELM_IGNORE_RELEASE", default_value = "")]
+    pub helm_ignore_release: String,
     /// Run against an in-process Kubernetes API emulator (no cluster needed): hooks, kubectl and
     /// helm get its KUBECONFIG
     #[arg(long, env = "ADDON_OPERATOR_EMBEDDED_CLUSTER", num_args = 0..=1, default_value = "false",

@@ -78,13 +78,9 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         let problem = "--ha needs a cluster (--kube-config, in-cluster, or --embedded-cluster)";
         return Ok(fail("start", &[problem.into()]));
     }
-    let built = Runtime::build(
-        &tree.found,
-        &tree.configs,
-        edges,
-        kube_events,
-        settings(args),
-    );
+    let mut settings = settings(args);
+    settings.kept_releases = kept_releases(args, client.as_ref()).await;
+    let built = Runtime::build(&tree.found, &tree.configs, edges, kube_events, settings);
     let runtime = match built.await {
         Ok(runtime) => runtime,
         Err(e) => return Ok(fail("start", &e.errors)),
@@ -124,7 +120,23 @@ fn settings(args: &StartArgs) -> RuntimeSettings {
         resource_monitor_interval: Some(args.resources_monitor_interval)
             .filter(|interval| !interval.is_zero()),
         record_history: false,
+        kept_releases: Vec::new(),
     }
+}
+
+/// Releases the startup purge keeps: `--helm-ignore-release` and the release that deployed this
+/// pod (found from its controllers' Helm annotations).
+async fn kept_releases(args: &StartArgs, client: Option<&kube::Client>) -> Vec<String> {
+    let mut kept: Vec<String> = Some(args.helm_ignore_release.clone())
+        .filter(|r| !r.is_empty())
+        .into_iter()
+        .collect();
+    if let (Some(client), false) = (client, args.pod_name.is_empty()) {
+        let namespace = namespace(args);
+        let own = crate::kube::own_release::own_release(client, &namespace, &args.pod_name);
+        kept.extend(own.await);
+    }
+    kept
 }
 
 /// Waits for the leader lease (`false`: stopped while waiting), then keeps renewing it in the

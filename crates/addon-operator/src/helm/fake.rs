@@ -47,6 +47,13 @@ impl FakeHelm {
         self
     }
 
+    /// A release someone else installs while the operator runs.
+    pub fn add_release(&self, release: &str) {
+        self.lock()
+            .releases
+            .insert(release.to_string(), String::new());
+    }
+
     /// Makes the next upgrade of `release` fail.
     pub fn fail_next_upgrade(&self, release: &str) {
         self.lock().failures.push_back(release.to_string());

@@ -8,6 +8,7 @@ pub mod events;
 pub mod known;
 pub mod leader;
 mod namespaces;
+pub mod own_release;
 pub mod patcher;
 
 pub use client::{ClientError, connect};

@@ -46,6 +46,8 @@ pub struct RuntimeSettings {
     pub resource_monitor_interval: Option<Duration>,
     /// Keep the ordered history of task starts and hook runs (tests, debugging).
     pub record_history: bool,
+    /// Helm releases never purged (`--helm-ignore-release`, the operator's own release).
+    pub kept_releases: Vec<String>,
 }
 
 impl Default for RuntimeSettings {
@@ -55,6 +57,7 @@ impl Default for RuntimeSettings {
             metrics_prefix: crate::metrics::DEFAULT_PREFIX.to_string(),
             resource_monitor_interval: None,
             record_history: false,
+            kept_releases: Vec::new(),
         }
     }
 }
@@ -428,6 +431,8 @@ fn initial_state(
         converge_started: None,
         history: settings.record_history.then(Vec::new),
         rate_limits: BTreeMap::new(),
+        kept_releases: settings.kept_releases.clone(),
+        startup_purge_done: false,
     }
 }
 

@@ -67,6 +67,10 @@ pub struct State {
     pub history: Option<Vec<String>>,
     /// The execution rate limits of hooks with `settings.executionMinInterval`, made at first use.
     pub rate_limits: BTreeMap<(Option<ModuleName>, HookName), addon_core::queue::RateLimit>,
+    /// Releases never purged: `--helm-ignore-release` and the operator's own release.
+    pub kept_releases: Vec<String>,
+    /// The startup purge of releases without a module was planned.
+    pub startup_purge_done: bool,
 }
 
 impl State {

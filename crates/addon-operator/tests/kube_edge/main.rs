@@ -7,4 +7,5 @@ mod common;
 mod configmap;
 mod events;
 mod leader;
+mod own_release;
 mod patcher;

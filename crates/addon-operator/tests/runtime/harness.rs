@@ -76,6 +76,17 @@ fn load(root: &Path) -> Discovered {
 /// Builds and starts an operator on `dir` with `config`; `hooks` answers hook runs, `helm` may
 /// hold pre-existing releases.
 pub async fn start(dir: tempfile::TempDir, config: &str, hooks: FakeHooks, helm: FakeHelm) -> Op {
+    start_keeping(dir, config, hooks, helm, &[]).await
+}
+
+/// [`start`] with releases the startup purge must keep (`--helm-ignore-release`, own release).
+pub async fn start_keeping(
+    dir: tempfile::TempDir,
+    config: &str,
+    hooks: FakeHooks,
+    helm: FakeHelm,
+    kept_releases: &[&str],
+) -> Op {
     let found = load(dir.path());
     let configs = configs(&found);
     let config = Arc::new(MemoryConfig::new(
@@ -97,6 +108,7 @@ pub async fn start(dir: tempfile::TempDir, config: &str, hooks: FakeHooks, helm:
         },
         record_history: true,
         resource_monitor_interval: Some(Duration::from_secs(300)),
+        kept_releases: kept_releases.iter().map(|r| r.to_string()).collect(),
         ..RuntimeSettings::default()
     };
     let clock = Arc::new(TokioClock::starting_at(chrono::DateTime::UNIX_EPOCH));

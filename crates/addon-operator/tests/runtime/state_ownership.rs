@@ -9,7 +9,7 @@ use addon_operator::exec::hook_run::HookOutputs;
 use addon_operator::helm::fake::FakeHelm;
 use addon_operator::runtime::FakeHooks;
 
-use crate::harness::{start, tree};
+use crate::harness::{start, start_keeping, tree};
 
 fn crontab(name: &str) -> serde_json::Value {
     serde_json::json!({"kind": "CronTab", "metadata": {"name": name, "namespace": "default"}})
@@ -102,4 +102,25 @@ async fn a_burst_of_three_runs_three_events_at_once_then_waits() {
         .map(|c| c.binding_context.as_array().unwrap().len())
         .collect();
     assert_eq!(runs, [1, 1, 1, 3]);
+}
+
+/// Upstream purges releases without a module once, at startup; an ignored release and one
+/// installed after startup stay, also after 'reload all modules'.
+#[tokio::test(start_paused = true)]
+async fn releases_without_a_module_are_purged_at_startup_only_and_kept_ones_never() {
+    let dir = tree(&[
+        ("modules/values.yaml", "webEnabled: true\n"),
+        ("modules/010-web/Chart.yaml", "name: web\nversion: 0.1.0\n"),
+    ]);
+    let helm = FakeHelm::new()
+        .with_release("before-startup")
+        .with_release("ignored");
+    let op = start_keeping(dir, "", FakeHooks::new(), helm, &["ignored"]).await;
+    op.settle().await;
+    assert_eq!(op.helm.release_names(), ["ignored", "web"]);
+    op.helm.add_release("after-startup");
+    let runs = op.edit_config("global: {a: 2}\n").await;
+    assert!(runs.contains(&"helm upgrade web".to_string()), "{runs:?}");
+    assert!(!runs.iter().any(|r| r.contains("uninstall")), "{runs:?}");
+    assert_eq!(op.helm.release_names(), ["after-startup", "ignored", "web"]);
 }

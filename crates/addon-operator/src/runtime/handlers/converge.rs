@@ -70,7 +70,7 @@ pub async fn discover(shared: &Shared) -> Outcome {
             reason: "converge",
         });
     }
-    for release in plan.to_purge {
+    for release in startup_purge(&mut st, plan.to_purge) {
         head.push(Task::ModulePurge { release });
     }
     head.extend(lifecycle_tasks(&st.global_hooks, BindingType::AfterAll));
@@ -78,6 +78,24 @@ pub async fn discover(shared: &Shared) -> Outcome {
         global_checksum: global_checksum(&st),
     });
     Outcome::head(head)
+}
+
+/// Releases without a module are purged once, by the first discovery after startup (as
+/// upstream); the ignored release and the operator's own release never are.
+fn startup_purge(st: &mut State, releases: Vec<String>) -> Vec<String> {
+    if std::mem::replace(&mut st.startup_purge_done, true) {
+        return Vec::new();
+    }
+    releases
+        .into_iter()
+        .filter(|r| {
+            let kept = st.kept_releases.contains(r);
+            if kept {
+                tracing::info!(release = %r, "release without a module is kept (ignored or the operator's own)");
+            }
+            !kept
+        })
+        .collect()
 }
 
 fn candidates(st: &State) -> Vec<Candidate> {
