@@ -132,7 +132,7 @@ pub struct StartArgs {
         default_value = "addon-operator"
     )]
     pub config_map: String,
-    /// Several replicas: only the holder of the Lease `addon-operator-leader` in --namespace
+    /// Several replicas: only the holder of the Lease (--ha-lease-name) in --namespace
     /// works; the others wait (needs a cluster)
     #[arg(long, env = "ADDON_OPERATOR_HA", num_args = 0..=1, default_value = "false",
           default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
@@ -143,6 +143,14 @@ pub struct StartArgs {
     /// With --ha: a leader that has not renewed the Lease for this long loses it
     #[arg(long, env = "ADDON_OPERATOR_HA_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
     pub ha_lease_duration: std::time::Duration,
+    /// With --ha: the Lease in --namespace that replicas compete for (the Go operator's name by
+    /// default, so that Go and Rust replicas never lead together)
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_HA_LEASE_NAME",
+        default_value = crate::kube::leader::DEFAULT_LEASE_NAME
+    )]
+    pub ha_lease_name: String,
     #[command(flatten)]
     pub http: crate::http::HttpArgs,
 }

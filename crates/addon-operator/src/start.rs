@@ -80,6 +80,11 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     }
     let mut settings = settings(args);
     settings.kept_releases = kept_releases(args, client.as_ref()).await;
+    let election = client
+        .clone()
+        .filter(|_| args.ha)
+        .map(|client| LeaderElection::new(client, leader_settings(args)));
+    settings.leadership = election.as_ref().map(LeaderElection::leadership);
     let built = Runtime::build(&tree.found, &tree.configs, edges, kube_events, settings);
     let runtime = match built.await {
         Ok(runtime) => runtime,
@@ -94,12 +99,18 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     serve_http(args, &runtime, &shutdown).await;
     tokio::spawn(wait_for_signal(shutdown.clone(), cancel_hooks));
     let lost = CancellationToken::new();
-    if let (true, Some(client)) = (args.ha, client)
-        && !lead(args, client, &shutdown, &lost).await
-    {
-        return Ok(ExitCode::SUCCESS);
+    let mut holding = None;
+    if let Some(election) = election {
+        match lead(election, &shutdown, &lost).await {
+            Some(hold) => holding = Some(hold),
+            None => return Ok(ExitCode::SUCCESS),
+        }
     }
     runtime.run(shutdown).await;
+    if let Some((stop_holding, held)) = holding {
+        stop_holding.cancel();
+        let _ = held.await;
+    }
     drop(cluster);
     if lost.is_cancelled() {
         tracing::error!("stopped after losing the leader lease");
@@ -121,6 +132,7 @@ fn settings(args: &StartArgs) -> RuntimeSettings {
             .filter(|interval| !interval.is_zero()),
         record_history: false,
         kept_releases: Vec::new(),
+        leadership: None,
     }
 }
 
@@ -139,33 +151,36 @@ async fn kept_releases(args: &StartArgs, client: Option<&kube::Client>) -> Vec<S
     kept
 }
 
-/// Waits for the leader lease (`false`: stopped while waiting), then keeps renewing it in the
-/// background; losing it fires `lost` and stops the operator.
+fn leader_settings(args: &StartArgs) -> LeaderSettings {
+    let identity = identity(args);
+    let lease = args.ha_lease_duration;
+    LeaderSettings {
+        name: args.ha_lease_name.clone(),
+        ..LeaderSettings::with_lease_duration(&namespace(args), &identity, lease)
+    }
+}
+
+/// Waits for the leader lease (`None`: stopped while waiting), then keeps renewing it in the
+/// background until the returned token fires (after the runtime stopped), and then releases
+/// it; losing it fires `lost` and stops the operator.
 async fn lead(
-    args: &StartArgs,
-    client: kube::Client,
+    election: LeaderElection,
     shutdown: &CancellationToken,
     lost: &CancellationToken,
-) -> bool {
-    let identity = identity(args);
-    let settings = LeaderSettings {
-        lease_duration: args.ha_lease_duration,
-        retry_period: (args.ha_lease_duration / 5).max(Duration::from_millis(100)),
-        ..LeaderSettings::new(&namespace(args), &identity)
-    };
-    let election = LeaderElection::new(client, settings);
-    tracing::info!(%identity, "waiting for the leader lease");
+) -> Option<(CancellationToken, tokio::task::JoinHandle<()>)> {
+    tracing::info!("waiting for the leader lease");
     if !election.acquire(shutdown).await {
-        return false;
+        return None;
     }
-    let (stop, lost) = (shutdown.clone(), lost.clone());
-    tokio::spawn(async move {
-        election.hold(stop.clone(), lost.clone()).await;
+    let (stop, lost, shutdown) = (CancellationToken::new(), lost.clone(), shutdown.clone());
+    let stop_holding = stop.clone();
+    let held = tokio::spawn(async move {
+        election.hold(stop, lost.clone()).await;
         if lost.is_cancelled() {
-            stop.cancel();
+            shutdown.cancel();
         }
     });
-    true
+    Some((stop_holding, held))
 }
 
 /// The replica's name in the Lease: `--pod-name`, else the host name.

@@ -1,7 +1,9 @@
 //! Leader election with a `coordination.k8s.io/v1` Lease, so that several replicas can run and
-//! only one of them works: acquire (create, or take over an expired lease), then renew; a leader
-//! that cannot renew within the lease duration has lost the lease.
+//! only one of them works: acquire (create, take over an expired or released lease), renew, and
+//! release on shutdown (as client-go's `ReleaseOnCancel`). A leader whose last renewal is older
+//! than the renew deadline stops taking tasks ([`Leadership`]) and then stops.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -9,31 +11,98 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::{Api, PostParams};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// The Lease of the Go operator, so that a mixed rollout still elects one leader.
+pub const DEFAULT_LEASE_NAME: &str = "addon-operator-leader-election";
 
 /// How the lease is held.
 #[derive(Debug, Clone)]
 pub struct LeaderSettings {
     pub namespace: String,
-    /// The Lease name (default `addon-operator-leader`).
+    /// The Lease name (default [`DEFAULT_LEASE_NAME`]).
     pub name: String,
     /// This replica (the pod name).
     pub identity: String,
-    /// A holder that has not renewed for this long has lost the lease.
+    /// A holder that has not renewed for this long has lost the lease (for the others).
     pub lease_duration: Duration,
+    /// The holder stops working when its last renewal is older than this (shorter than
+    /// `lease_duration`, so it stops before another replica may take over).
+    pub renew_deadline: Duration,
     /// How often the holder renews (and others retry).
     pub retry_period: Duration,
 }
 
 impl LeaderSettings {
+    /// client-go's defaults: lease 15 s, renew deadline 10 s, retry 2 s.
     pub fn new(namespace: &str, identity: &str) -> Self {
+        Self::with_lease_duration(namespace, identity, Duration::from_secs(15))
+    }
+
+    /// The renew deadline and retry period in client-go's default proportions of the lease
+    /// duration (2/3 and 2/15; the retry period at least 100 ms).
+    pub fn with_lease_duration(namespace: &str, identity: &str, lease: Duration) -> Self {
         Self {
             namespace: namespace.to_string(),
-            name: "addon-operator-leader".to_string(),
+            name: DEFAULT_LEASE_NAME.to_string(),
             identity: identity.to_string(),
-            lease_duration: Duration::from_secs(15),
-            retry_period: Duration::from_secs(2),
+            lease_duration: lease,
+            renew_deadline: lease * 2 / 3,
+            retry_period: (lease * 2 / 15).max(Duration::from_millis(100)),
         }
+    }
+}
+
+/// Whether this replica may start a task now: it holds the lease and renewed it within the renew
+/// deadline. Shared with the queue workers, which check it before every task start.
+#[derive(Debug)]
+pub struct Leadership {
+    renew_deadline: Duration,
+    state: Mutex<LeadershipState>,
+}
+
+#[derive(Debug, Default)]
+struct LeadershipState {
+    last_renewal: Option<Instant>,
+    lost: bool,
+}
+
+impl Leadership {
+    fn new(renew_deadline: Duration) -> Self {
+        Self {
+            renew_deadline,
+            state: Mutex::new(LeadershipState::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LeadershipState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Held, not lost, and renewed less than the renew deadline ago.
+    pub fn is_leading(&self) -> bool {
+        let state = self.lock();
+        !state.lost
+            && state
+                .last_renewal
+                .is_some_and(|at| at.elapsed() < self.renew_deadline)
+    }
+
+    fn renewed(&self) {
+        self.lock().last_renewal = Some(Instant::now());
+    }
+
+    fn renewal_too_old(&self) -> bool {
+        self.lock()
+            .last_renewal
+            .is_none_or(|at| at.elapsed() >= self.renew_deadline)
+    }
+
+    fn lose(&self) {
+        self.lock().lost = true;
     }
 }
 
@@ -64,14 +133,21 @@ impl LeaderError {
 pub struct LeaderElection {
     api: Api<Lease>,
     settings: LeaderSettings,
+    leadership: Arc<Leadership>,
 }
 
 impl LeaderElection {
     pub fn new(client: Client, settings: LeaderSettings) -> Self {
         Self {
             api: Api::namespaced(client, &settings.namespace),
+            leadership: Arc::new(Leadership::new(settings.renew_deadline)),
             settings,
         }
+    }
+
+    /// The gate the queue workers check before every task start.
+    pub fn leadership(&self) -> Arc<Leadership> {
+        Arc::clone(&self.leadership)
     }
 
     /// Waits until this replica holds the lease (or `stop` fires: `false`).
@@ -79,6 +155,7 @@ impl LeaderElection {
         loop {
             match self.try_acquire_or_renew().await {
                 Ok(true) => {
+                    self.leadership.renewed();
                     tracing::info!(identity = %self.settings.identity, lease = %self.settings.name, "became the leader");
                     return true;
                 }
@@ -92,32 +169,79 @@ impl LeaderElection {
         }
     }
 
-    /// Renews the lease until `stop` fires; fires `lost` (and returns) when it could not renew
-    /// for a whole lease duration or another replica took it.
+    /// Renews the lease until `stop` fires, then releases it; fires `lost` when the last
+    /// renewal is older than the renew deadline (and releases the lease if still its holder) or
+    /// another replica took the lease.
     pub async fn hold(&self, stop: CancellationToken, lost: CancellationToken) {
-        let mut last_renewal = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 () = tokio::time::sleep(self.settings.retry_period) => {}
-                () = stop.cancelled() => return,
+                () = stop.cancelled() => break,
+            }
+            if self.leadership.renewal_too_old() {
+                tracing::error!(lease = %self.settings.name, "lease not renewed within the renew deadline: leadership lost");
+                self.lose(&lost);
+                break;
             }
             match self.try_acquire_or_renew().await {
-                Ok(true) => last_renewal = tokio::time::Instant::now(),
+                Ok(true) => self.leadership.renewed(),
                 Ok(false) => {
                     tracing::error!(lease = %self.settings.name, "another replica holds the lease now");
-                    lost.cancel();
-                    return;
+                    return self.lose(&lost);
                 }
                 Err(e) => {
                     tracing::warn!(error = %crate::check::error_chain(&e), "lease renewal failed");
-                    if last_renewal.elapsed() >= self.settings.lease_duration {
-                        tracing::error!(lease = %self.settings.name, "lease not renewed in time: leadership lost");
-                        lost.cancel();
-                        return;
-                    }
                 }
             }
         }
+        match self.release().await {
+            Ok(()) => tracing::info!(lease = %self.settings.name, "lease released"),
+            Err(e) => tracing::warn!(error = %crate::check::error_chain(&e), "lease not released"),
+        }
+    }
+
+    fn lose(&self, lost: &CancellationToken) {
+        self.leadership.lose();
+        lost.cancel();
+    }
+
+    /// Clears the holder of a lease this replica holds, so that a standby takes it at its next
+    /// retry instead of waiting for the lease to expire.
+    async fn release(&self) -> Result<(), LeaderError> {
+        self.leadership.lose();
+        let name = &self.settings.name;
+        let lease = self
+            .api
+            .get_opt(name)
+            .await
+            .map_err(|source| LeaderError::Read {
+                name: name.clone(),
+                source,
+            })?;
+        let Some(mut lease) = lease else {
+            return Ok(());
+        };
+        let spec = lease.spec.clone().unwrap_or_default();
+        if spec.holder_identity.as_deref() != Some(self.settings.identity.as_str()) {
+            return Ok(());
+        }
+        let now = MicroTime(Timestamp::now());
+        lease.spec = Some(LeaseSpec {
+            holder_identity: None,
+            lease_duration_seconds: Some(1),
+            acquire_time: Some(now.clone()),
+            renew_time: Some(now),
+            lease_transitions: spec.lease_transitions,
+            ..LeaseSpec::default()
+        });
+        self.api
+            .replace(name, &PostParams::default(), &lease)
+            .await
+            .map(|_| ())
+            .map_err(|source| LeaderError::Write {
+                name: name.clone(),
+                source,
+            })
     }
 
     /// One step: create the lease, renew it when ours, or take it over when expired. `Ok(true)`
@@ -148,8 +272,9 @@ impl LeaderElection {
             };
         };
         let spec = lease.spec.clone().unwrap_or_default();
-        let ours = spec.holder_identity.as_deref() == Some(self.settings.identity.as_str());
-        if !ours && !self.expired(&spec, now) {
+        let holder = spec.holder_identity.as_deref().unwrap_or_default();
+        let ours = holder == self.settings.identity;
+        if !ours && !holder.is_empty() && !self.expired(&spec, now) {
             return Ok(false);
         }
         let acquired = if ours {

@@ -48,6 +48,8 @@ pub struct RuntimeSettings {
     pub record_history: bool,
     /// Helm releases never purged (`--helm-ignore-release`, the operator's own release).
     pub kept_releases: Vec<String>,
+    /// With `--ha`: whether this replica leads; checked before every task start.
+    pub leadership: Option<Arc<crate::kube::leader::Leadership>>,
 }
 
 impl Default for RuntimeSettings {
@@ -58,6 +60,7 @@ impl Default for RuntimeSettings {
             resource_monitor_interval: None,
             record_history: false,
             kept_releases: Vec::new(),
+            leadership: None,
         }
     }
 }
@@ -432,6 +435,7 @@ fn initial_state(
         history: settings.record_history.then(Vec::new),
         rate_limits: BTreeMap::new(),
         kept_releases: settings.kept_releases.clone(),
+        leadership: settings.leadership.clone(),
         startup_purge_done: false,
     }
 }

@@ -71,6 +71,8 @@ pub struct State {
     pub kept_releases: Vec<String>,
     /// The startup purge of releases without a module was planned.
     pub startup_purge_done: bool,
+    /// With `--ha`: no task starts while this replica does not lead.
+    pub leadership: Option<std::sync::Arc<crate::kube::leader::Leadership>>,
 }
 
 impl State {

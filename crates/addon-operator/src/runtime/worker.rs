@@ -15,6 +15,9 @@ use super::handlers;
 use super::state::State;
 use super::task::{Outcome, Task};
 
+/// How often a worker of a replica that is not leading looks again (it is stopping by then).
+const LEADERSHIP_RECHECK: Duration = Duration::from_millis(100);
+
 enum Pick {
     Run(TaskId, Task),
     WaitUntil(Duration),
@@ -56,6 +59,10 @@ pub async fn run(shared: Arc<Shared>, queue: QueueName, stop: CancellationToken)
 
 /// Chooses what to do next; marks the head as running and merges combinable followers into it.
 fn pick(st: &mut State, queue: &QueueName, now: Duration) -> Pick {
+    if st.leadership.as_ref().is_some_and(|l| !l.is_leading()) {
+        tracing::debug!(queue = %queue, "not the leader (lease lost or not renewed in time): no task starts");
+        return Pick::WaitUntil(now + LEADERSHIP_RECHECK);
+    }
     let recording = st.history.is_some();
     let Ok(q) = st.queues.get_mut(queue) else {
         return Pick::Idle;

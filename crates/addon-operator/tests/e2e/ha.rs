@@ -9,13 +9,22 @@ use kube_emulator::{Emulator, EmulatorConfig};
 use crate::support::{Running, binary, path_with_tools, write};
 
 fn operator(root: &std::path::Path, kubeconfig: &std::path::Path, pod: &str) -> Running {
+    operator_with_lease(root, kubeconfig, pod, "1s")
+}
+
+fn operator_with_lease(
+    root: &std::path::Path,
+    kubeconfig: &std::path::Path,
+    pod: &str,
+    lease: &str,
+) -> Running {
     let child = Command::new(binary())
         .arg("start")
         .arg("--working-dir")
         .arg(root)
         .arg("--kube-config")
         .arg(kubeconfig)
-        .args(["--ha", "--ha-lease-duration", "1s"])
+        .args(["--ha", "--ha-lease-duration", lease])
         .arg("--tmp-dir")
         .arg(root.join(format!("tmp-{pod}")))
         .args([
@@ -82,6 +91,106 @@ fn only_the_lease_holder_works_and_a_standby_takes_over() {
 
     a.kill_hard(); // the leader dies without releasing the lease
     wait_for(root, "startup b");
+    drop(b);
+    drop(emulator);
+}
+
+fn signal(child: &Running, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// An emulator, a kubeconfig and a tree whose global hook logs its onStartup and a tick every
+/// second, each line naming the replica.
+fn ha_env() -> (
+    tokio::runtime::Runtime,
+    kube_emulator::EmulatorHandle,
+    tempfile::TempDir,
+) {
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let emulator = tokio
+        .block_on(Emulator::start(EmulatorConfig::default()))
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    emulator.write_kubeconfig(&root.join("kubeconfig")).unwrap();
+    write(
+        &root.join("global-hooks/ticker"),
+        "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"onStartup\": 1,\"schedule\":[{\"name\":\"tick\",\"crontab\":\"* * * * * *\"}]}'; exit 0; fi\nif grep -q onStartup \"$BINDING_CONTEXT_PATH\"; then echo \"startup $ADDON_OPERATOR_POD\" >> \"$HOOK_LOG\"; else echo \"tick $ADDON_OPERATOR_POD\" >> \"$HOOK_LOG\"; fi\n",
+        true,
+    );
+    std::fs::create_dir_all(root.join("modules")).unwrap();
+    (tokio, emulator, tmp)
+}
+
+/// SIGTERM of the leader releases the Lease: the standby leads within one retry period (1 s for
+/// a 7.5 s lease), not after the lease duration.
+#[test]
+fn sigterm_of_the_leader_hands_over_within_one_retry_period() {
+    let (_tokio, emulator, tmp) = ha_env();
+    let root = tmp.path();
+    let kubeconfig = root.join("kubeconfig");
+    let a = operator_with_lease(root, &kubeconfig, "a", "7500ms");
+    wait_for(root, "startup a");
+    let b = operator_with_lease(root, &kubeconfig, "b", "7500ms");
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !hook_log(root).contains("startup b"),
+        "b waits while a leads"
+    );
+    let stopped = Instant::now();
+    drop(a); // SIGTERM, then reaped
+    wait_for(root, "startup b");
+    let hand_over = stopped.elapsed();
+    eprintln!("hand-over after SIGTERM: {} ms", hand_over.as_millis());
+    assert!(
+        hand_over <= Duration::from_millis(2000),
+        "hand-over took {hand_over:?}; retry period 1 s + 1 s allowed"
+    );
+    drop(b);
+    drop(emulator);
+}
+
+/// A leader frozen past its lease (SIGSTOP) and resumed (SIGCONT) starts no task after the new
+/// leader's first one: its last renewal is older than the renew deadline, so it is fenced, and
+/// it stops as soon as it learns it lost.
+#[test]
+fn a_frozen_leader_runs_no_task_after_the_new_leader_started() {
+    let (_tokio, emulator, tmp) = ha_env();
+    let root = tmp.path();
+    let kubeconfig = root.join("kubeconfig");
+    let mut a = operator_with_lease(root, &kubeconfig, "a", "3s");
+    wait_for(root, "tick a");
+    let b = operator_with_lease(root, &kubeconfig, "b", "3s");
+    std::thread::sleep(Duration::from_secs(1));
+    signal(&a, "-STOP");
+    wait_for(root, "startup b");
+    wait_for(root, "tick b");
+    signal(&a, "-CONT");
+    let exited = Instant::now();
+    let status = loop {
+        if let Some(status) = a.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(exited.elapsed() < Duration::from_secs(10), "a must stop");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        !status.success(),
+        "a stops with an error after losing the lease"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let log = hook_log(root);
+    let first_b = log.lines().position(|l| l.ends_with(" b")).unwrap();
+    let late_a: Vec<&str> = log
+        .lines()
+        .skip(first_b)
+        .filter(|l| l.ends_with(" a"))
+        .collect();
+    assert!(late_a.is_empty(), "a ran after b led:\n{log}");
     drop(b);
     drop(emulator);
 }
