@@ -2,7 +2,9 @@
 //! behind a trait with an in-memory fake for tests.
 
 pub mod binary;
+pub mod chart_files;
 pub mod fake;
+pub mod helmignore;
 pub mod template;
 
 use std::path::PathBuf;

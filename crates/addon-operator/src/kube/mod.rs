@@ -2,6 +2,7 @@
 
 pub mod client;
 pub mod configmap;
+pub mod crds;
 pub mod discovery;
 pub mod edge;
 pub mod events;

@@ -436,6 +436,7 @@ fn initial_state(
         rate_limits: BTreeMap::new(),
         kept_releases: settings.kept_releases.clone(),
         leadership: settings.leadership.clone(),
+        crds_applied: BTreeMap::new(),
         startup_purge_done: false,
     }
 }

@@ -53,7 +53,7 @@ async fn check(shared: &Shared, handle: &RuntimeHandle, module: &ModuleName) {
     let Some(chart) = shared.lock().module(module).map(|m| m.source.path.clone()) else {
         return;
     };
-    let request = match upgrade_request(shared, module, &chart) {
+    let request = match upgrade_request(shared, module, &chart).await {
         Ok(request) => request,
         Err(error) => {
             tracing::debug!(module = %module, %error, "resource monitor skips the module");

@@ -124,3 +124,38 @@ async fn releases_without_a_module_are_purged_at_startup_only_and_kept_ones_neve
     assert!(!runs.iter().any(|r| r.contains("uninstall")), "{runs:?}");
     assert_eq!(op.helm.release_names(), ["after-startup", "ignored", "web"]);
 }
+
+const CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: crontabs.example.com\nspec:\n  group: example.com\n";
+
+/// The module's `crds/` are applied first in its run: before its onStartup hooks, its
+/// kubernetes bindings and its release; again only when the files change.
+#[tokio::test(start_paused = true)]
+async fn crds_of_a_module_are_applied_before_its_hooks_and_release() {
+    let dir = tree(&[
+        ("modules/values.yaml", "webEnabled: true\n"),
+        ("modules/010-web/Chart.yaml", "name: web\nversion: 0.1.0\n"),
+        ("modules/010-web/crds/crontab.yaml", CRD),
+        (
+            "modules/010-web/hooks/watch",
+            "configVersion: v1\nonStartup: 1\nkubernetes:\n- name: crontabs\n  kind: CronTab\n",
+        ),
+    ]);
+    let op = start(dir, "", FakeHooks::new(), FakeHelm::new()).await;
+    op.settle().await;
+    assert_eq!(
+        op.runs(),
+        [
+            "ensure crds web",
+            "run web/hooks/watch onStartup",
+            "run web/hooks/watch kubernetes",
+            "helm upgrade web",
+        ]
+    );
+    let applied = op.kube.applied();
+    assert_eq!(applied.len(), 1);
+    let runs = op.edit_config("web: {a: 1}\n").await;
+    assert!(
+        !runs.iter().any(|r| r.starts_with("ensure crds")),
+        "{runs:?}"
+    );
+}

@@ -8,8 +8,7 @@ use tempfile::{NamedTempFile, TempDir};
 
 use crate::helm::CHECKSUM_KEY;
 
-/// Entries of a module directory that are not part of its chart.
-const NOT_CHART: [&str; 3] = ["hooks", "openapi", "enabled"];
+use crate::helm::chart_files::NOT_CHART;
 
 /// The chart to install; a synthesised copy lives as long as this value.
 pub(crate) enum Chart {
@@ -29,7 +28,7 @@ impl Chart {
 }
 
 /// The module directory itself when it has a `Chart.yaml`; otherwise (like the Go operator) a
-/// copy in `tmp_dir` without `hooks/`, `openapi/` and `enabled`, with
+/// copy in `tmp_dir` without the entries of [`NOT_CHART`] (`hooks/`, `crds/`, ...), with
 /// `Chart.yaml` = `{apiVersion: v2, name: <release>, version: 0.2.0}`.
 pub(crate) fn prepare(module_dir: &Path, release: &str, tmp_dir: &Path) -> std::io::Result<Chart> {
     if module_dir.join("Chart.yaml").is_file() {

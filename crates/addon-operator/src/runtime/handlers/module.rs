@@ -1,17 +1,18 @@
-//! Module tasks: run (onStartup and Synchronization on startup, beforeHelm, Helm, afterHelm),
-//! delete (beforeDeleteHelm, uninstall, afterDeleteHelm) and purge of releases without a module.
+//! Module tasks: run (CRDs of `crds/`, onStartup and Synchronization on startup, beforeHelm,
+//! Helm, afterHelm), delete (beforeDeleteHelm, uninstall, afterDeleteHelm) and purge of releases
+//! without a module.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::hook_config::BindingType;
+use addon_core::hook_output::kube_patch::{CreateMode, KubeOperation};
 use addon_core::names::{ModuleName, QueueName};
 use addon_core::values::patch::Scope;
-use sha2::{Digest, Sha256};
 
 use super::global::start_monitor;
 use crate::check::error_chain;
-use crate::helm::UpgradeRequest;
+use crate::helm::{UpgradeRequest, chart_files};
 use crate::metrics::HelmOperation;
 use crate::runtime::Shared;
 use crate::runtime::edges::MonitorKey;
@@ -39,6 +40,7 @@ async fn run_steps(shared: &Shared, module: &ModuleName, startup: bool, reason: 
         return Outcome::done();
     }
     let steps = async {
+        ensure_crds(shared, module, &state.source.path, startup).await?;
         if startup {
             run_lifecycle(shared, module, &state.hooks, BindingType::OnStartup).await?;
             synchronize(shared, module, &state.hooks).await?;
@@ -72,6 +74,51 @@ async fn run_steps(shared: &Shared, module: &ModuleName, startup: bool, reason: 
             Outcome::tail(vec![(QueueName::main(), again)])
         }
     }
+}
+
+/// Creates or updates the CRDs of the module's `crds/` before its kubernetes bindings start and
+/// its release runs (upstream's ModuleEnsureCRDs), on the module's first run and whenever the
+/// files changed.
+async fn ensure_crds(
+    shared: &Shared,
+    module: &ModuleName,
+    dir: &Path,
+    startup: bool,
+) -> Result<(), String> {
+    let dir = dir.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || crate::kube::crds::read(&dir));
+    let crds = match read.await {
+        Ok(result) => result.map_err(|e| error_chain(&e))?,
+        Err(e) => return Err(format!("reading crds/ failed: {e}")),
+    };
+    let Some(crds) = crds else {
+        return Ok(());
+    };
+    let applied = shared.lock().crds_applied.get(module) == Some(&crds.checksum);
+    if applied && !startup {
+        return Ok(());
+    }
+    let ops: Vec<KubeOperation> = crds
+        .objects
+        .into_iter()
+        .map(|object| KubeOperation::Create {
+            mode: CreateMode::CreateOrUpdate,
+            object,
+            subresource: None,
+        })
+        .collect();
+    shared.lock().record(|| format!("ensure crds {module}"));
+    shared
+        .edges
+        .objects
+        .apply(&ops)
+        .await
+        .map_err(|e| format!("create or update the CRDs of crds/: {e}"))?;
+    shared
+        .lock()
+        .crds_applied
+        .insert(module.clone(), crds.checksum);
+    Ok(())
 }
 
 fn module_checksum(shared: &Shared, module: &ModuleName) -> String {
@@ -163,7 +210,7 @@ async fn helm_upgrade(
     chart: &Path,
     activation: &str,
 ) -> Result<(), String> {
-    let request = upgrade_request(shared, module, chart)?;
+    let request = upgrade_request(shared, module, chart).await?;
     let helm = &shared.edges.helm;
     let timed = |operation, started: tokio::time::Instant| {
         let elapsed = started.elapsed();
@@ -187,8 +234,8 @@ async fn helm_upgrade(
 }
 
 /// What Helm gets for `module` now: its Helm values (checked with `x-required-for-helm`) and the
-/// checksum of values and chart files.
-pub fn upgrade_request(
+/// checksum of the values and of every file Helm loads for the chart (read off the executor).
+pub async fn upgrade_request(
     shared: &Shared,
     module: &ModuleName,
     chart: &Path,
@@ -199,41 +246,22 @@ pub fn upgrade_request(
         .helm_values(module)
         .map_err(|e| error_chain(&e))?;
     let values_yaml = addon_core::yaml::to_string(&values).map_err(|e| e.to_string())?;
+    let checksum = chart_checksum(chart.to_path_buf(), values_yaml.clone()).await?;
     Ok(UpgradeRequest {
         release: module.to_string(),
         chart_dir: chart.to_path_buf(),
-        checksum: chart_checksum(chart, &values_yaml),
+        checksum,
         values_yaml,
     })
 }
 
-/// A checksum of the values and of the chart's files (`Chart.yaml`, `values.yaml`, `templates/`).
-fn chart_checksum(chart: &Path, values_yaml: &str) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(values_yaml.as_bytes());
-    let mut files = vec![chart.join("Chart.yaml"), chart.join("values.yaml")];
-    collect_files(&chart.join("templates"), &mut files);
-    files.sort();
-    for file in files {
-        if let Ok(bytes) = std::fs::read(&file) {
-            hasher.update(file.to_string_lossy().as_bytes());
-            hasher.update(&bytes);
-        }
-    }
-    format!("{:x}", hasher.finalize())
-}
-
-fn collect_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            collect_files(&path, out);
-        } else {
-            out.push(path);
-        }
+/// [`chart_files::checksum`] of the values and the chart, on the blocking pool.
+async fn chart_checksum(chart: PathBuf, values_yaml: String) -> Result<String, String> {
+    let digest =
+        tokio::task::spawn_blocking(move || chart_files::checksum(&chart, values_yaml.as_bytes()));
+    match digest.await {
+        Ok(result) => result.map_err(|e| error_chain(&e)),
+        Err(e) => Err(format!("chart checksum task failed: {e}")),
     }
 }
 

@@ -1,0 +1,183 @@
+//! A module's `crds/` directory (upstream's ModuleEnsureCRDs): the CustomResourceDefinitions in
+//! its `*.yaml` files (names starting with `doc-` or `_` skipped, as upstream's default
+//! `--crd-filters`), read and checked before they are created or updated in the cluster.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// File name prefixes left out of `crds/` (upstream's default `--crd-filters`).
+pub const DEFAULT_CRD_FILTERS: [&str; 2] = ["doc-", "_"];
+
+/// The CRDs of a module and a checksum of the files they came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModuleCrds {
+    pub checksum: String,
+    pub objects: Vec<Value>,
+}
+
+/// A `crds/` file that is not a list of CRDs.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdsError {
+    #[error("read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("parse {}: {message}", path.display())]
+    Parse { path: PathBuf, message: String },
+    #[error("{}: document {index} is a {kind}, not an apiextensions.k8s.io/v1 CustomResourceDefinition with a name", path.display())]
+    NotACrd {
+        path: PathBuf,
+        index: usize,
+        kind: String,
+    },
+}
+
+/// The CRDs in `module_dir/crds` (`None` when there is no such directory). Blocking I/O.
+pub fn read(module_dir: &Path) -> Result<Option<ModuleCrds>, CrdsError> {
+    let dir = module_dir.join("crds");
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let mut files = Vec::new();
+    yaml_files(&dir, &mut files)?;
+    files.sort();
+    let mut hasher = Sha256::new();
+    let mut objects = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).map_err(|source| CrdsError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        hasher.update(path.to_string_lossy().as_bytes());
+        hasher.update((text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+        objects.extend(crds_of(&path, &text)?);
+    }
+    Ok(Some(ModuleCrds {
+        checksum: format!("{:x}", hasher.finalize()),
+        objects,
+    }))
+}
+
+fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), CrdsError> {
+    let read = |source| CrdsError::Read {
+        path: dir.to_path_buf(),
+        source,
+    };
+    for entry in std::fs::read_dir(dir).map_err(read)? {
+        let path = entry.map_err(read)?.path();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let name = name.unwrap_or_default();
+        if DEFAULT_CRD_FILTERS.iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
+        if path.is_dir() {
+            yaml_files(&path, out)?;
+        } else if name.ends_with(".yaml") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The CRDs of one file; empty documents are skipped, anything else is an error.
+fn crds_of(path: &Path, text: &str) -> Result<Vec<Value>, CrdsError> {
+    let docs = serde_saphyr::from_str_multiple::<Value, Vec<Value>>(text).map_err(|e| {
+        CrdsError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }
+    })?;
+    let mut out = Vec::new();
+    for (index, doc) in docs.into_iter().enumerate() {
+        if doc.is_null() {
+            continue;
+        }
+        let is_crd = doc["apiVersion"] == "apiextensions.k8s.io/v1"
+            && doc["kind"] == "CustomResourceDefinition"
+            && doc["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| !n.is_empty());
+        if !is_crd {
+            return Err(CrdsError::NotACrd {
+                path: path.to_path_buf(),
+                index: index + 1,
+                kind: doc["kind"]
+                    .as_str()
+                    .unwrap_or("document without kind")
+                    .to_string(),
+            });
+        }
+        out.push(doc);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: crontabs.example.com\nspec:\n  group: example.com\n";
+
+    fn write(root: &Path, name: &str, text: &str) {
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn a_module_without_crds_has_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read(dir.path()).unwrap(), None);
+    }
+
+    #[test]
+    fn yaml_files_are_read_in_order_and_filtered_files_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let second = CRD.replace("crontabs", "backups");
+        write(dir.path(), "crds/b.yaml", &format!("---\n{second}---\n"));
+        write(dir.path(), "crds/a.yaml", CRD);
+        write(dir.path(), "crds/doc-a.yaml", "kind: Doc\n");
+        write(dir.path(), "crds/_x.yaml", "kind: Other\n");
+        write(dir.path(), "crds/README.md", "not yaml");
+        let crds = read(dir.path()).unwrap().unwrap();
+        let names: Vec<&str> = crds
+            .objects
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["crontabs.example.com", "backups.example.com"]);
+    }
+
+    #[test]
+    fn the_checksum_follows_the_content() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "crds/a.yaml", CRD);
+        let before = read(dir.path()).unwrap().unwrap().checksum;
+        write(
+            dir.path(),
+            "crds/a.yaml",
+            &format!("{CRD}  scope: Namespaced\n"),
+        );
+        assert_ne!(read(dir.path()).unwrap().unwrap().checksum, before);
+    }
+
+    #[test]
+    fn a_document_that_is_not_a_crd_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "crds/a.yaml",
+            &format!("{CRD}---\nkind: ConfigMap\n"),
+        );
+        let error = read(dir.path()).unwrap_err().to_string();
+        assert!(
+            error.contains("a.yaml") && error.contains("document 2 is a ConfigMap"),
+            "{error}"
+        );
+    }
+}
