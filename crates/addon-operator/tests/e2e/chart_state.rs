@@ -1,0 +1,161 @@
+//! The example `examples/crds` against the emulator with real helm: its `crds/` make one
+//! converge work, a restart with nothing changed upgrades nothing, and an edit of a subchart, of
+//! `crds/` or of a file read with `.Files.Get` each upgrades the release.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::Api;
+use kube::api::ListParams;
+use kube_emulator::{Emulator, EmulatorConfig};
+
+use crate::support::{Running, binary, path_with_tools, require_tool};
+
+const MODULE: &str = "modules/010-crontabs";
+
+fn example_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/crds")
+}
+
+fn operator(root: &Path, run: usize) -> Running {
+    let child = Command::new(binary())
+        .arg("start")
+        .arg("--working-dir")
+        .arg(root.join("tree"))
+        .arg("--kube-config")
+        .arg(root.join("kubeconfig"))
+        .arg("--tmp-dir")
+        .arg(root.join("tmp"))
+        .args(["--prometheus-listen-address", "127.0.0.1"])
+        .args(["--prometheus-listen-port", "0"])
+        .arg("--debug-unix-socket")
+        .arg(root.join("debug.socket"))
+        .env("HOOK_LOG", root.join("hooks.log"))
+        .env("PATH", path_with_tools())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(root.join(format!("operator-{run}.log"))).unwrap())
+        .spawn()
+        .unwrap();
+    Running(child)
+}
+
+fn after_helm_runs(root: &Path) -> usize {
+    std::fs::read_to_string(root.join("hooks.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| *l == "afterHelm")
+        .count()
+}
+
+/// Starts the operator, waits for the module's run to finish, stops it.
+fn run_once(root: &Path, run: usize) -> String {
+    let operator = operator(root, run);
+    let started = Instant::now();
+    while after_helm_runs(root) < run {
+        let log = std::fs::read_to_string(root.join(format!("operator-{run}.log")));
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "run {run} did not finish: {}",
+            log.unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(operator);
+    std::fs::read_to_string(root.join(format!("operator-{run}.log"))).unwrap()
+}
+
+fn revisions(tokio: &tokio::runtime::Runtime, client: &kube::Client) -> usize {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let params = ListParams::default().labels("owner=helm,name=crontabs");
+    tokio.block_on(secrets.list(&params)).unwrap().items.len()
+}
+
+fn edit(root: &Path, file: &str, from: &str, to: &str) {
+    let path = root.join("tree").join(MODULE).join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{file}");
+    std::fs::write(&path, text.replace(from, to)).unwrap();
+}
+
+#[test]
+fn crds_make_one_converge_work_and_only_chart_edits_upgrade_the_release() {
+    if !require_tool("helm") || !require_tool("jq") {
+        return;
+    }
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let emulator = tokio
+        .block_on(Emulator::start(EmulatorConfig::default()))
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    emulator.write_kubeconfig(&root.join("kubeconfig")).unwrap();
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(example_dir())
+        .arg(root.join("tree"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let client = tokio
+        .block_on(addon_operator::kube::connect(Some(
+            &root.join("kubeconfig"),
+        )))
+        .unwrap();
+
+    let log = run_once(root, 1);
+    assert!(
+        !log.contains("task failed"),
+        "one converge is enough:\n{log}"
+    );
+    let hooks = std::fs::read_to_string(root.join("hooks.log")).unwrap();
+    assert_eq!(revisions(&tokio, &client), 1);
+    let started = Instant::now();
+    while !std::fs::read_to_string(root.join("hooks.log"))
+        .unwrap()
+        .contains("Added crontab nightly")
+    {
+        assert!(started.elapsed() < Duration::from_secs(10), "{hooks}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    run_once(root, 2);
+    assert_eq!(
+        revisions(&tokio, &client),
+        1,
+        "a restart with nothing changed"
+    );
+
+    std::fs::write(root.join("tree").join(MODULE).join("notes.swp"), "x").unwrap();
+    run_once(root, 3);
+    assert_eq!(revisions(&tokio, &client), 1, "a file .helmignore skips");
+
+    edit(
+        root,
+        "charts/notes/templates/notes.yaml",
+        "installed",
+        "set up",
+    );
+    run_once(root, 4);
+    assert_eq!(revisions(&tokio, &client), 2, "a subchart edit");
+
+    edit(
+        root,
+        "crds/crontab.yaml",
+        "singular: crontab",
+        "singular: crontab\n    shortNames: [ct]",
+    );
+    run_once(root, 5);
+    assert_eq!(revisions(&tokio, &client), 3, "a crds/ edit");
+
+    edit(root, "files/settings.conf", "retention=7", "retention=30");
+    run_once(root, 6);
+    assert_eq!(revisions(&tokio, &client), 4, "a file read with .Files.Get");
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let settings = tokio
+        .block_on(config_maps.get("crontabs-settings"))
+        .unwrap();
+    assert_eq!(settings.data.unwrap()["settings.conf"], "retention=30\n");
+    drop(emulator);
+}
