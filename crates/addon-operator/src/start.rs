@@ -137,15 +137,17 @@ fn settings(args: &StartArgs) -> RuntimeSettings {
 }
 
 /// Releases the startup purge keeps: `--helm-ignore-release` and the release that deployed this
-/// pod (found from its controllers' Helm annotations).
+/// pod (`--pod-name`, or the host name in a pod; found from its controllers' Helm annotations).
 async fn kept_releases(args: &StartArgs, client: Option<&kube::Client>) -> Vec<String> {
     let mut kept: Vec<String> = Some(args.helm_ignore_release.clone())
         .filter(|r| !r.is_empty())
         .into_iter()
         .collect();
-    if let (Some(client), false) = (client, args.pod_name.is_empty()) {
-        let namespace = namespace(args);
-        let own = crate::kube::own_release::own_release(client, &namespace, &args.pod_name);
+    // in a pod the host name is the pod name
+    let in_pod = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+    if let (Some(client), true) = (client, in_pod || !args.pod_name.is_empty()) {
+        let (namespace, pod) = (namespace(args), identity(args));
+        let own = crate::kube::own_release::own_release(client, &namespace, &pod);
         kept.extend(own.await);
     }
     kept

@@ -49,21 +49,27 @@ fn after_helm_runs(root: &Path) -> usize {
         .count()
 }
 
-/// Starts the operator, waits for the module's run to finish, stops it.
+fn hook_log(root: &Path) -> String {
+    std::fs::read_to_string(root.join("hooks.log")).unwrap_or_default()
+}
+
+/// Starts the operator, waits for the module's run to finish (and for the hook to see the
+/// `CronTab` in the first run), stops it; returns its log up to the shutdown.
 fn run_once(root: &Path, run: usize) -> String {
     let operator = operator(root, run);
     let started = Instant::now();
-    while after_helm_runs(root) < run {
-        let log = std::fs::read_to_string(root.join(format!("operator-{run}.log")));
+    let log_file = root.join(format!("operator-{run}.log"));
+    while after_helm_runs(root) < run || !hook_log(root).contains("Added crontab nightly") {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "run {run} did not finish: {}",
-            log.unwrap_or_default()
+            std::fs::read_to_string(&log_file).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    let log = std::fs::read_to_string(&log_file).unwrap();
     drop(operator);
-    std::fs::read_to_string(root.join(format!("operator-{run}.log"))).unwrap()
+    log
 }
 
 fn revisions(tokio: &tokio::runtime::Runtime, client: &kube::Client) -> usize {
