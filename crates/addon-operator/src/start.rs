@@ -308,7 +308,10 @@ async fn edges(
         hooks,
         helm: Arc::new(helm) as Arc<dyn Helm>,
         kube: Arc::new(kube.watches(kube_tx)),
-        objects: Arc::new(Patcher(kube.patcher(PatcherSettings::default()))),
+        objects: Arc::new(Patcher(
+            kube.patcher(PatcherSettings::default()),
+            kube.client.clone(),
+        )),
         config,
     };
     Ok((edges, Some(kube.client.clone())))
@@ -323,12 +326,21 @@ fn namespace(args: &StartArgs) -> String {
     }
 }
 
-/// The kube edge's object patcher as the runtime's `ObjectPatches`.
-struct Patcher(ObjectPatcher);
+/// The kube edge's object patcher (and its client, to wait for CRDs) as the runtime's
+/// `ObjectPatches`.
+struct Patcher(ObjectPatcher, kube::Client);
 
 impl ObjectPatches for Patcher {
     fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move { self.0.apply(ops).await.map_err(|e| error_chain(&e)) })
+    }
+
+    fn wait_crds_established<'a>(
+        &'a self,
+        names: &'a [String],
+    ) -> BoxFuture<'a, Result<(), String>> {
+        let timeout = Duration::from_secs(30);
+        Box::pin(crate::kube::crds::wait_established(&self.1, names, timeout))
     }
 }
 

@@ -3,6 +3,10 @@
 //! `--crd-filters`), read and checked before they are created or updated in the cluster.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -115,6 +119,47 @@ fn crds_of(path: &Path, text: &str) -> Result<Vec<Value>, CrdsError> {
         out.push(doc);
     }
     Ok(out)
+}
+
+/// How often [`wait_established`] looks.
+const ESTABLISHED_POLL: Duration = Duration::from_millis(200);
+
+/// Waits until every CRD in `names` has the condition `Established: True` (the API server serves
+/// its kind), so that watches and Helm in the same module run find the kind.
+pub async fn wait_established(
+    client: &kube::Client,
+    names: &[String],
+    timeout: Duration,
+) -> Result<(), String> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let deadline = tokio::time::Instant::now() + timeout;
+    for name in names {
+        loop {
+            let crd = api
+                .get_opt(name)
+                .await
+                .map_err(|e| format!("read the CRD {name}: {e}"))?;
+            if crd.as_ref().is_some_and(is_established) {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "the CRD {name} is not Established after {}s",
+                    timeout.as_secs()
+                ));
+            }
+            tokio::time::sleep(ESTABLISHED_POLL).await;
+        }
+    }
+    Ok(())
+}
+
+fn is_established(crd: &CustomResourceDefinition) -> bool {
+    let conditions = crd.status.as_ref().and_then(|s| s.conditions.as_ref());
+    conditions.is_some_and(|c| {
+        c.iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+    })
 }
 
 #[cfg(test)]

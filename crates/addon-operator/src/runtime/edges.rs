@@ -122,6 +122,15 @@ pub trait KubeEvents: Send + Sync {
 pub trait ObjectPatches: Send + Sync {
     /// Applies `ops` in order; an error names the failed operation.
     fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>>;
+    /// Waits until the API server serves the kinds of the CRDs `names` (a module's `crds/`);
+    /// without a cluster there is nothing to wait for.
+    fn wait_crds_established<'a>(
+        &'a self,
+        names: &'a [String],
+    ) -> BoxFuture<'a, Result<(), String>> {
+        let _ = names;
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// A config store problem.

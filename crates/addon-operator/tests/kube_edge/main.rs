@@ -5,6 +5,7 @@
 
 mod common;
 mod configmap;
+mod crds;
 mod events;
 mod leader;
 mod own_release;

@@ -98,6 +98,11 @@ async fn ensure_crds(
     if applied && !startup {
         return Ok(());
     }
+    let names: Vec<String> = crds
+        .objects
+        .iter()
+        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
     let ops: Vec<KubeOperation> = crds
         .objects
         .into_iter()
@@ -114,6 +119,12 @@ async fn ensure_crds(
         .apply(&ops)
         .await
         .map_err(|e| format!("create or update the CRDs of crds/: {e}"))?;
+    shared
+        .edges
+        .objects
+        .wait_crds_established(&names)
+        .await
+        .map_err(|e| format!("CRDs of crds/: {e}"))?;
     shared
         .lock()
         .crds_applied
