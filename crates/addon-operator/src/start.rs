@@ -97,11 +97,12 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     );
     let shutdown = CancellationToken::new();
     serve_http(args, &runtime, &shutdown).await;
-    tokio::spawn(wait_for_signal(shutdown.clone(), cancel_hooks));
+    tokio::spawn(wait_for_signal(shutdown.clone(), cancel_hooks.clone()));
     let lost = CancellationToken::new();
     let mut holding = None;
     if let Some(election) = election {
-        match lead(election, &shutdown, &lost).await {
+        let stop = [shutdown.clone(), cancel_hooks];
+        match lead(election, &stop, &lost).await {
             Some(hold) => holding = Some(hold),
             None => return Ok(ExitCode::SUCCESS),
         }
@@ -164,22 +165,22 @@ fn leader_settings(args: &StartArgs) -> LeaderSettings {
 
 /// Waits for the leader lease (`None`: stopped while waiting), then keeps renewing it in the
 /// background until the returned token fires (after the runtime stopped), and then releases
-/// it; losing it fires `lost` and stops the operator.
+/// it; losing it fires `lost` and `stop` (the shutdown and the running hooks' cancellation).
 async fn lead(
     election: LeaderElection,
-    shutdown: &CancellationToken,
+    stop: &[CancellationToken; 2],
     lost: &CancellationToken,
 ) -> Option<(CancellationToken, tokio::task::JoinHandle<()>)> {
     tracing::info!("waiting for the leader lease");
-    if !election.acquire(shutdown).await {
+    if !election.acquire(&stop[0]).await {
         return None;
     }
-    let (stop, lost, shutdown) = (CancellationToken::new(), lost.clone(), shutdown.clone());
-    let stop_holding = stop.clone();
+    let (holding, lost, stop) = (CancellationToken::new(), lost.clone(), stop.clone());
+    let stop_holding = holding.clone();
     let held = tokio::spawn(async move {
-        election.hold(stop, lost.clone()).await;
+        election.hold(holding, lost.clone()).await;
         if lost.is_cancelled() {
-            shutdown.cancel();
+            stop.iter().for_each(CancellationToken::cancel);
         }
     });
     Some((stop_holding, held))

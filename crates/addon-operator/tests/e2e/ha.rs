@@ -9,7 +9,7 @@ use kube_emulator::{Emulator, EmulatorConfig};
 use crate::support::{Running, binary, path_with_tools, write};
 
 fn operator(root: &std::path::Path, kubeconfig: &std::path::Path, pod: &str) -> Running {
-    operator_with_lease(root, kubeconfig, pod, "1s")
+    operator_with_lease(root, kubeconfig, pod, "3s")
 }
 
 fn operator_with_lease(
