@@ -189,7 +189,7 @@ impl ConfigMapStore {
                 .unwrap_or_default();
             let mut data = read_data.clone();
             change.apply_to_data(&mut data)?;
-            if current.is_some() && data == read_data {
+            if data == read_data {
                 known.observe(read_rv.clone(), read_data.clone());
                 return Ok((read_rv, read_data));
             }

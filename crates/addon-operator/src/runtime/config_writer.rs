@@ -132,6 +132,9 @@ pub async fn save_config_patch<T>(
     patch: &ValuesPatch,
     then: impl FnOnce(&mut ValuesStore, &ConfigPatchOutcome) -> Result<T, String>,
 ) -> Result<T, String> {
+    if patch.is_empty() {
+        return then(&mut shared.lock().store, &ConfigPatchOutcome::default());
+    }
     let mut version = shared.config_writer.version.lock().await;
     let (outcome, old, new) = {
         let mut st = shared.lock();

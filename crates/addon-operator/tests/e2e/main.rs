@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod check;
+mod config_file;
 mod config_race;
 mod embedded;
 mod ha;
