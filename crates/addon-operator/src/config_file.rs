@@ -294,6 +294,26 @@ async fn read_regular(path: &Path) -> Result<Option<Vec<u8>>, ConfigFileError> {
     }
 }
 
+/// The config file's text for the commands that read it once (`check`, `module render`,
+/// `hook run`): like the store, anything but a regular file is refused instead of blocking.
+pub fn read_text(path: &Path) -> Result<String, ConfigFileError> {
+    let read_error = |source| ConfigFileError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let metadata = std::fs::metadata(path).map_err(read_error)?;
+    if !metadata.is_file() {
+        return Err(ConfigFileError::NotRegular {
+            path: path.to_path_buf(),
+            kind: file_kind(&metadata.file_type()),
+        });
+    }
+    let bytes = std::fs::read(path).map_err(read_error)?;
+    String::from_utf8(bytes).map_err(|_| ConfigFileError::NotUtf8 {
+        path: path.to_path_buf(),
+    })
+}
+
 fn file_kind(kind: &std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt as _;
     if kind.is_dir() {

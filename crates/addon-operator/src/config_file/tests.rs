@@ -271,3 +271,20 @@ fn only_changes_of_the_file_itself_wake_the_watcher() {
         Some(name)
     ));
 }
+
+#[test]
+fn the_one_shot_reader_refuses_a_fifo_and_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let error = read_text(&path).unwrap_err();
+    assert_eq!(error.category(), "config_read");
+    assert!(error.to_string().contains("config.yaml"), "{error}");
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, "a: 1\n").unwrap();
+    assert_eq!(read_text(&path).unwrap(), "a: 1\n");
+}

@@ -190,7 +190,8 @@ fn adopt_stored(shared: &Shared, ours: &Config, stored: Result<Config, ConfigBac
             super::intake::apply_config(shared, stored);
         }
         Ok(_) => {}
-        Err(e) => tracing::error!(
+        // The edit that made them invalid was logged when it arrived; not again at every save.
+        Err(e) => tracing::debug!(
             error = %error_chain(&e),
             "the config store holds keys that are invalid; they stay as they are and unused"
         ),
