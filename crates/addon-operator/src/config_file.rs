@@ -89,6 +89,8 @@ struct Known {
     own_pending: bool,
     /// The last read problem logged (each is logged once).
     last_problem: Option<String>,
+    /// How often the watch read the file (tests check that reading does not trigger reading).
+    rereads: u64,
 }
 
 type SharedKnown = Arc<tokio::sync::Mutex<Known>>;
@@ -388,6 +390,7 @@ async fn watch_loop(
 /// Reads the file and compares it with what is known: unchanged (nothing, or the echo of our
 /// write), changed (its text or why it is unusable, once per distinct content or problem).
 async fn reread(path: &Path, known: &mut Known) -> Option<ConfigEvent> {
+    known.rereads += 1;
     let bytes = match read_regular(path).await {
         Ok(Some(bytes)) => bytes,
         Ok(None) => {

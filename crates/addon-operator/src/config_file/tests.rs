@@ -288,3 +288,15 @@ fn the_one_shot_reader_refuses_a_fifo_and_names_the_file() {
     std::fs::write(&path, "a: 1\n").unwrap();
     assert_eq!(read_text(&path).unwrap(), "a: 1\n");
 }
+
+#[tokio::test]
+async fn the_watcher_reads_the_file_once_per_change_not_again_after_its_own_read() {
+    let (_dir, path, store) = store_with("a: 1\n").await;
+    let mut events = store.subscribe();
+    std::fs::write(&path, "a: 2\n").unwrap();
+    assert_eq!(next_text(&mut events).await, "a: 2\n");
+    // Quiet for many debounce periods: a watcher woken by its own read would keep reading.
+    tokio::time::sleep(DEBOUNCE * 20).await;
+    let rereads = store.known.lock().await.rereads;
+    assert!(rereads <= 2, "{rereads} re-reads for one edit");
+}
