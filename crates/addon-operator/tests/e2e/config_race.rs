@@ -1,7 +1,8 @@
 //! The config ConfigMap shared by the operator and a person: a global hook increments
 //! `global.counter` on every tick of a fast-changing object while a client edits another key with
 //! kubectl-style GET + PUT. Nothing may be lost: no user edit reverted, no hook increment dropped,
-//! no reload caused by the operator's own writes. `CONFIG_RACE_EDITS` sets the number of edits
+//! no reload caused by the operator's own writes. Then the client writes the hook's own key: the
+//! later write wins and the hook continues from it. `CONFIG_RACE_EDITS` sets the number of edits
 //! (`bench/config-race` runs 1,000 and prints the figures).
 
 use std::collections::BTreeMap;
@@ -46,6 +47,8 @@ struct Figures {
     own_write_reloads: usize,
     external_reloads: usize,
     own_write_echoes: usize,
+    /// After a user's write of `global.counter` itself, the hook continued from the user's value.
+    same_key_last_write_wins: bool,
 }
 
 fn operator(root: &Path, kubeconfig: &Path, port: u16) -> Running {
@@ -192,6 +195,63 @@ async fn edit(api: &Api<ConfigMap>, n: usize, figures: &mut Figures) {
     }
 }
 
+/// The user sets `global.counter` (the hook's own key) to 10000; the ticker ticks once more. The
+/// later write wins: the hook continues from 10000 and the ConfigMap ends with its last value.
+fn same_key_edit(
+    rt: &tokio::runtime::Runtime,
+    api: &Api<ConfigMap>,
+    root: &Path,
+    port: u16,
+) -> bool {
+    let external = || {
+        counter_value(
+            &metrics(port),
+            "addon_operator_config_reloads_total{cause=\"external\"}",
+        )
+    };
+    let before = external();
+    rt.block_on(async {
+        loop {
+            let mut cm = api.get(NAME).await.unwrap();
+            cm.data
+                .get_or_insert_default()
+                .insert("global".into(), "counter: 10000\n".into());
+            if api.replace(NAME, &PostParams::default(), &cm).await.is_ok() {
+                break;
+            }
+        }
+    });
+    wait_until("the operator to take the user's write", root, || {
+        external() > before
+    });
+    rt.block_on(async {
+        let patch = json!({"data": {"tick": "after-the-user"}});
+        api.patch("ticker", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+    });
+    let last_run = || {
+        std::fs::read_to_string(root.join("runs.log"))
+            .unwrap_or_default()
+            .lines()
+            .last()
+            .and_then(|l| l.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    wait_until("the hook's run after the user's write", root, || {
+        last_run() > 10000
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let global = rt
+        .block_on(api.get(NAME))
+        .unwrap()
+        .data
+        .unwrap_or_default()
+        .remove("global")
+        .unwrap_or_default();
+    last_run() == 10001 && global == "counter: 10001\n"
+}
+
 fn race(edits: usize) -> Figures {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let emulator = rt
@@ -261,6 +321,7 @@ fn race(edits: usize) -> Figures {
     figures.own_write_reloads = log
         .matches("config changed the global section or enable flags")
         .count();
+    figures.same_key_last_write_wins = same_key_edit(&rt, &api, root, port);
     drop(emulator);
     figures
 }
@@ -276,7 +337,7 @@ fn hook_patches_and_user_edits_of_the_config_configmap_lose_nothing() {
         .unwrap_or(100);
     let f = race(edits);
     println!(
-        "config-race: {} user edits ({} conflicts retried), {} hook runs: lost edits {}/{}, lost increments {}/{}, own-write reloads {}, external reloads {}, own-write echoes ignored {}",
+        "config-race: {} user edits ({} conflicts retried), {} hook runs: lost edits {}/{}, lost increments {}/{}, own-write reloads {}, external reloads {}, own-write echoes ignored {}, same key: later write wins {}",
         f.edits,
         f.conflicts,
         f.hook_runs,
@@ -286,7 +347,8 @@ fn hook_patches_and_user_edits_of_the_config_configmap_lose_nothing() {
         f.hook_runs,
         f.own_write_reloads,
         f.external_reloads,
-        f.own_write_echoes
+        f.own_write_echoes,
+        f.same_key_last_write_wins
     );
     assert_eq!(f.lost_edits, 0, "{f:?}");
     assert_eq!(
@@ -295,6 +357,7 @@ fn hook_patches_and_user_edits_of_the_config_configmap_lose_nothing() {
     );
     assert!(f.hook_runs > 1, "the hook raced the edits: {f:?}");
     assert_eq!(f.own_write_reloads, 0, "{f:?}");
+    assert!(f.same_key_last_write_wins, "{f:?}");
     assert!(
         f.external_reloads <= f.edits,
         "each user edit reloads at most once, our writes never: {f:?}"
