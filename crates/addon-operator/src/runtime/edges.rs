@@ -387,7 +387,13 @@ impl ConfigBackend for FileConfig {
         let mut events = self.store.subscribe();
         let path = self.path.clone();
         tokio::spawn(async move {
-            while let Ok(event) = events.recv().await {
+            loop {
+                // Every report carries the whole text: after a lag the next one is newer.
+                let event = match events.recv().await {
+                    Ok(event) => event,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                };
                 let update = match event {
                     ConfigEvent::OwnWrite => ConfigUpdate::OwnWrite,
                     ConfigEvent::Changed { version, text } => ConfigUpdate::Edited {
