@@ -120,8 +120,7 @@ fn read_config(args: &RenderArgs) -> anyhow::Result<Config> {
     let Some(path) = &args.config_file else {
         return Ok(Config::empty());
     };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("read the config file {}", path.display()))?;
+    let text = crate::config_file::read_text(path)?;
     Config::from_file(&path.display().to_string(), &text)
         .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), error_chain(&e)))
 }

@@ -50,10 +50,10 @@ pub async fn evaluate(
 }
 
 fn read_config(path: &Path, errors: &mut Vec<String>) -> Config {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::config_file::read_text(path) {
         Ok(text) => text,
         Err(e) => {
-            errors.push(format!("read config file {}: {e}", path.display()));
+            errors.push(error_chain(&e));
             return Config::empty();
         }
     };

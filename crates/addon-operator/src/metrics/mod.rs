@@ -18,7 +18,8 @@ use tokio_util::sync::CancellationToken;
 pub use hooks::HookMetricsError;
 pub use operator::BUCKETS;
 pub use records::{
-    BindingLabels, HelmOperation, HookOutcome, HookRunRecord, ModuleInfo, QueueHead,
+    BindingLabels, ConfigReloadCause, HelmOperation, HookOutcome, HookRunRecord, ModuleInfo,
+    QueueHead,
 };
 
 use hooks::HookMetricsStore;
@@ -130,6 +131,15 @@ impl Metrics {
     /// When config values (ConfigMap or config file) fail validation.
     pub fn config_values_error(&self) {
         self.families.config_values_errors.inc();
+    }
+
+    /// A change seen on the config store's watch (or found while saving): our own write echoed
+    /// back, or an edit by someone else that changed the config.
+    pub fn config_reload(&self, cause: ConfigReloadCause) {
+        self.families
+            .config_reloads
+            .get_or_create(&labels([("cause", cause.label())]))
+            .inc();
     }
 
     /// When discovering modules (reading the modules dirs, enabled scripts) fails.

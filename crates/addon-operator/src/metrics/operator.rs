@@ -115,6 +115,7 @@ impl Registrar<'_> {
 pub struct OperatorFamilies {
     pub binding_count: GaugeFamily,
     pub config_values_errors: Counter<u64>,
+    pub config_reloads: CounterFamily,
     pub modules_discover_errors: Counter<u64>,
     pub module_delete_errors: CounterFamily,
     pub module_run_seconds: HistogramFamily,
@@ -157,6 +158,7 @@ impl OperatorFamilies {
         Self {
             binding_count: GaugeFamily::default(),
             config_values_errors: Counter::default(),
+            config_reloads: CounterFamily::default(),
             modules_discover_errors: Counter::default(),
             module_delete_errors: CounterFamily::default(),
             module_run_seconds: histogram_family(),
@@ -188,6 +190,11 @@ impl OperatorFamilies {
             "config_values_errors",
             "Checks that found invalid config values",
             &self.config_values_errors,
+        );
+        r.add(
+            "config_reloads",
+            "Changes seen on the config store: own_write echoes (ignored) and external edits",
+            &self.config_reloads,
         );
         r.add(
             "modules_discover_errors",

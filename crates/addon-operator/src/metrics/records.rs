@@ -12,6 +12,24 @@ pub enum HookOutcome {
     AllowedFailure,
 }
 
+/// What a change seen on the config store's watch was, for `config_reloads_total{cause}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigReloadCause {
+    /// The operator's own write came back and was recognised: nothing reloaded.
+    OwnWrite,
+    /// An edit by someone else that changed the config in use.
+    External,
+}
+
+impl ConfigReloadCause {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::OwnWrite => "own_write",
+            Self::External => "external",
+        }
+    }
+}
+
 /// One finished hook run (global when `module` is `None`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HookRunRecord<'a> {

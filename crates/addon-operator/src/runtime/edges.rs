@@ -15,7 +15,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::config_file::{ConfigEvent, ConfigStore, FileConfigStore};
+pub use super::config_writer::ConfigKeyChange;
+use crate::config_file::{ConfigEvent, FileConfigStore, splice};
 use crate::exec::hook_run::HookRunSettings;
 use crate::exec::hook_run::{
     self, EnabledScriptInvocation, HookInvocation, HookOutputs, HookOwner,
@@ -157,14 +158,39 @@ impl ConfigBackendError {
     }
 }
 
-/// A config edit made by someone else, already parsed (or why it could not be).
-pub type ConfigUpdate = Result<Config, ConfigBackendError>;
+/// A config as the store holds it, parsed (or why it could not be).
+pub type ParsedConfig = Result<Config, ConfigBackendError>;
 
-/// Where the config lives (a local file, or the `addon-operator` ConfigMap).
+/// What the watch of the config store reports.
+#[derive(Debug)]
+pub enum ConfigUpdate {
+    /// Someone else changed the store. `version` orders reports and saves of one backend (higher
+    /// is newer): a report older than a save the writer already applied is skipped.
+    Edited { version: u64, config: ParsedConfig },
+    /// One of our own writes came back (recognised by its resourceVersion or file content):
+    /// nothing to reload.
+    OwnWrite,
+}
+
+/// The store after a key change was written.
+#[derive(Debug)]
+pub struct SavedConfig {
+    /// The backend's version of this state (see [`ConfigUpdate::Edited`]).
+    pub version: u64,
+    /// Everything the store holds now: the change plus any edit by others made before it.
+    pub stored: ParsedConfig,
+}
+
+/// Where the config lives (a local file, or the `addon-operator` ConfigMap). The runtime's
+/// config writer is the only caller of `apply`.
 pub trait ConfigBackend: Send + Sync {
     fn load(&self) -> BoxFuture<'_, Result<Config, ConfigBackendError>>;
-    /// Persists `config`; this produces no update on the watch channel.
-    fn save<'a>(&'a self, config: &'a Config) -> BoxFuture<'a, Result<(), ConfigBackendError>>;
+    /// Writes `change` to the current content of the store: only the keys it names, re-read and
+    /// re-applied on a conflict. The watch reports this write as [`ConfigUpdate::OwnWrite`] at most.
+    fn apply<'a>(
+        &'a self,
+        change: &'a ConfigKeyChange,
+    ) -> BoxFuture<'a, Result<SavedConfig, ConfigBackendError>>;
     /// Edits by others from now on. Called once by the runtime.
     fn watch(&self) -> mpsc::UnboundedReceiver<ConfigUpdate>;
 }
@@ -323,7 +349,7 @@ impl FileConfig {
         }
     }
 
-    fn parse(path: &Path, text: &str) -> Result<Config, ConfigBackendError> {
+    fn parse(path: &Path, text: &str) -> ParsedConfig {
         Config::from_file(&path.display().to_string(), text).map_err(ConfigBackendError::Parse)
     }
 }
@@ -333,26 +359,35 @@ impl ConfigBackend for FileConfig {
     /// creates it.
     fn load(&self) -> BoxFuture<'_, Result<Config, ConfigBackendError>> {
         Box::pin(async move {
-            if !self.path.exists() {
-                tracing::info!(path = %self.path.display(), "config file does not exist yet: empty config");
-                return Ok(Config::empty());
+            match self.store.load().await {
+                Ok(Some(text)) => Self::parse(&self.path, &text),
+                Ok(None) => {
+                    tracing::info!(path = %self.path.display(), "config file does not exist yet: empty config");
+                    Ok(Config::empty())
+                }
+                Err(e) => Err(ConfigBackendError::Load(Box::new(e))),
             }
-            let text = self
-                .store
-                .load()
-                .await
-                .map_err(|e| ConfigBackendError::Load(Box::new(e)))?;
-            Self::parse(&self.path, &text)
         })
     }
 
-    fn save<'a>(&'a self, config: &'a Config) -> BoxFuture<'a, Result<(), ConfigBackendError>> {
+    fn apply<'a>(
+        &'a self,
+        change: &'a ConfigKeyChange,
+    ) -> BoxFuture<'a, Result<SavedConfig, ConfigBackendError>> {
         Box::pin(async move {
-            let text = config.to_file_text().map_err(ConfigBackendError::Render)?;
-            self.store
-                .save(text)
+            let edit = |text: &str| {
+                splice::patch_text(text, change)
+                    .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
+            };
+            let (version, text) = self
+                .store
+                .apply(edit)
                 .await
-                .map_err(|e| ConfigBackendError::Save(Box::new(e)))
+                .map_err(|e| ConfigBackendError::Save(Box::new(e)))?;
+            Ok(SavedConfig {
+                version,
+                stored: Self::parse(&self.path, &text),
+            })
         })
     }
 
@@ -361,8 +396,23 @@ impl ConfigBackend for FileConfig {
         let mut events = self.store.subscribe();
         let path = self.path.clone();
         tokio::spawn(async move {
-            while let Ok(ConfigEvent::Changed(text)) = events.recv().await {
-                if tx.send(Self::parse(&path, &text)).is_err() {
+            loop {
+                // Every report carries the whole text: after a lag the next one is newer.
+                let event = match events.recv().await {
+                    Ok(event) => event,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                };
+                let update = match event {
+                    ConfigEvent::OwnWrite => ConfigUpdate::OwnWrite,
+                    ConfigEvent::Changed { version, text } => ConfigUpdate::Edited {
+                        version,
+                        config: text
+                            .map_err(|e| ConfigBackendError::Load(Box::new(e)))
+                            .and_then(|text| Self::parse(&path, &text)),
+                    },
+                };
+                if tx.send(update).is_err() {
                     break;
                 }
             }
@@ -372,39 +422,83 @@ impl ConfigBackend for FileConfig {
 }
 
 /// A config that lives only in memory (no `--config-file`): patches from hooks are kept for the
-/// life of the process.
+/// life of the process. Tests use it as the fake store: edits by others, failing saves.
 #[derive(Default)]
 pub struct MemoryConfig {
-    config: std::sync::Mutex<Config>,
-    updates: std::sync::Mutex<Option<mpsc::UnboundedSender<ConfigUpdate>>>,
+    state: std::sync::Mutex<MemoryState>,
+}
+
+#[derive(Default)]
+struct MemoryState {
+    config: Config,
+    version: u64,
+    failing_saves: usize,
+    updates: Option<mpsc::UnboundedSender<ConfigUpdate>>,
 }
 
 impl MemoryConfig {
     pub fn new(config: Config) -> Self {
         Self {
-            config: std::sync::Mutex::new(config),
-            updates: std::sync::Mutex::new(None),
+            state: std::sync::Mutex::new(MemoryState {
+                config,
+                ..MemoryState::default()
+            }),
         }
     }
 
     /// The config as last saved.
     pub fn current(&self) -> Config {
-        lock(&self.config).clone()
+        lock(&self.state).config.clone()
     }
 
     /// Simulates an edit by someone else (tests).
-    pub fn edit(&self, update: ConfigUpdate) {
+    pub fn edit(&self, update: ParsedConfig) {
+        let mut st = lock(&self.state);
         if let Ok(config) = &update {
-            *lock(&self.config) = config.clone();
+            st.config = config.clone();
         }
-        if let Some(tx) = lock(&self.updates).as_ref() {
-            let _ = tx.send(update);
+        st.version += 1;
+        let version = st.version;
+        if let Some(tx) = st.updates.as_ref() {
+            let _ = tx.send(ConfigUpdate::Edited {
+                version,
+                config: update,
+            });
         }
+    }
+
+    /// The next `count` saves fail, as a store answering errors would (tests).
+    pub fn fail_next_saves(&self, count: usize) {
+        lock(&self.state).failing_saves = count;
     }
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The fake store's answer to a save it was told to fail.
+#[derive(Debug, thiserror::Error)]
+#[error("the config store answered an error (simulated)")]
+struct SimulatedSaveError;
+
+impl MemoryConfig {
+    fn apply_now(&self, change: &ConfigKeyChange) -> Result<SavedConfig, ConfigBackendError> {
+        let mut st = lock(&self.state);
+        if st.failing_saves > 0 {
+            st.failing_saves -= 1;
+            return Err(ConfigBackendError::Save(Box::new(SimulatedSaveError)));
+        }
+        let mut data = st.config.to_data().map_err(ConfigBackendError::Render)?;
+        change.apply_to_data(&mut data)?;
+        let config = Config::from_data(&data).map_err(ConfigBackendError::Parse)?;
+        st.config = config.clone();
+        st.version += 1;
+        Ok(SavedConfig {
+            version: st.version,
+            stored: Ok(config),
+        })
+    }
 }
 
 impl ConfigBackend for MemoryConfig {
@@ -413,14 +507,17 @@ impl ConfigBackend for MemoryConfig {
         Box::pin(async move { Ok(config) })
     }
 
-    fn save<'a>(&'a self, config: &'a Config) -> BoxFuture<'a, Result<(), ConfigBackendError>> {
-        *lock(&self.config) = config.clone();
-        Box::pin(async { Ok(()) })
+    fn apply<'a>(
+        &'a self,
+        change: &'a ConfigKeyChange,
+    ) -> BoxFuture<'a, Result<SavedConfig, ConfigBackendError>> {
+        let saved = self.apply_now(change);
+        Box::pin(async move { saved })
     }
 
     fn watch(&self) -> mpsc::UnboundedReceiver<ConfigUpdate> {
         let (tx, rx) = mpsc::unbounded_channel();
-        *lock(&self.updates) = Some(tx);
+        lock(&self.state).updates = Some(tx);
         rx
     }
 }

@@ -1,6 +1,6 @@
 //! Runs one hook: fresh snapshots and values in, the hook process, then its patches applied to
-//! the values store (config patches saved to the config store right away) and its other outputs
-//! checked.
+//! the values store (config patches saved to the config store first, then applied to memory) and
+//! its other outputs checked.
 
 use addon_core::binding_context::{BindingContext, ContextBuilder, render};
 use addon_core::hook_config::BindingType;
@@ -8,9 +8,10 @@ use addon_core::hook_output::kube_patch::{self, KubeOperation};
 use addon_core::hook_output::metrics::{self, MetricOperation};
 use addon_core::names::{HookName, ModuleName, QueueName};
 use addon_core::values::patch::{HookRef, PatchKind, ValuesPatch};
-use addon_core::values::store::{HookValues, ValuesStore};
+use addon_core::values::store::{ConfigPatchOutcome, HookValues, ValuesStore};
 
 use super::Shared;
+use super::config_writer::save_config_patch;
 use super::edges::HookRequest;
 use super::state::HookDef;
 use crate::check::error_chain;
@@ -135,19 +136,10 @@ async fn apply_outputs(
             &read.metric_ops,
         )
         .map_err(|e| format!("hook '{}': $METRICS_PATH: {}", def.name(), error_chain(&e)))?;
-    let (effect, to_save) = {
-        let mut st = shared.lock();
-        let (effect, config_changed) = read.apply_patches(&mut st.store, &hook_ref)?;
-        (effect, config_changed.then(|| st.store.config().clone()))
-    };
-    if let Some(config) = to_save {
-        shared
-            .edges
-            .config
-            .save(&config)
-            .await
-            .map_err(|e| format!("hook '{}': {}", def.name(), error_chain(&e)))?;
-    }
+    let effect = save_config_patch(shared, &hook_ref, &read.config_patch, |store, config| {
+        read.apply_values(store, &hook_ref, config)
+    })
+    .await?;
     if !read.kube_ops.is_empty() {
         shared
             .edges
@@ -207,14 +199,25 @@ impl ReadOutputs {
         let config = store
             .apply_config_patch(hook, &self.config_patch)
             .map_err(|e| error_chain(&e))?;
+        let effect = self.apply_values(store, hook, &config)?;
+        Ok((effect, !config.config_change.is_empty()))
+    }
+
+    /// Applies the values patch to `store` after the config patch whose outcome is `config`;
+    /// returns what both changed.
+    pub fn apply_values(
+        &self,
+        store: &mut ValuesStore,
+        hook: &HookRef,
+        config: &ConfigPatchOutcome,
+    ) -> Result<HookEffect, String> {
         let values = store
             .apply_values_patch(hook, &self.values_patch)
             .map_err(|e| error_chain(&e))?;
-        let effect = HookEffect {
+        Ok(HookEffect {
             values_changed: config.values_changed || values.values_changed,
             enabled_changed: !values.enabled_changed.is_empty()
                 || !config.config_change.enabled_changed.is_empty(),
-        };
-        Ok((effect, !config.config_change.is_empty()))
+        })
     }
 }

@@ -15,7 +15,7 @@ use super::task::{HookTask, Origin, Task};
 use super::{ScheduleId, Shared};
 use crate::check::error_chain;
 
-/// Applies config edits made by others.
+/// Applies config edits made by others (in the config writer's order).
 pub async fn config_updates(
     shared: Arc<Shared>,
     mut updates: mpsc::UnboundedReceiver<ConfigUpdate>,
@@ -28,14 +28,7 @@ pub async fn config_updates(
         };
         match update {
             None => return,
-            Some(Err(e)) => {
-                shared.metrics.config_values_error();
-                tracing::error!(
-                    error = %error_chain(&e),
-                    "config edit rejected; the previous config stays in use"
-                );
-            }
-            Some(Ok(config)) => apply_config(&shared, config),
+            Some(update) => super::config_writer::on_update(&shared, update).await,
         }
     }
 }

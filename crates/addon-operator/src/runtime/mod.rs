@@ -2,6 +2,7 @@
 //! tasks, and runs one worker per queue plus the intake of config edits, watch events and
 //! schedule ticks until shutdown.
 
+pub mod config_writer;
 pub mod edges;
 mod edges_fake;
 mod handlers;
@@ -94,6 +95,7 @@ pub struct Shared {
     pub(crate) edges: Edges,
     epoch: tokio::time::Instant,
     scheduler: Scheduler<ScheduleId>,
+    config_writer: config_writer::ConfigWriter,
 }
 
 impl Shared {
@@ -255,6 +257,7 @@ impl Runtime {
             edges,
             epoch: tokio::time::Instant::now(),
             scheduler,
+            config_writer: config_writer::ConfigWriter::new(),
         });
         Ok(Self {
             shared,

@@ -4,6 +4,8 @@
 
 mod chart_state;
 mod check;
+mod config_file;
+mod config_race;
 mod embedded;
 mod ha;
 mod hook_run;

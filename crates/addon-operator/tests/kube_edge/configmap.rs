@@ -1,11 +1,13 @@
-//! `ConfigMapStore`: load, save, and edits by others on the watch (parsed, invalid, deleted), our own saves staying silent.
+//! `ConfigMapStore`: load, key-level saves onto the current object, and edits by others on the watch (parsed, invalid, deleted), our own saves coming back as echoes only.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use addon_core::config::Config;
 use addon_operator::kube::{ConfigMapStore, DEFAULT_CONFIGMAP_NAME};
-use addon_operator::runtime::edges::{ConfigBackend, ConfigBackendError, ConfigUpdate};
+use addon_operator::runtime::edges::{
+    ConfigBackend, ConfigBackendError, ConfigKeyChange, ConfigUpdate, ParsedConfig,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
@@ -20,6 +22,15 @@ async fn store(env: &Env) -> ConfigMapStore {
         env.namespace(NS).await;
     }
     env.edge().await.config_store(NS, DEFAULT_CONFIGMAP_NAME)
+}
+
+/// Saves every key of `config` that differs from what the store holds (as the config writer does).
+async fn save(store: &ConfigMapStore, config: &Config) {
+    let current = store.load().await.unwrap();
+    store
+        .apply(&ConfigKeyChange::between(&current, config))
+        .await
+        .unwrap();
 }
 
 fn config(pairs: &[(&str, &str)]) -> Config {
@@ -42,17 +53,30 @@ async fn edit(env: &Env, data: serde_json::Value) {
     .unwrap();
 }
 
-async fn next_update(rx: &mut mpsc::UnboundedReceiver<ConfigUpdate>) -> ConfigUpdate {
-    tokio::time::timeout(Duration::from_secs(10), rx.recv())
-        .await
-        .expect("an update within 10 s")
-        .expect("the watch is open")
+/// The next edit by others (echoes of our own writes are skipped).
+async fn next_update(rx: &mut mpsc::UnboundedReceiver<ConfigUpdate>) -> ParsedConfig {
+    loop {
+        let update = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("an update within 10 s")
+            .expect("the watch is open");
+        if let ConfigUpdate::Edited { config, .. } = update {
+            return config;
+        }
+    }
 }
 
-async fn no_update(rx: &mut mpsc::UnboundedReceiver<ConfigUpdate>, wait: Duration) {
-    if let Ok(Some(update)) = tokio::time::timeout(wait, rx.recv()).await {
-        panic!("unexpected update {update:?}");
+/// Fails on an edit by others within `wait`; returns how many echoes of our writes came.
+async fn no_update(rx: &mut mpsc::UnboundedReceiver<ConfigUpdate>, wait: Duration) -> usize {
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut echoes = 0;
+    while let Ok(Some(update)) = tokio::time::timeout_at(deadline, rx.recv()).await {
+        match update {
+            ConfigUpdate::OwnWrite => echoes += 1,
+            edited => panic!("unexpected update {edited:?}"),
+        }
     }
+    echoes
 }
 
 #[tokio::test]
@@ -66,15 +90,15 @@ async fn a_saved_config_loads_back_equal_and_an_update_keeps_the_configmap() {
     let env = start().await;
     let store = store(&env).await;
     let first = config(&[("global", "a: 1\n"), ("someModuleEnabled", "true")]);
-    store.save(&first).await.unwrap();
+    save(&store, &first).await;
     assert_eq!(store.load().await.unwrap(), first);
     let created = env
         .emu
         .object("", "configmaps", NS, DEFAULT_CONFIGMAP_NAME)
         .unwrap();
 
-    let second = config(&[("global", "a: 2\n"), ("someModule", "x: y\n")]);
-    store.save(&second).await.unwrap();
+    let second = config(&[("global", "a: 2\n"), ("someModule", "x: z\n")]);
+    save(&store, &second).await;
     assert_eq!(store.load().await.unwrap(), second);
     let updated = env
         .emu
@@ -83,7 +107,7 @@ async fn a_saved_config_loads_back_equal_and_an_update_keeps_the_configmap() {
     assert_eq!(updated["metadata"]["uid"], created["metadata"]["uid"]);
     assert_eq!(
         updated["data"],
-        json!({"global": "a: 2\n", "someModule": "x: y\n"})
+        json!({"global": "a: 2\n", "someModule": "x: z\n"})
     );
 }
 
@@ -91,7 +115,7 @@ async fn a_saved_config_loads_back_equal_and_an_update_keeps_the_configmap() {
 async fn an_external_edit_arrives_on_the_watch_as_a_parsed_config() {
     let env = start().await;
     let store = store(&env).await;
-    store.save(&config(&[("global", "a: 1\n")])).await.unwrap();
+    save(&store, &config(&[("global", "a: 1\n")])).await;
     store.load().await.unwrap();
     let mut rx = store.watch();
 
@@ -112,7 +136,7 @@ async fn an_external_edit_arrives_on_the_watch_as_a_parsed_config() {
 async fn a_bad_yaml_edit_arrives_as_a_parse_error_and_a_deletion_as_an_empty_config() {
     let env = start().await;
     let store = store(&env).await;
-    store.save(&config(&[("global", "a: 1\n")])).await.unwrap();
+    save(&store, &config(&[("global", "a: 1\n")])).await;
     let mut rx = store.watch();
     tokio::time::sleep(Duration::from_millis(300)).await;
 
@@ -137,9 +161,9 @@ async fn our_own_save_produces_no_update() {
     let mut rx = store.watch();
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    store.save(&config(&[("global", "a: 1\n")])).await.unwrap();
-    store.save(&config(&[("global", "a: 2\n")])).await.unwrap();
-    no_update(&mut rx, Duration::from_millis(700)).await;
+    save(&store, &config(&[("global", "a: 1\n")])).await;
+    save(&store, &config(&[("global", "a: 2\n")])).await;
+    assert_eq!(no_update(&mut rx, Duration::from_millis(700)).await, 2);
 
     edit(&env, json!({"global": "a: 3\n"})).await;
     assert_eq!(
@@ -153,7 +177,7 @@ async fn an_edit_made_while_the_watch_is_down_arrives_once_and_a_relist_of_uncha
  {
     let env = start().await;
     let store = store(&env).await;
-    store.save(&config(&[("global", "a: 1\n")])).await.unwrap();
+    save(&store, &config(&[("global", "a: 1\n")])).await;
     let mut rx = store.watch();
     tokio::time::sleep(Duration::from_millis(300)).await;
 
@@ -176,4 +200,101 @@ async fn an_edit_made_while_the_watch_is_down_arrives_once_and_a_relist_of_uncha
         config(&[("global", "a: 3\n")])
     );
     no_update(&mut rx, Duration::from_millis(500)).await;
+}
+
+#[tokio::test]
+async fn a_save_writes_only_its_keys_and_never_reverts_an_edit_made_after_our_read() {
+    let env = start().await;
+    let store = store(&env).await;
+    save(
+        &store,
+        &config(&[("global", "counter: 1\n"), ("web", "x: 1\n")]),
+    )
+    .await;
+    // The operator's memory still holds `web: x: 1`; a user changes it and adds a key.
+    edit(&env, json!({"web": "x: 2\n", "dbEnabled": "false"})).await;
+    let saved = store
+        .apply(&ConfigKeyChange::default().with("global", Some(json!({"counter": 2}))))
+        .await
+        .unwrap();
+    let stored = env
+        .emu
+        .object("", "configmaps", NS, DEFAULT_CONFIGMAP_NAME)
+        .unwrap();
+    assert_eq!(stored["data"]["web"], "x: 2\n");
+    assert_eq!(stored["data"]["dbEnabled"], "false");
+    assert_eq!(stored["data"]["global"], "counter: 2\n");
+    let stored = saved.stored.unwrap();
+    assert_eq!(stored.global_values(), json!({"counter": 2}));
+    assert_eq!(
+        stored,
+        config(&[
+            ("global", "counter: 2\n"),
+            ("web", "x: 2\n"),
+            ("dbEnabled", "false")
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_conflict_reapplies_the_same_key_change_to_a_fresh_read() {
+    let env = start().await;
+    let store = store(&env).await;
+    save(&store, &config(&[("global", "counter: 1\n")])).await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client().await, NS);
+    // A client that read before us and writes during our save: its PUT lands first.
+    let mut theirs = api.get(DEFAULT_CONFIGMAP_NAME).await.unwrap();
+    let mut rx = store.watch();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    theirs
+        .data
+        .get_or_insert_default()
+        .insert("web".into(), "x: user\n".into());
+    api.replace(DEFAULT_CONFIGMAP_NAME, &Default::default(), &theirs)
+        .await
+        .unwrap();
+    store
+        .apply(&ConfigKeyChange::default().with("global", Some(json!({"counter": 2}))))
+        .await
+        .unwrap();
+    let data = env
+        .emu
+        .object("", "configmaps", NS, DEFAULT_CONFIGMAP_NAME)
+        .unwrap()["data"]
+        .clone();
+    assert_eq!(data, json!({"global": "counter: 2\n", "web": "x: user\n"}));
+    // The user's edit arrives at most once; our write only as an echo.
+    let mut edits = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(800);
+    while let Ok(Some(update)) = tokio::time::timeout_at(deadline, rx.recv()).await {
+        if let ConfigUpdate::Edited { config, .. } = update {
+            edits += 1;
+            assert_eq!(
+                config
+                    .unwrap()
+                    .module_values(&addon_core::names::ModuleName::new("web").unwrap()),
+                json!({"x": "user"})
+            );
+        }
+    }
+    assert!(edits <= 1, "{edits} edits reported");
+}
+
+#[tokio::test]
+async fn a_failing_api_fails_the_save_and_changes_nothing() {
+    let env = start().await;
+    let store = store(&env).await;
+    save(&store, &config(&[("global", "counter: 1\n")])).await;
+    env.emu.fail_next_requests(1, 500);
+    let error = store
+        .apply(&ConfigKeyChange::default().with("global", Some(json!({"counter": 2}))))
+        .await
+        .unwrap_err();
+    assert_eq!(error.category(), "config_save");
+    assert_eq!(
+        env.emu
+            .object("", "configmaps", NS, DEFAULT_CONFIGMAP_NAME)
+            .unwrap()["data"]["global"],
+        "counter: 1\n"
+    );
 }

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod config_writer;
 mod harness;
 mod scenarios;
 mod state_ownership;
