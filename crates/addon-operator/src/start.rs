@@ -23,13 +23,15 @@ use crate::exec::hook_run::HookRunSettings;
 use crate::helm::Helm;
 use crate::helm::binary::{BinaryHelm, HelmSettings};
 use crate::helm::template::TemplateHelm;
-use crate::http::StatusSource;
+use crate::http::{StartupStatus, StatusSource};
 use crate::kube::leader::{LeaderElection, LeaderSettings};
-use crate::kube::{KubeEdge, ObjectPatcher, PatcherSettings};
+use crate::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
+use crate::metrics::Metrics;
 use crate::runtime::edges::{
     ConfigBackend, Edges, FileConfig, KubeEvent, MemoryConfig, NoCluster, ObjectPatches,
     ProcessHooks,
 };
+use crate::runtime::startup_config::wait_for_config;
 use crate::runtime::{Runtime, RuntimeSettings};
 
 /// How long file edits are gathered before the config is re-read.
@@ -72,18 +74,33 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("create the tmp dir {}", args.tmp_dir.display()))?;
     let cluster = choose_cluster(args).await?;
     let cancel_hooks = CancellationToken::new();
+    // metrics, health and the signals are served from the start, so a start that waits for
+    // the API server is seen as not ready (with the reason) and can be stopped
+    let shutdown = CancellationToken::new();
+    tokio::spawn(wait_for_signal(shutdown.clone(), cancel_hooks.clone()));
+    let metrics = Arc::new(Metrics::new(&args.http.prometheus_metrics_prefix));
+    let status = Arc::new(StartupStatus::new("starting"));
+    serve_http(args, &metrics, &status, &shutdown).await;
     let (kube_tx, kube_events) = mpsc::unbounded_channel();
-    let (edges, client) = edges(args, &cluster, kube_tx, cancel_hooks.clone()).await?;
+    let (mut edges, client) = edges(args, &cluster, kube_tx, cancel_hooks, &metrics).await?;
     if args.ha && client.is_none() {
         let problem = "--ha needs a cluster (--kube-config, in-cluster, or --embedded-cluster)";
         return Ok(fail("start", &[problem.into()]));
+    }
+    if client.is_some() && args.config_file.is_none() {
+        status.starting(format!("reading the ConfigMap {}", args.config_map));
+        let backoff = settings(args, &metrics).backoff;
+        match wait_for_config(edges.config.clone(), backoff, &status, &shutdown).await {
+            Some(config) => edges.config = config,
+            None => return Ok(ExitCode::SUCCESS),
+        }
     }
     let built = Runtime::build(
         &tree.found,
         &tree.configs,
         edges,
         kube_events,
-        settings(args),
+        settings(args, &metrics),
     );
     let runtime = match built.await {
         Ok(runtime) => runtime,
@@ -94,9 +111,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         modules = tree.found.modules.len(),
         "addon-operator started"
     );
-    let shutdown = CancellationToken::new();
-    serve_http(args, &runtime, &shutdown).await;
-    tokio::spawn(wait_for_signal(shutdown.clone(), cancel_hooks));
+    status.running(Arc::new(runtime.handle()));
     let lost = CancellationToken::new();
     if let (true, Some(client)) = (args.ha, client)
         && !lead(args, client, &shutdown, &lost).await
@@ -113,7 +128,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn settings(args: &StartArgs) -> RuntimeSettings {
+fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
     RuntimeSettings {
         backoff: Backoff {
             initial: args.retry_initial_delay,
@@ -124,6 +139,15 @@ fn settings(args: &StartArgs) -> RuntimeSettings {
         resource_monitor_interval: Some(args.resources_monitor_interval)
             .filter(|interval| !interval.is_zero()),
         record_history: false,
+        metrics: Some(Arc::clone(metrics)),
+    }
+}
+
+/// API call limits: retries wait at most the queues' retry delay (and never over 30 s).
+fn api_settings(args: &StartArgs) -> ApiSettings {
+    ApiSettings {
+        max_delay: args.retry_max_delay,
+        ..ApiSettings::default()
     }
 }
 
@@ -218,6 +242,7 @@ async fn edges(
     cluster: &Cluster,
     kube_tx: mpsc::UnboundedSender<KubeEvent>,
     cancel_hooks: CancellationToken,
+    metrics: &Arc<Metrics>,
 ) -> anyhow::Result<(Edges, Option<kube::Client>)> {
     let kubeconfig = cluster.kubeconfig().map(Path::to_path_buf);
     let extra_env: Vec<(String, String)> = kubeconfig
@@ -260,7 +285,7 @@ async fn edges(
         return Ok((edges, None));
     }
     let namespace = namespace(args);
-    let kube = KubeEdge::connect(kubeconfig.as_deref())
+    let kube = KubeEdge::connect_with(kubeconfig.as_deref(), &api_settings(args))
         .await
         .context("connect to the Kubernetes API")?;
     let mut helm_settings = HelmSettings::new(
@@ -278,7 +303,7 @@ async fn edges(
     let edges = Edges {
         hooks,
         helm: Arc::new(helm) as Arc<dyn Helm>,
-        kube: Arc::new(kube.watches(kube_tx)),
+        kube: Arc::new(kube.watches(kube_tx).with_metrics(Arc::clone(metrics))),
         objects: Arc::new(Patcher(kube.patcher(PatcherSettings::default()))),
         config,
     };
@@ -305,9 +330,14 @@ impl ObjectPatches for Patcher {
 
 /// Metrics and health on TCP, the debug API on a unix socket (and TCP if asked). A listener that
 /// cannot be bound is logged and skipped: the operator's work does not depend on it.
-async fn serve_http(args: &StartArgs, runtime: &Runtime, shutdown: &CancellationToken) {
-    let status: Arc<dyn StatusSource> = Arc::new(runtime.handle());
-    let metrics = runtime.metrics();
+async fn serve_http(
+    args: &StartArgs,
+    metrics: &Arc<Metrics>,
+    status: &Arc<StartupStatus>,
+    shutdown: &CancellationToken,
+) {
+    let status: Arc<dyn StatusSource> = status.clone();
+    let metrics = Arc::clone(metrics);
     tokio::spawn(crate::metrics::spawn_live_ticks(
         Arc::clone(&metrics),
         shutdown.clone(),

@@ -16,7 +16,7 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 pub use hooks::HookMetricsError;
-pub use operator::BUCKETS;
+pub use operator::{BUCKETS, QUEUE_ACTION_BUCKETS};
 pub use records::{
     BindingLabels, HelmOperation, HookOutcome, HookRunRecord, ModuleInfo, QueueHead,
 };
@@ -269,7 +269,8 @@ impl Metrics {
         }
     }
 
-    /// After a queue operation (`add_last`, `remove_first`, ... as the runtime names them).
+    /// After a queue operation; `action` is upstream's name (`AddLast`, `AddFirst`, `RemoveFirst`,
+    /// `DeleteFunc`, ...).
     pub fn queue_action(&self, queue: &str, action: &str, duration: Duration) {
         let labels = labels([("queue_name", queue), ("queue_action", action)]);
         let histogram = self.families.queue_action_seconds.get_or_create(&labels);
