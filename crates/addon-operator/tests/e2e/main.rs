@@ -3,9 +3,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod check;
+mod cluster;
 mod embedded;
 mod ha;
 mod hook_run;
+mod metrics;
 mod render;
 mod start;
 mod support;
