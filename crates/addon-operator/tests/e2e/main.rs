@@ -10,4 +10,5 @@ mod hook_run;
 mod metrics;
 mod render;
 mod start;
+mod startup_faults;
 mod support;
