@@ -497,6 +497,11 @@ impl RuntimeHandle {
         }
     }
 
+    /// The metrics the runtime records.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.shared.metrics)
+    }
+
     /// The recorded history (empty unless `record_history`).
     pub fn history(&self) -> Vec<String> {
         self.shared.lock().history.clone().unwrap_or_default()
