@@ -62,7 +62,8 @@ impl ClusterError {
 }
 
 /// A client from the kubeconfig file, or the usual inference (KUBECONFIG, ~/.kube/config,
-/// in-cluster) without one — the same places helm looks.
+/// in-cluster) without one — the same places helm looks — with the API call limits of
+/// [`crate::kube::ApiSettings`].
 pub(crate) async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, ClusterError> {
     let config = match kubeconfig {
         Some(path) => {
@@ -79,7 +80,8 @@ pub(crate) async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, Cl
             .await
             .map_err(ClusterError::InferConfig)?,
     };
-    kube::Client::try_from(config).map_err(ClusterError::Client)
+    let api = crate::kube::ApiSettings::default();
+    crate::kube::client::build(config, &api).map_err(ClusterError::Client)
 }
 
 /// One object of a rendered manifest, by identity only.
