@@ -293,9 +293,23 @@ impl Metrics {
 
     /// After applying a binding's jqFilter to an object.
     pub fn kube_jq_filter(&self, binding: &BindingLabels<'_>, kind: &str, duration: Duration) {
+        self.kube_jq_filter_each(binding, kind, duration, 1);
+    }
+
+    /// After applying a binding's jqFilter to `objects` objects that took `each` on average
+    /// (a listing).
+    pub fn kube_jq_filter_each(
+        &self,
+        binding: &BindingLabels<'_>,
+        kind: &str,
+        each: Duration,
+        objects: u32,
+    ) {
         let labels = kube_labels(binding, kind);
         let histogram = self.families.kube_jq_filter_seconds.get_or_create(&labels);
-        histogram.observe(duration.as_secs_f64());
+        for _ in 0..objects {
+            histogram.observe(each.as_secs_f64());
+        }
     }
 
     /// After handling one Kubernetes watch event for a binding.

@@ -55,10 +55,7 @@ impl MonitorLabels {
         if count == 0 {
             return;
         }
-        let each = elapsed / count;
-        for _ in 0..count {
-            metrics.kube_jq_filter(&self.binding(), &self.kind, each);
-        }
+        metrics.kube_jq_filter_each(&self.binding(), &self.kind, elapsed / count, count);
     }
 
     /// One watch event handled (cache update and the hook run it queued) in `elapsed`.
