@@ -111,13 +111,14 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         modules = tree.found.modules.len(),
         "addon-operator started"
     );
-    status.running(Arc::new(runtime.handle()));
     let lost = CancellationToken::new();
-    if let (true, Some(client)) = (args.ha, client)
-        && !lead(args, client, &shutdown, &lost).await
-    {
-        return Ok(ExitCode::SUCCESS);
+    if let (true, Some(client)) = (args.ha, client) {
+        status.starting("waiting for the leader lease (a standby)");
+        if !lead(args, client, &shutdown, &lost).await {
+            return Ok(ExitCode::SUCCESS);
+        }
     }
+    status.running(Arc::new(runtime.handle()));
     runtime.run(shutdown).await;
     drop(cluster);
     if lost.is_cancelled() {
