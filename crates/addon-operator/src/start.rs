@@ -23,13 +23,15 @@ use crate::exec::hook_run::HookRunSettings;
 use crate::helm::Helm;
 use crate::helm::binary::{BinaryHelm, HelmSettings};
 use crate::helm::template::TemplateHelm;
-use crate::http::StatusSource;
+use crate::http::{StartupStatus, StatusSource};
 use crate::kube::leader::{LeaderElection, LeaderSettings};
-use crate::kube::{KubeEdge, ObjectPatcher, PatcherSettings};
+use crate::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
+use crate::metrics::Metrics;
 use crate::runtime::edges::{
     ConfigBackend, Edges, FileConfig, KubeEvent, MemoryConfig, NoCluster, ObjectPatches,
     ProcessHooks,
 };
+use crate::runtime::startup_config::wait_for_config;
 use crate::runtime::{Runtime, RuntimeSettings};
 
 /// How long file edits are gathered before the config is re-read.
@@ -72,13 +74,28 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("create the tmp dir {}", args.tmp_dir.display()))?;
     let cluster = choose_cluster(args).await?;
     let cancel_hooks = CancellationToken::new();
+    // metrics, health and the signals are served from the start, so a start that waits for
+    // the API server is seen as not ready (with the reason) and can be stopped
+    let shutdown = CancellationToken::new();
+    tokio::spawn(wait_for_signal(shutdown.clone(), cancel_hooks.clone()));
+    let metrics = Arc::new(Metrics::new(&args.http.prometheus_metrics_prefix));
+    let status = Arc::new(StartupStatus::new("starting"));
+    serve_http(args, &metrics, &status, &shutdown).await;
     let (kube_tx, kube_events) = mpsc::unbounded_channel();
-    let (edges, client) = edges(args, &cluster, kube_tx, cancel_hooks.clone()).await?;
+    let (mut edges, client) = edges(args, &cluster, kube_tx, cancel_hooks.clone(), &metrics).await?;
     if args.ha && client.is_none() {
         let problem = "--ha needs a cluster (--kube-config, in-cluster, or --embedded-cluster)";
         return Ok(fail("start", &[problem.into()]));
     }
-    let mut settings = settings(args);
+    if client.is_some() && args.config_file.is_none() {
+        status.starting(format!("reading the ConfigMap {}", args.config_map));
+        let backoff = settings(args, &metrics).backoff;
+        match wait_for_config(edges.config.clone(), backoff, &status, &shutdown).await {
+            Some(config) => edges.config = config,
+            None => return Ok(ExitCode::SUCCESS),
+        }
+    }
+    let mut settings = settings(args, &metrics);
     settings.kept_releases = kept_releases(args, client.as_ref()).await;
     let election = client
         .clone()
@@ -95,18 +112,17 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         modules = tree.found.modules.len(),
         "addon-operator started"
     );
-    let shutdown = CancellationToken::new();
-    serve_http(args, &runtime, &shutdown).await;
-    tokio::spawn(wait_for_signal(shutdown.clone(), cancel_hooks.clone()));
     let lost = CancellationToken::new();
     let mut holding = None;
     if let Some(election) = election {
+        status.starting("waiting for the leader lease (a standby)");
         let stop = [shutdown.clone(), cancel_hooks];
         match lead(election, &stop, &lost).await {
             Some(hold) => holding = Some(hold),
             None => return Ok(ExitCode::SUCCESS),
         }
     }
+    status.running(Arc::new(runtime.handle()));
     runtime.run(shutdown).await;
     if let Some((stop_holding, held)) = holding {
         stop_holding.cancel();
@@ -121,7 +137,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn settings(args: &StartArgs) -> RuntimeSettings {
+fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
     RuntimeSettings {
         backoff: Backoff {
             initial: args.retry_initial_delay,
@@ -134,6 +150,15 @@ fn settings(args: &StartArgs) -> RuntimeSettings {
         record_history: false,
         kept_releases: Vec::new(),
         leadership: None,
+        metrics: Some(Arc::clone(metrics)),
+    }
+}
+
+/// API call limits: retries wait at most the queues' retry delay (and never over 30 s).
+fn api_settings(args: &StartArgs) -> ApiSettings {
+    ApiSettings {
+        max_delay: args.retry_max_delay,
+        ..ApiSettings::default()
     }
 }
 
@@ -248,6 +273,7 @@ async fn edges(
     cluster: &Cluster,
     kube_tx: mpsc::UnboundedSender<KubeEvent>,
     cancel_hooks: CancellationToken,
+    metrics: &Arc<Metrics>,
 ) -> anyhow::Result<(Edges, Option<kube::Client>)> {
     let kubeconfig = cluster.kubeconfig().map(Path::to_path_buf);
     let extra_env: Vec<(String, String)> = kubeconfig
@@ -290,7 +316,7 @@ async fn edges(
         return Ok((edges, None));
     }
     let namespace = namespace(args);
-    let kube = KubeEdge::connect(kubeconfig.as_deref())
+    let kube = KubeEdge::connect_with(kubeconfig.as_deref(), &api_settings(args))
         .await
         .context("connect to the Kubernetes API")?;
     let mut helm_settings = HelmSettings::new(
@@ -308,7 +334,7 @@ async fn edges(
     let edges = Edges {
         hooks,
         helm: Arc::new(helm) as Arc<dyn Helm>,
-        kube: Arc::new(kube.watches(kube_tx)),
+        kube: Arc::new(kube.watches(kube_tx).with_metrics(Arc::clone(metrics))),
         objects: Arc::new(Patcher(
             kube.patcher(PatcherSettings::default()),
             kube.client.clone(),
@@ -347,9 +373,14 @@ impl ObjectPatches for Patcher {
 
 /// Metrics and health on TCP, the debug API on a unix socket (and TCP if asked). A listener that
 /// cannot be bound is logged and skipped: the operator's work does not depend on it.
-async fn serve_http(args: &StartArgs, runtime: &Runtime, shutdown: &CancellationToken) {
-    let status: Arc<dyn StatusSource> = Arc::new(runtime.handle());
-    let metrics = runtime.metrics();
+async fn serve_http(
+    args: &StartArgs,
+    metrics: &Arc<Metrics>,
+    status: &Arc<StartupStatus>,
+    shutdown: &CancellationToken,
+) {
+    let status: Arc<dyn StatusSource> = status.clone();
+    let metrics = Arc::clone(metrics);
     tokio::spawn(crate::metrics::spawn_live_ticks(
         Arc::clone(&metrics),
         shutdown.clone(),

@@ -20,7 +20,7 @@ use self::cluster::Storage;
 use self::command::{Output, RunError, Runner};
 use self::release::{ReleaseState, is_not_found, names_from_list_json};
 pub use self::version::HelmVersion;
-use super::{Helm, HelmError, UpgradeRequest};
+use super::{Drift, Helm, HelmError, UpgradeRequest};
 
 /// How to run helm; build with [`HelmSettings::new`] and adjust the public fields.
 #[derive(Debug, Clone)]
@@ -259,6 +259,24 @@ impl BinaryHelm {
         Ok(false)
     }
 
+    /// The resource monitor's question: why the release drifted, if it did.
+    async fn drift_now(&self, req: &UpgradeRequest) -> Result<Option<Drift>, HelmError> {
+        let release = req.release.as_str();
+        let Some(state) = self.state(release).await? else {
+            return Ok(Some(Drift::Other));
+        };
+        if state.status != "deployed" {
+            return Ok(Some(Drift::UnexpectedStatus(state.status)));
+        }
+        if state.upgrade_reason(&req.checksum).is_some() {
+            return Ok(Some(Drift::Other));
+        }
+        let absent = cluster::absent(&self.client, &state.manifest, self.namespace(), false)
+            .await
+            .map_err(|e| self.cluster_failed(release, e))?;
+        Ok((!absent.is_empty()).then_some(Drift::AbsentResources(absent)))
+    }
+
     /// A revision left `pending-*` by a helm process that died blocks every later upgrade
     /// ("another operation is in progress"); like the Go operator, drop that revision from helm's
     /// storage (Secret or ConfigMap) so helm continues from the revision before it (or installs
@@ -427,6 +445,13 @@ impl Helm for BinaryHelm {
         req: &'a UpgradeRequest,
     ) -> BoxFuture<'a, Result<bool, HelmError>> {
         Box::pin(self.should_upgrade_now(req))
+    }
+
+    fn drift<'a>(
+        &'a self,
+        req: &'a UpgradeRequest,
+    ) -> BoxFuture<'a, Result<Option<Drift>, HelmError>> {
+        Box::pin(self.drift_now(req))
     }
 
     fn upgrade<'a>(&'a self, req: &'a UpgradeRequest) -> BoxFuture<'a, Result<(), HelmError>> {

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 
-use super::{Helm, HelmError, UpgradeRequest};
+use super::{Drift, Helm, HelmError, UpgradeRequest};
 
 /// A recorded call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +26,8 @@ struct State {
     calls: Vec<HelmCall>,
     /// releases whose next upgrades fail, one entry per failure
     failures: VecDeque<String>,
+    /// what the next `drift` of a release reports
+    drifts: BTreeMap<String, Drift>,
 }
 
 /// A cheap-to-clone handle on shared fake state.
@@ -67,6 +69,12 @@ impl FakeHelm {
         }
     }
 
+    /// Like [`Self::drift`], and the next resource monitor check reports `why`.
+    pub fn drift_because(&self, release: &str, why: Drift) {
+        self.drift(release);
+        self.lock().drifts.insert(release.to_string(), why);
+    }
+
     pub fn calls(&self) -> Vec<HelmCall> {
         self.lock().calls.clone()
     }
@@ -94,6 +102,17 @@ impl Helm for FakeHelm {
     ) -> BoxFuture<'a, Result<bool, HelmError>> {
         let changed = self.lock().releases.get(&req.release) != Some(&req.checksum);
         Box::pin(async move { Ok(changed) })
+    }
+
+    fn drift<'a>(
+        &'a self,
+        req: &'a UpgradeRequest,
+    ) -> BoxFuture<'a, Result<Option<Drift>, HelmError>> {
+        let mut state = self.lock();
+        let scripted = state.drifts.remove(&req.release);
+        let changed = state.releases.get(&req.release) != Some(&req.checksum);
+        let drift = scripted.or(changed.then_some(Drift::Other));
+        Box::pin(async move { Ok(drift) })
     }
 
     fn upgrade<'a>(&'a self, req: &'a UpgradeRequest) -> BoxFuture<'a, Result<(), HelmError>> {

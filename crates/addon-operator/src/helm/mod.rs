@@ -57,6 +57,17 @@ impl HelmError {
     }
 }
 
+/// How a release differs from what its module would install (the resource monitor asks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drift {
+    /// The release's last revision is not `deployed` (e.g. `failed`): its status.
+    UnexpectedStatus(String),
+    /// Objects of the release's manifest are missing from the cluster, as `ns/Kind/name`.
+    AbsentResources(Vec<String>),
+    /// Any other reason to upgrade (no release, a changed checksum).
+    Other,
+}
+
 /// What the runtime needs from Helm.
 pub trait Helm: Send + Sync {
     /// Names of the releases in the operator's namespace.
@@ -67,6 +78,17 @@ pub trait Helm: Send + Sync {
         &'a self,
         req: &'a UpgradeRequest,
     ) -> BoxFuture<'a, Result<bool, HelmError>>;
+    /// Why the release drifted, or `None` when it did not. By default: [`Drift::Other`] when
+    /// [`Self::should_upgrade`] says yes.
+    fn drift<'a>(
+        &'a self,
+        req: &'a UpgradeRequest,
+    ) -> BoxFuture<'a, Result<Option<Drift>, HelmError>> {
+        Box::pin(async move {
+            let upgrade = self.should_upgrade(req).await?;
+            Ok(upgrade.then_some(Drift::Other))
+        })
+    }
     /// `helm upgrade --install`.
     fn upgrade<'a>(&'a self, req: &'a UpgradeRequest) -> BoxFuture<'a, Result<(), HelmError>>;
     /// `helm uninstall`; a missing release is not an error.

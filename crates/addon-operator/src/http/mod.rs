@@ -5,6 +5,7 @@ mod args;
 pub mod debug;
 mod format;
 mod server;
+mod startup;
 mod status;
 
 use std::io;
@@ -19,6 +20,7 @@ use crate::metrics::Metrics;
 
 pub use args::{DEFAULT_DEBUG_SOCKET, HttpArgs};
 pub use format::Format;
+pub use startup::StartupStatus;
 pub use status::{ConvergeStatus, StartupConverge, StatusSource};
 
 /// A server that could not start or stopped with an error.

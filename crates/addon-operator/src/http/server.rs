@@ -67,15 +67,15 @@ async fn healthz() -> StatusCode {
     StatusCode::OK
 }
 
-async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
+async fn readyz(State(state): State<AppState>) -> (StatusCode, String) {
     if state.status.ready() {
-        (StatusCode::OK, "Startup converge done.\n")
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Startup converge in progress\n",
-        )
+        return (StatusCode::OK, "Startup converge done.\n".into());
     }
+    let text = match state.status.not_ready_reason() {
+        Some(reason) => format!("Not ready: {reason}\n"),
+        None => "Startup converge in progress\n".into(),
+    };
+    (StatusCode::SERVICE_UNAVAILABLE, text)
 }
 
 async fn converge_status(

@@ -77,6 +77,12 @@ pub trait StatusSource: Send + Sync {
             || (status.startup == StartupConverge::InProgress && status.converge_tasks == 0)
     }
 
+    /// Why the operator is not ready, for `/readyz` (e.g. what startup waits for, or the task
+    /// that fails); `None`: the startup converge is simply in progress.
+    fn not_ready_reason(&self) -> Option<String> {
+        None
+    }
+
     /// All queues, main first (`QueueSet::dump(now, show_empty)`).
     fn queue_list(&self, show_empty: bool) -> QueueListDump;
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use super::client::{ClientError, connect};
+use super::api_guard::ApiSettings;
+use super::client::{ClientError, connect, connect_with};
 use super::configmap::ConfigMapStore;
 use super::discovery::KindResolver;
 use super::events::KubeWatches;
@@ -23,6 +24,14 @@ impl KubeEdge {
     /// Connects with `kubeconfig` (or the inferred config when `None`); no request is made yet.
     pub async fn connect(kubeconfig: Option<&Path>) -> Result<Self, ClientError> {
         Ok(Self::new(connect(kubeconfig).await?))
+    }
+
+    /// [`Self::connect`] with the API call timeouts and retries of `api`.
+    pub async fn connect_with(
+        kubeconfig: Option<&Path>,
+        api: &ApiSettings,
+    ) -> Result<Self, ClientError> {
+        Ok(Self::new(connect_with(kubeconfig, api).await?))
     }
 
     pub fn new(client: kube::Client) -> Self {

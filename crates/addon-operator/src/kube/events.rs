@@ -17,6 +17,7 @@ use tokio::task::AbortHandle;
 use super::discovery::{DiscoveryError, KindResolver, ResolvedKind};
 use super::known::{KnownObjects, Observed};
 use super::namespaces::Follower;
+use crate::metrics::Metrics;
 use crate::runtime::edges::{KubeError, KubeEvent, KubeEvents, MonitorKey};
 
 /// A binding's watch that could not be started.
@@ -68,6 +69,7 @@ pub struct KubeWatches {
     resolver: Arc<KindResolver>,
     events: mpsc::UnboundedSender<KubeEvent>,
     monitors: Mutex<HashMap<MonitorKey, Vec<AbortHandle>>>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// What a binding selects inside one scope.
@@ -164,7 +166,14 @@ impl KubeWatches {
             resolver,
             events,
             monitors: Mutex::default(),
+            metrics: None,
         }
+    }
+
+    /// Counts watch errors in `kubernetes_client_watch_errors_total` of `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// How many monitors are running (started and not stopped).
@@ -213,6 +222,7 @@ impl KubeWatches {
             selection,
             resource: resolved.resource.clone(),
             events: self.events.clone(),
+            metrics: self.metrics.clone(),
         };
         let handles = match namespace_labels(binding, &resolved) {
             Some(selector) => {
@@ -345,6 +355,7 @@ pub(super) struct Watch {
     selection: Selection,
     pub(super) resource: ApiResource,
     events: mpsc::UnboundedSender<KubeEvent>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Watch {
@@ -362,6 +373,9 @@ impl Watch {
                 Ok(Some(item)) => item,
                 Ok(None) => break,
                 Err(error) => {
+                    if let Some(metrics) = &self.metrics {
+                        metrics.kube_watch_error(watch_error_type(&error));
+                    }
                     tracing::debug!(hook = %self.key.hook, binding = %self.binding,
                         namespace = scope.name.as_deref().unwrap_or(""), %error,
                         "watch interrupted; it restarts by itself");
@@ -398,6 +412,36 @@ impl Watch {
             watcher::Event::InitDone => Observed::InitDone,
         })
     }
+}
+
+/// Upstream's `error_type` of a watch error: `expired` (410: the resume version is too old),
+/// `unexpected-eof` (the connection closed mid-message), else `fail`. (Upstream's `eof`, a watch
+/// the server closed normally, never shows here: kube-rs resumes such watches without an error.)
+fn watch_error_type(error: &watcher::Error) -> &'static str {
+    let client_error = match error {
+        watcher::Error::WatchError(status) if status.code == 410 => return "expired",
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => e,
+        _ => return "fail",
+    };
+    if matches!(client_error, kube::Error::Api(s) if s.code == 410) {
+        return "expired";
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(client_error);
+    while let Some(cause) = source {
+        let incomplete = cause
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message);
+        let eof = cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::UnexpectedEof);
+        if incomplete || eof {
+            return "unexpected-eof";
+        }
+        source = cause.source();
+    }
+    "fail"
 }
 
 impl KubeEvents for KubeWatches {
@@ -448,6 +492,25 @@ mod tests {
             .unwrap()
             .kubernetes
             .remove(0)
+    }
+
+    #[test]
+    fn watch_errors_get_upstream_error_types() {
+        let status = |code| {
+            let mut s = kube::core::Status::failure("gone", "Expired");
+            s.code = code;
+            s
+        };
+        let expired = watcher::Error::WatchError(Box::new(status(410)));
+        assert_eq!(watch_error_type(&expired), "expired");
+        let start_gone = watcher::Error::WatchStartFailed(kube::Error::Api(Box::new(status(410))));
+        assert_eq!(watch_error_type(&start_gone), "expired");
+        let failed = watcher::Error::InitialListFailed(kube::Error::Api(Box::new(status(500))));
+        assert_eq!(watch_error_type(&failed), "fail");
+        let io = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "eof");
+        let cut = watcher::Error::WatchFailed(kube::Error::ReadEvents(io));
+        assert_eq!(watch_error_type(&cut), "unexpected-eof");
+        assert_eq!(watch_error_type(&watcher::Error::NoResourceVersion), "fail");
     }
 
     #[test]

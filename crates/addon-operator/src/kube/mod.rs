@@ -1,5 +1,6 @@
 //! The Kubernetes edge: the client, kind discovery, binding watches, the ConfigMap config store and the object patcher.
 
+pub mod api_guard;
 pub mod client;
 pub mod configmap;
 pub mod crds;
@@ -12,7 +13,8 @@ mod namespaces;
 pub mod own_release;
 pub mod patcher;
 
-pub use client::{ClientError, connect};
+pub use api_guard::ApiSettings;
+pub use client::{ClientError, connect, connect_with};
 pub use configmap::{ConfigMapStore, DEFAULT_CONFIGMAP_NAME};
 pub use discovery::{DiscoveryError, KindResolver, ResolvedKind};
 pub use edge::KubeEdge;

@@ -16,7 +16,7 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 pub use hooks::HookMetricsError;
-pub use operator::BUCKETS;
+pub use operator::{BUCKETS, QUEUE_ACTION_BUCKETS};
 pub use records::{
     BindingLabels, ConfigReloadCause, HelmOperation, HookOutcome, HookRunRecord, ModuleInfo,
     QueueHead,
@@ -279,7 +279,8 @@ impl Metrics {
         }
     }
 
-    /// After a queue operation (`add_last`, `remove_first`, ... as the runtime names them).
+    /// After a queue operation; `action` is upstream's name (`AddLast`, `AddFirst`, `RemoveFirst`,
+    /// `DeleteFunc`, ...).
     pub fn queue_action(&self, queue: &str, action: &str, duration: Duration) {
         let labels = labels([("queue_name", queue), ("queue_action", action)]);
         let histogram = self.families.queue_action_seconds.get_or_create(&labels);
@@ -302,9 +303,23 @@ impl Metrics {
 
     /// After applying a binding's jqFilter to an object.
     pub fn kube_jq_filter(&self, binding: &BindingLabels<'_>, kind: &str, duration: Duration) {
+        self.kube_jq_filter_each(binding, kind, duration, 1);
+    }
+
+    /// After applying a binding's jqFilter to `objects` objects that took `each` on average
+    /// (a listing).
+    pub fn kube_jq_filter_each(
+        &self,
+        binding: &BindingLabels<'_>,
+        kind: &str,
+        each: Duration,
+        objects: u32,
+    ) {
         let labels = kube_labels(binding, kind);
         let histogram = self.families.kube_jq_filter_seconds.get_or_create(&labels);
-        histogram.observe(duration.as_secs_f64());
+        for _ in 0..objects {
+            histogram.observe(each.as_secs_f64());
+        }
     }
 
     /// After handling one Kubernetes watch event for a binding.

@@ -18,6 +18,12 @@ pub const BUCKETS: [f64; 14] = [
     0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
 ];
 
+/// Upstream's (shell-operator's) buckets for `tasks_queue_action_duration_seconds`: queue
+/// operations are in-memory, so they start at 100 µs and end at 0.5 s.
+pub const QUEUE_ACTION_BUCKETS: [f64; 13] = [
+    0.0, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
+];
+
 pub type CounterFamily = Family<Labels, Counter<u64>>;
 pub type SecondsCounterFamily = Family<Labels, Counter<f64, AtomicU64>>;
 pub type GaugeFamily = Family<Labels, Gauge<f64, AtomicU64>>;
@@ -29,6 +35,10 @@ fn new_histogram() -> Histogram {
 
 fn histogram_family() -> HistogramFamily {
     Family::new_with_constructor(new_histogram as fn() -> Histogram)
+}
+
+fn new_queue_action_histogram() -> Histogram {
+    Histogram::new(QUEUE_ACTION_BUCKETS)
 }
 
 /// The metrics of one kind of hook (global or module): run time, CPU, memory, outcomes.
@@ -176,7 +186,9 @@ impl OperatorFamilies {
             queue_length: GaugeFamily::default(),
             queue_head_info: GaugeFamily::default(),
             live_ticks: ExactNameCounter::default(),
-            queue_action_seconds: histogram_family(),
+            queue_action_seconds: Family::new_with_constructor(
+                new_queue_action_histogram as fn() -> Histogram,
+            ),
             kube_snapshot_objects: GaugeFamily::default(),
             kube_jq_filter_seconds: histogram_family(),
             kube_event_seconds: histogram_family(),

@@ -345,6 +345,31 @@ fn kubernetes_binding_metrics_have_upstream_names_and_labels() {
 }
 
 #[test]
+fn a_listing_observes_each_object_and_queue_actions_use_fine_buckets() {
+    let metrics = Metrics::default();
+    metrics.kube_jq_filter_each(&binding(), "Pod", Duration::from_millis(2), 4);
+    metrics.queue_action("main", "AddLast", Duration::from_micros(150));
+    let text = metrics.encode();
+    let labels = r#"module="alpha",hook="alpha/hooks/pods",binding="pods",queue="main",kind="Pod""#;
+    assert_has(
+        &text,
+        &format!("addon_operator_kube_jq_filter_duration_seconds_count{{{labels}}} 4"),
+    );
+    assert_has(
+        &text,
+        &format!("addon_operator_kube_jq_filter_duration_seconds_sum{{{labels}}} 0.008"),
+    );
+    assert_has(
+        &text,
+        r#"addon_operator_tasks_queue_action_duration_seconds_bucket{le="0.0002",queue_name="main",queue_action="AddLast"} 1"#,
+    );
+    assert_has(
+        &text,
+        r#"addon_operator_tasks_queue_action_duration_seconds_bucket{le="0.0001",queue_name="main",queue_action="AddLast"} 0"#,
+    );
+}
+
+#[test]
 fn the_prefix_is_configurable() {
     let metrics = Metrics::new("my_");
     metrics.live_tick();

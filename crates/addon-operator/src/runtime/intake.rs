@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::edges::{ConfigUpdate, KubeEvent};
+use super::kube_metrics::MonitorLabels;
 use super::task::{HookTask, Origin, Task};
 use super::{ScheduleId, Shared};
 use crate::check::error_chain;
@@ -136,7 +137,22 @@ pub async fn kube_events(
     }
 }
 
+/// Handles one watch event and records `kube_event_duration_seconds` for it.
 fn on_kube_event(shared: &Shared, ev: KubeEvent) {
+    let started = std::time::Instant::now();
+    let key = ev.key.clone();
+    handle_kube_event(shared, ev);
+    let labels = shared
+        .lock()
+        .monitors
+        .get(&key)
+        .map(|m| MonitorLabels::of(&key, m));
+    if let Some(labels) = labels {
+        labels.event(&shared.metrics, started.elapsed());
+    }
+}
+
+fn handle_kube_event(shared: &Shared, ev: KubeEvent) {
     let mut st = shared.lock();
     let Some(monitor) = st.monitors.get_mut(&ev.key) else {
         return;
@@ -145,7 +161,12 @@ fn on_kube_event(shared: &Shared, ev: KubeEvent) {
         pending.push((ev.event, ev.object));
         return;
     }
-    let item = match monitor.cache.apply(ev.event, ev.object) {
+    let filtering = std::time::Instant::now();
+    let applied = monitor.cache.apply(ev.event, ev.object);
+    let labels = MonitorLabels::of(&ev.key, monitor);
+    labels.jq_filter(&shared.metrics, 1, filtering.elapsed());
+    labels.snapshot(&shared.metrics, monitor.cache.len());
+    let item = match applied {
         Ok(Some(item)) => item,
         Ok(None) => return,
         Err(e) => {

@@ -8,7 +8,9 @@ mod edges_fake;
 mod handlers;
 pub(crate) mod hooks;
 mod intake;
+mod kube_metrics;
 mod resource_monitor;
+pub mod startup_config;
 pub mod state;
 mod status;
 pub mod task;
@@ -51,6 +53,9 @@ pub struct RuntimeSettings {
     pub kept_releases: Vec<String>,
     /// With `--ha`: whether this replica leads; checked before every task start.
     pub leadership: Option<Arc<crate::kube::leader::Leadership>>,
+    /// The registry to record into when it is shared (with the HTTP server that starts before the
+    /// runtime, and the watches); `None`: a new one with `metrics_prefix`.
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 impl Default for RuntimeSettings {
@@ -62,6 +67,7 @@ impl Default for RuntimeSettings {
             record_history: false,
             kept_releases: Vec::new(),
             leadership: None,
+            metrics: None,
         }
     }
 }
@@ -117,7 +123,12 @@ impl Shared {
         } else {
             QueueName::main()
         };
-        let _ = st.queues.push_back(&queue, task);
+        let started = std::time::Instant::now();
+        if let Ok(q) = st.queues.get_mut(&queue) {
+            let id = q.push_back(task);
+            st.queued_at.insert(id, self.now());
+        }
+        (self.metrics).queue_action(queue.as_str(), "AddLast", started.elapsed());
         self.notify.notify_waiters();
     }
 
@@ -248,7 +259,8 @@ impl Runtime {
         }
         let (schedule_tx, schedule_events) = mpsc::channel(256);
         let scheduler = Scheduler::new(clock, schedule_tx);
-        let metrics = Arc::new(Metrics::new(&settings.metrics_prefix));
+        let metrics = (settings.metrics.clone())
+            .unwrap_or_else(|| Arc::new(Metrics::new(&settings.metrics_prefix)));
         record_bindings(&metrics, &state);
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
@@ -352,17 +364,42 @@ async fn publish_queue_lengths(shared: Arc<Shared>, stop: CancellationToken) {
             _ = tick.tick() => {}
             () = stop.cancelled() => return,
         }
-        let lengths: Vec<(String, usize)> = {
-            let st = shared.lock();
-            st.queues
-                .iter()
-                .map(|q| (q.name().to_string(), q.len()))
-                .collect()
-        };
+        let (lengths, heads) = queue_snapshot(&mut shared.lock());
         for (queue, len) in lengths {
             shared.metrics.queue_length(&queue, len);
         }
+        shared.metrics.queue_heads(&heads);
     }
+}
+
+/// Length and head of every queue; forgets the queue times of tasks that left the queues
+/// without starting (dropped by a config edit, say).
+fn queue_snapshot(st: &mut State) -> (Vec<(String, usize)>, Vec<crate::metrics::QueueHead>) {
+    let queued: BTreeSet<addon_core::queue::TaskId> = st
+        .queues
+        .iter()
+        .flat_map(|q| q.iter().map(|t| t.id))
+        .collect();
+    st.queued_at.retain(|id, _| queued.contains(id));
+    let lengths = st
+        .queues
+        .iter()
+        .map(|q| (q.name().to_string(), q.len()))
+        .collect();
+    let heads = st
+        .queues
+        .iter()
+        .filter_map(|q| {
+            let task = &q.peek()?.task;
+            Some(crate::metrics::QueueHead {
+                queue: q.name().to_string(),
+                task_type: task.kind().to_string(),
+                module: task.module().map(ToString::to_string).unwrap_or_default(),
+                hook: worker::hook_name(task),
+            })
+        })
+        .collect();
+    (lengths, heads)
 }
 
 /// `binding_count` of every hook with its config.
@@ -435,6 +472,7 @@ fn initial_state(
         queues,
         first_converge_done: false,
         converge_started: None,
+        queued_at: std::collections::HashMap::new(),
         history: settings.record_history.then(Vec::new),
         rate_limits: BTreeMap::new(),
         kept_releases: settings.kept_releases.clone(),
@@ -471,6 +509,11 @@ impl RuntimeHandle {
         if let Some(task) = st.module_run_if_not_queued(module, "helm resources absent") {
             self.shared.push(&mut st, &QueueName::main(), task);
         }
+    }
+
+    /// The metrics the runtime records.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.shared.metrics)
     }
 
     /// The recorded history (empty unless `record_history`).

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::handlers::module::upgrade_request;
 use super::{RuntimeHandle, Shared};
+use crate::helm::Drift;
 
 /// Checks every `interval` (upstream: 4 m 30 s plus up to a minute of jitter).
 pub async fn run(
@@ -60,14 +61,31 @@ async fn check(shared: &Shared, handle: &RuntimeHandle, module: &ModuleName) {
             return;
         }
     };
-    match shared.edges.helm.should_upgrade(&request).await {
-        Ok(true) => {
-            tracing::warn!(module = %module, "the module's release drifted from its chart: running the module again");
+    match shared.edges.helm.drift(&request).await {
+        Ok(Some(drift)) => {
+            record_drift(shared, module, &drift);
+            tracing::warn!(module = %module, ?drift, "the module's release drifted from its chart: running the module again");
             handle.resources_absent(module);
         }
-        Ok(false) => {}
+        Ok(None) => {}
         Err(e) => {
             tracing::warn!(module = %module, error = %crate::check::error_chain(&e), "resource monitor check failed")
         }
+    }
+}
+
+/// Upstream's counters: a release in an unexpected status is redeployed; each absent object is
+/// counted with its `ns/Kind/name`.
+fn record_drift(shared: &Shared, module: &ModuleName, drift: &Drift) {
+    match drift {
+        Drift::UnexpectedStatus(_) => shared.metrics.helm_release_redeployed(module.as_str()),
+        Drift::AbsentResources(resources) => {
+            for resource in resources {
+                shared
+                    .metrics
+                    .absent_resources(module.as_str(), resource, 1);
+            }
+        }
+        Drift::Other => {}
     }
 }

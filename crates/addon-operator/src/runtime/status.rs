@@ -58,6 +58,11 @@ impl StatusSource for RuntimeHandle {
         self.shared.lock().first_converge_done
     }
 
+    fn not_ready_reason(&self) -> Option<String> {
+        self.first_failure()
+            .map(|task| format!("startup converge in progress; failing: {task}"))
+    }
+
     fn queue_list(&self, show_empty: bool) -> QueueListDump {
         let now = self.shared.now();
         self.shared.lock().queues.dump(now, show_empty)

@@ -14,6 +14,7 @@ use super::Shared;
 use super::handlers;
 use super::state::State;
 use super::task::{Outcome, Task};
+use crate::metrics::{BindingLabels, Metrics};
 
 /// How often a worker of a replica that is not leading looks again (it is stopping by then).
 const LEADERSHIP_RECHECK: Duration = Duration::from_millis(100);
@@ -32,7 +33,7 @@ pub async fn run(shared: Arc<Shared>, queue: QueueName, stop: CancellationToken)
         notified.as_mut().enable();
         let pick = {
             let now = shared.now();
-            pick(&mut shared.lock(), &queue, now)
+            pick(&mut shared.lock(), &shared.metrics, &queue, now)
         };
         match pick {
             Pick::Run(id, task) => run_task(&shared, &queue, id, task).await,
@@ -58,7 +59,7 @@ pub async fn run(shared: Arc<Shared>, queue: QueueName, stop: CancellationToken)
 }
 
 /// Chooses what to do next; marks the head as running and merges combinable followers into it.
-fn pick(st: &mut State, queue: &QueueName, now: Duration) -> Pick {
+fn pick(st: &mut State, metrics: &Metrics, queue: &QueueName, now: Duration) -> Pick {
     if st.leadership.as_ref().is_some_and(|l| !l.is_leading()) {
         tracing::debug!(queue = %queue, "not the leader (lease lost or not renewed in time): no task starts");
         return Pick::WaitUntil(now + LEADERSHIP_RECHECK);
@@ -104,6 +105,10 @@ fn pick(st: &mut State, queue: &QueueName, now: Duration) -> Pick {
             }
             if let Some(description) = description {
                 st.record(|| format!("start {description}"));
+            }
+            let waited = st.queued_at.remove(&id).map(|at| now.saturating_sub(at));
+            if let Some(waited) = waited {
+                record_wait(metrics, &task, queue, waited);
             }
             Pick::Run(id, task)
         }
@@ -175,7 +180,25 @@ fn binding_name(task: &Task) -> String {
     }
 }
 
-fn hook_name(task: &Task) -> String {
+/// `task_wait_in_queue_seconds_total` with upstream's labels: the hook and binding name for
+/// hook runs, else the task type as `binding`.
+fn record_wait(metrics: &Metrics, task: &Task, queue: &QueueName, waited: Duration) {
+    let (hook, binding) = match task {
+        Task::Hook(h) => (h.hook.to_string(), binding_name(task)),
+        _ => (hook_name(task), task.kind().to_string()),
+    };
+    let module = task.module().map(ToString::to_string).unwrap_or_default();
+    let labels = BindingLabels {
+        module: &module,
+        hook: &hook,
+        binding: &binding,
+        queue: queue.as_str(),
+    };
+    metrics.task_wait_in_queue(&labels, waited);
+}
+
+/// The hook a task is about (empty when none), for log fields and metric labels.
+pub(super) fn hook_name(task: &Task) -> String {
     match task {
         Task::Hook(h) => h.hook.to_string(),
         Task::EnableGlobalKubernetes { hook } => hook.to_string(),
@@ -198,8 +221,17 @@ fn apply(
     };
     match outcome {
         Outcome::Done { head, tail } => {
+            let started = std::time::Instant::now();
             q.complete(id);
+            let metrics = &shared.metrics;
+            metrics.queue_action(queue.as_str(), "RemoveFirst", started.elapsed());
+            let (started, count) = (std::time::Instant::now(), head.len());
             q.push_front_all(head);
+            let added: Vec<TaskId> = q.iter().take(count).map(|t| t.id).collect();
+            if count > 0 {
+                metrics.queue_action(queue.as_str(), "AddFirst", started.elapsed());
+            }
+            st.queued_at.extend(added.into_iter().map(|id| (id, now)));
             tracing::info!(duration_ms = elapsed.as_millis() as u64, "task done");
             for (name, t) in tail {
                 shared.push(&mut st, &name, t);
@@ -207,6 +239,7 @@ fn apply(
         }
         Outcome::Failed(message) => {
             let retry_at = q.fail(id, now, message.clone());
+            st.queued_at.insert(id, now);
             let delay = retry_at
                 .map(|at| at.saturating_sub(now))
                 .unwrap_or_default();

@@ -165,3 +165,36 @@ async fn queue_on_the_main_port_is_the_text_dump_the_hooks_doc_points_to() {
     assert!(reply.body.starts_with("Queue 'main'"), "{}", reply.body);
     server.shutdown.cancel();
 }
+
+#[tokio::test]
+async fn readyz_says_why_while_the_operator_starts_then_follows_the_runtime() {
+    let listener = http::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let startup = Arc::new(http::StartupStatus::new("starting"));
+    let shutdown = CancellationToken::new();
+    tokio::spawn(http::serve_listener(
+        listener,
+        Arc::new(Metrics::default()),
+        startup.clone(),
+        shutdown.clone(),
+    ));
+    startup.starting("reading the config failed 1 time(s), next try in 5s: 500");
+    let starting = get(addr, "/readyz").await;
+    assert_eq!(
+        (starting.status, starting.body.as_str()),
+        (
+            503,
+            "Not ready: reading the config failed 1 time(s), next try in 5s: 500\n"
+        )
+    );
+    assert_eq!(get(addr, "/queue").await.status, 200);
+    let runtime = Arc::new(FakeStatus::new());
+    startup.running(runtime.clone());
+    assert_eq!(
+        get(addr, "/readyz").await.body,
+        "Startup converge in progress\n"
+    );
+    runtime.set_ready(true);
+    assert_eq!(get(addr, "/readyz").await.status, 200);
+    shutdown.cancel();
+}

@@ -6,5 +6,6 @@
 
 mod config_writer;
 mod harness;
+mod metrics;
 mod scenarios;
 mod state_ownership;

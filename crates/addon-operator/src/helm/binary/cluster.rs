@@ -62,7 +62,8 @@ impl ClusterError {
 }
 
 /// A client from the kubeconfig file, or the usual inference (KUBECONFIG, ~/.kube/config,
-/// in-cluster) without one — the same places helm looks.
+/// in-cluster) without one — the same places helm looks — with the API call limits of
+/// [`crate::kube::ApiSettings`].
 pub(crate) async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, ClusterError> {
     let config = match kubeconfig {
         Some(path) => {
@@ -79,7 +80,8 @@ pub(crate) async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, Cl
             .await
             .map_err(ClusterError::InferConfig)?,
     };
-    kube::Client::try_from(config).map_err(ClusterError::Client)
+    let api = crate::kube::ApiSettings::default();
+    crate::kube::client::build(config, &api).map_err(ClusterError::Client)
 }
 
 /// One object of a rendered manifest, by identity only.
@@ -160,6 +162,19 @@ pub(crate) async fn first_absent(
     manifest: &str,
     release_namespace: &str,
 ) -> Result<Option<String>, ClusterError> {
+    let found = absent(client, manifest, release_namespace, true).await?;
+    Ok(found.into_iter().next())
+}
+
+/// The objects of `manifest` that do not exist in the cluster, as `ns/Kind/name` (only the
+/// first one when `first_only`). A kind the API server does not know counts as absent.
+pub(crate) async fn absent(
+    client: &kube::Client,
+    manifest: &str,
+    release_namespace: &str,
+    first_only: bool,
+) -> Result<Vec<String>, ClusterError> {
+    let mut missing = Vec::new();
     let mut kinds: HashMap<GroupVersionKind, Option<(ApiResource, ApiCapabilities)>> =
         HashMap::new();
     for obj in manifest_objects(manifest) {
@@ -169,7 +184,11 @@ pub(crate) async fn first_absent(
             kinds.insert(gvk.clone(), found);
         }
         let Some(Some((resource, caps))) = kinds.get(&gvk) else {
-            return Ok(Some(describe(&obj, obj.metadata.namespace.as_deref())));
+            missing.push(describe(&obj, obj.metadata.namespace.as_deref()));
+            if first_only {
+                break;
+            }
+            continue;
         };
         let namespace = match caps.scope {
             Scope::Namespaced => Some(
@@ -193,10 +212,13 @@ pub(crate) async fn first_absent(
                 source,
             })?;
         if exists.is_none() {
-            return Ok(Some(object));
+            missing.push(object);
+            if first_only {
+                break;
+            }
         }
     }
-    Ok(None)
+    Ok(missing)
 }
 
 /// The API resource of an object's kind; `None` when the server does not serve it.

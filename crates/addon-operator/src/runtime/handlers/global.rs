@@ -9,6 +9,7 @@ use addon_core::names::{HookName, ModuleName, QueueName};
 use crate::runtime::Shared;
 use crate::runtime::edges::MonitorKey;
 use crate::runtime::hooks::{self, HookEffect, RunContext};
+use crate::runtime::kube_metrics::MonitorLabels;
 use crate::runtime::state::Monitor;
 use crate::runtime::task::{HookTask, Origin, Outcome, Task};
 
@@ -152,7 +153,12 @@ pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<T
             key.hook
         ));
     };
+    let filtered = objects.len() + monitor.pending.as_ref().map_or(0, Vec::len);
+    let started = std::time::Instant::now();
     let loaded = load_monitor(monitor, objects, !runs);
+    let labels = MonitorLabels::of(key, monitor);
+    labels.jq_filter(&shared.metrics, filtered, started.elapsed());
+    labels.snapshot(&shared.metrics, monitor.cache.len());
     if let Err(e) = loaded {
         st.monitors.remove(key);
         return Err(format!(

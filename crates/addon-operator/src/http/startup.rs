@@ -1,0 +1,156 @@
+//! [`StartupStatus`]: the status the HTTP server shows from the moment it starts: not ready with
+//! the reason while the operator starts (reading its config, say), then the runtime's own.
+
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use addon_core::queue::{Backoff, QueueListDump, QueueSet, QueueTask};
+use serde_json::Value;
+
+use super::status::{ConvergeStatus, StartupConverge, StatusSource};
+
+enum Phase {
+    Starting(String),
+    Running(Arc<dyn StatusSource>),
+}
+
+/// A [`StatusSource`] that answers "not ready: <reason>" until [`StartupStatus::running`] hands
+/// it the runtime's source, and delegates everything to that source afterwards.
+pub struct StartupStatus {
+    phase: RwLock<Phase>,
+}
+
+/// No task: the queue dump of an operator whose runtime does not exist yet.
+struct NoTask;
+
+impl QueueTask for NoTask {
+    fn description(&self) -> String {
+        String::new()
+    }
+}
+
+impl StartupStatus {
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            phase: RwLock::new(Phase::Starting(reason.into())),
+        }
+    }
+
+    /// What the operator waits for now (ignored once the runtime runs).
+    pub fn starting(&self, reason: impl Into<String>) {
+        let mut phase = self.phase.write().unwrap_or_else(PoisonError::into_inner);
+        if let Phase::Starting(current) = &mut *phase {
+            *current = reason.into();
+        }
+    }
+
+    /// From now on every answer comes from `source`.
+    pub fn running(&self, source: Arc<dyn StatusSource>) {
+        *self.phase.write().unwrap_or_else(PoisonError::into_inner) = Phase::Running(source);
+    }
+
+    fn source(&self) -> Result<Arc<dyn StatusSource>, String> {
+        match &*self.phase.read().unwrap_or_else(PoisonError::into_inner) {
+            Phase::Starting(reason) => Err(reason.clone()),
+            Phase::Running(source) => Ok(Arc::clone(source)),
+        }
+    }
+}
+
+impl StatusSource for StartupStatus {
+    fn converge_status(&self) -> ConvergeStatus {
+        self.source().map_or(
+            ConvergeStatus {
+                startup: StartupConverge::NotStarted,
+                converge_tasks: 0,
+            },
+            |s| s.converge_status(),
+        )
+    }
+
+    fn ready(&self) -> bool {
+        self.source().is_ok_and(|s| s.ready())
+    }
+
+    fn not_ready_reason(&self) -> Option<String> {
+        match self.source() {
+            Ok(source) => source.not_ready_reason(),
+            Err(reason) => Some(reason),
+        }
+    }
+
+    fn queue_list(&self, show_empty: bool) -> QueueListDump {
+        match self.source() {
+            Ok(source) => source.queue_list(show_empty),
+            Err(_) => QueueSet::<NoTask>::new(Backoff::default()).dump(Duration::ZERO, show_empty),
+        }
+    }
+
+    fn global_hooks(&self) -> Vec<String> {
+        self.source().map(|s| s.global_hooks()).unwrap_or_default()
+    }
+
+    fn global_values(&self) -> Value {
+        self.source().map(|s| s.global_values()).unwrap_or_default()
+    }
+
+    fn global_config(&self) -> Value {
+        self.source().map(|s| s.global_config()).unwrap_or_default()
+    }
+
+    fn enabled_modules(&self) -> Vec<String> {
+        self.source()
+            .map(|s| s.enabled_modules())
+            .unwrap_or_default()
+    }
+
+    fn module_values(&self, module: &str) -> Option<Value> {
+        self.source().ok()?.module_values(module)
+    }
+
+    fn module_config(&self, module: &str) -> Option<Value> {
+        self.source().ok()?.module_config(module)
+    }
+
+    fn global_patches(&self) -> Option<Value> {
+        self.source().ok()?.global_patches()
+    }
+
+    fn global_snapshots(&self) -> Option<Value> {
+        self.source().ok()?.global_snapshots()
+    }
+
+    fn module_patches(&self, module: &str) -> Option<Value> {
+        self.source().ok()?.module_patches(module)
+    }
+
+    fn module_snapshots(&self, module: &str) -> Option<Value> {
+        self.source().ok()?.module_snapshots(module)
+    }
+
+    fn resource_monitor(&self) -> Option<Value> {
+        self.source().ok()?.resource_monitor()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starting_is_not_ready_with_the_latest_reason_and_no_queues() {
+        let status = StartupStatus::new("starting");
+        status.starting("reading the config: 500 Internal Server Error");
+        assert!(!status.ready());
+        assert_eq!(
+            status.not_ready_reason().as_deref(),
+            Some("reading the config: 500 Internal Server Error")
+        );
+        assert_eq!(
+            status.converge_status().startup,
+            StartupConverge::NotStarted
+        );
+        assert_eq!(status.queue_list(true).summary.total_tasks, 0);
+        assert!(status.enabled_modules().is_empty() && status.module_values("a").is_none());
+    }
+}

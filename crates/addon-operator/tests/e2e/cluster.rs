@@ -1,0 +1,164 @@
+//! The real binary against an in-process kube-emulator: starting it, finding its HTTP port in
+//! its log, and plain HTTP GETs to `/metrics` and `/readyz`.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
+
+use crate::support::{Running, binary, path_with_tools};
+
+/// An emulator (with the tokio runtime that serves it) and its kubeconfig.
+pub struct Cluster {
+    pub emulator: EmulatorHandle,
+    pub kubeconfig: PathBuf,
+    _tokio: tokio::runtime::Runtime,
+}
+
+impl Cluster {
+    pub fn start(dir: &Path) -> Self {
+        let tokio = tokio::runtime::Runtime::new().unwrap();
+        let emulator = tokio
+            .block_on(Emulator::start(EmulatorConfig::default()))
+            .unwrap();
+        let kubeconfig = dir.join("kubeconfig");
+        emulator.write_kubeconfig(&kubeconfig).unwrap();
+        Self {
+            emulator,
+            kubeconfig,
+            _tokio: tokio,
+        }
+    }
+
+    /// `kubectl` on this cluster; stdout, or `None` when it failed.
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Option<String> {
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .env("PATH", path_with_tools())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+        drop(input);
+        let out = child.wait_with_output().unwrap();
+        if !out.status.success() {
+            eprintln!("kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+/// `addon-operator start` on `root` against `cluster` (namespace `default`), logging to
+/// `root/operator.log`, with short retry delays.
+pub fn start_operator(root: &Path, cluster: &Cluster, extra: &[&str]) -> Running {
+    let child = Command::new(binary())
+        .arg("start")
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--kube-config")
+        .arg(&cluster.kubeconfig)
+        .args(["--namespace", "default"])
+        .arg("--tmp-dir")
+        .arg(root.join("tmp"))
+        .args(["--retry-initial-delay", "200ms", "--retry-max-delay", "2s"])
+        .args([
+            "--prometheus-listen-address",
+            "127.0.0.1",
+            "--prometheus-listen-port",
+            "0",
+        ])
+        .arg("--debug-unix-socket")
+        .arg(root.join("debug.socket"))
+        .args(extra)
+        .env("PATH", path_with_tools())
+        .env("STATE_DIR", root)
+        .env("LOG_LEVEL", "info")
+        .env_remove("ADDON_OPERATOR_MODULES_DIR")
+        .env_remove("MODULES_DIR")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(root.join("operator.log")).unwrap())
+        .spawn()
+        .unwrap();
+    Running(child)
+}
+
+pub fn operator_log(root: &Path) -> String {
+    std::fs::read_to_string(root.join("operator.log")).unwrap_or_default()
+}
+
+/// The address the operator's HTTP server listens on, from its log (waits up to 30 s).
+pub fn http_addr(root: &Path) -> String {
+    let started = Instant::now();
+    loop {
+        let log = operator_log(root);
+        let found = log
+            .lines()
+            .filter(|l| l.contains("serving /metrics"))
+            .find_map(|l| l.split("addr=").nth(1))
+            .map(|rest| {
+                rest.chars()
+                    .skip_while(|c| !c.is_ascii_digit())
+                    .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+                    .collect::<String>()
+            });
+        if let Some(addr) = found.filter(|a| a.contains(':')) {
+            return addr;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no HTTP address in the log:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// GET `path`: (status code, body); `None` when the server does not answer.
+pub fn get(addr: &str, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let code = head.split(' ').nth(1)?.parse().ok()?;
+    Some((code, body.to_string()))
+}
+
+/// Polls until `done(/metrics text)` holds (at most `limit`), then returns the text.
+pub fn wait_for_metrics(
+    root: &Path,
+    addr: &str,
+    what: &str,
+    limit: Duration,
+    done: impl Fn(&str) -> bool,
+) -> String {
+    let started = Instant::now();
+    loop {
+        let text = get(addr, "/metrics")
+            .map(|(_, body)| body)
+            .unwrap_or_default();
+        if done(&text) {
+            return text;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "timed out waiting for {what}\nmetrics:\n{text}\nlog:\n{}",
+            operator_log(root)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,230 @@
+//! Every metric `docs/metrics.md` lists is served on `/metrics` with a plausible value after a
+//! scenario that goes through every path that records one: hooks of every binding (failing,
+//! allowed to fail, succeeding), Helm install and upgrades, a watch error, an absent resource, a
+//! release left `failed`, a module delete that fails once.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::cluster::{Cluster, get, http_addr, start_operator, wait_for_metrics};
+use crate::support::{path_with_tools, require_tool, write};
+
+/// A bash hook printing `config` for `--config`; otherwise runs `body` with `$binding` set to the
+/// first binding's name.
+fn hook(root: &Path, rel: &str, config: &str, body: &str) {
+    let text = format!(
+        "#!/usr/bin/env bash\nset -euo pipefail\nif [[ \"${{1:-}}\" == \"--config\" ]]; then\ncat <<'CFG'\n{config}\nCFG\nexit 0\nfi\nbinding=$(jq -r '.[0].binding' \"$BINDING_CONTEXT_PATH\")\n{body}\n"
+    );
+    write(&root.join(rel), &text, true);
+}
+
+/// Fails the first run of `$binding` (a marker file in `$STATE_DIR` remembers it).
+const FAIL_ONCE: &str = r#"fail_once() { local m="$STATE_DIR/failed-$1"; if [[ ! -e "$m" ]]; then touch "$m"; echo "failing $1 once" >&2; exit 1; fi; }"#;
+
+fn tree(root: &Path) {
+    hook(
+        root,
+        "global-hooks/all",
+        r#"configVersion: v1
+onStartup: 1
+beforeAll: 1
+afterAll: 1
+schedule:
+- {name: flaky, crontab: "*/2 * * * * *", allowFailure: true}
+- {name: slow, crontab: "*/7 * * * * *", queue: slow}
+kubernetes:
+- name: watched
+  kind: ConfigMap
+  labelSelector: {matchLabels: {watch: "yes"}}
+  jqFilter: .metadata.name"#,
+        &format!(
+            "{FAIL_ONCE}\ncase \"$binding\" in\n  onStartup) fail_once global-startup ;;\n  flaky) exit 1 ;;\n  slow) sleep 6 ;;\nesac"
+        ),
+    );
+    write(
+        &root.join("modules/values.yaml"),
+        "alphaEnabled: true\n",
+        false,
+    );
+    write(
+        &root.join("modules/001-alpha/Chart.yaml"),
+        "apiVersion: v2\nname: alpha\nversion: 0.1.0\n",
+        false,
+    );
+    write(
+        &root.join("modules/001-alpha/templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: alpha-cm\ndata:\n  a: \"1\"\n",
+        false,
+    );
+    hook(
+        root,
+        "modules/001-alpha/hooks/hook",
+        r#"configVersion: v1
+onStartup: 1
+beforeHelm: 1
+afterHelm: 1
+afterDeleteHelm: 1
+schedule:
+- {name: flaky, crontab: "*/2 * * * * *", allowFailure: true}
+kubernetes:
+- {name: pods, kind: Pod}"#,
+        &format!(
+            "{FAIL_ONCE}\ncase \"$binding\" in\n  beforeHelm) fail_once alpha-before ;;\n  afterDeleteHelm) fail_once alpha-delete ;;\n  flaky) exit 1 ;;\nesac"
+        ),
+    );
+}
+
+/// Leaves release `alpha` with a `failed` last revision: an upgrade whose object cannot be
+/// created (its namespace does not exist).
+fn fail_the_release(root: &Path, cluster: &Cluster) {
+    let chart = root.join("broken-chart");
+    write(
+        &chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: alpha\nversion: 0.1.0\n",
+        false,
+    );
+    write(
+        &chart.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: no-such-namespace\n",
+        false,
+    );
+    let out = std::process::Command::new("helm")
+        .args(["upgrade", "alpha"])
+        .arg(&chart)
+        .args(["--namespace", "default", "--kubeconfig"])
+        .arg(&cluster.kubeconfig)
+        .env("PATH", path_with_tools())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the broken upgrade must fail");
+}
+
+/// `(sample name, type)` of every metric the doc's tables list (`{module,global}` expanded;
+/// histograms are checked through their `_count` sample).
+fn documented_metrics() -> Vec<(String, String)> {
+    let doc_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/metrics.md");
+    let doc = std::fs::read_to_string(doc_path).unwrap();
+    let mut out = Vec::new();
+    for line in doc.lines().filter(|l| l.starts_with("| `addon_operator_")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let name = cells[1].trim_matches('`');
+        let kind = cells[2].split_whitespace().next().unwrap().to_string();
+        let names = match name.split_once("{module,global}") {
+            Some((a, b)) => vec![format!("{a}module{b}"), format!("{a}global{b}")],
+            None => vec![name.to_string()],
+        };
+        out.extend(names.into_iter().map(|n| (n, kind.clone())));
+    }
+    assert!(out.len() > 30, "the doc's tables were not found: {out:?}");
+    out
+}
+
+/// Values of the samples named exactly `name` (with or without labels).
+fn samples(text: &str, name: &str) -> Vec<f64> {
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect()
+}
+
+/// Every documented metric has samples, and their values are plausible for their type.
+fn check_every_documented_metric(text: &str) {
+    let mut problems = Vec::new();
+    for (name, kind) in documented_metrics() {
+        let sample = if kind == "histogram" {
+            format!("{name}_count")
+        } else {
+            name.clone()
+        };
+        let values = samples(text, &sample);
+        let plausible = match kind.as_str() {
+            _ if values.is_empty() => false,
+            "histogram" => {
+                values.iter().all(|v| *v >= 1.0)
+                    && !samples(text, &format!("{name}_sum")).is_empty()
+            }
+            "counter" if name.ends_with("errors_total") && !text.contains(&format!("{name}{{")) => {
+                values.iter().all(|v| *v >= 0.0)
+            }
+            "counter" => values.iter().all(|v| *v >= 0.0) && values.iter().any(|v| *v > 0.0),
+            _ if name.ends_with("_info") => values.iter().all(|v| *v == 1.0),
+            _ if name.ends_with("max_rss_bytes") => values.iter().all(|v| *v > 0.0),
+            _ => values.iter().all(|v| v.is_finite() && *v >= 0.0),
+        };
+        if !plausible {
+            problems.push(format!("{sample} ({kind}): {values:?}"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "missing or implausible:\n{}\n\n{text}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn every_documented_metric_is_recorded() {
+    if !(require_tool("jq") && require_tool("helm") && require_tool("kubectl")) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    tree(root);
+    let cluster = Cluster::start(root);
+    let _operator = start_operator(root, &cluster, &["--resources-monitor-interval", "1s"]);
+    let addr = http_addr(root);
+    let long = Duration::from_secs(90);
+    wait_for_metrics(root, &addr, "the first converge", long, |_| {
+        get(&addr, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+
+    // a watch event after Synchronization, then a watch error (resume from an expired version)
+    let watched = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: watched\n  namespace: default\n  labels: {watch: \"yes\"}\n";
+    cluster
+        .kubectl(&["apply", "--validate=false", "-f", "-"], Some(watched))
+        .unwrap();
+    wait_for_metrics(root, &addr, "a kube event", long, |t| {
+        t.contains("kube_event_duration_seconds_count{")
+    });
+    cluster.emulator.expire_history();
+    cluster.emulator.drop_watches();
+    wait_for_metrics(root, &addr, "a watch error", long, |t| {
+        t.contains("kubernetes_client_watch_errors_total{error_type=\"expired\"}")
+    });
+
+    // an object of the release deleted: counted as absent, and the module reinstalls it
+    cluster
+        .kubectl(&["delete", "configmap", "alpha-cm", "-n", "default"], None)
+        .unwrap();
+    wait_for_metrics(root, &addr, "an absent resource", long, |t| {
+        t.contains(r#"modules_absent_resources_total{module="alpha",resource="default/ConfigMap/alpha-cm"} "#)
+    });
+
+    // the release left `failed` by someone else's upgrade (once the module reinstalled the
+    // object and is idle again): redeployed
+    wait_for_metrics(root, &addr, "the object reinstalled", long, |_| {
+        let found = cluster.kubectl(&["get", "configmap", "alpha-cm", "-n", "default"], None);
+        std::thread::sleep(Duration::from_millis(500));
+        found.is_some()
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    fail_the_release(root, &cluster);
+    wait_for_metrics(root, &addr, "a redeploy", long, |t| {
+        t.contains(r#"modules_helm_release_redeployed_total{module="alpha"} "#)
+    });
+
+    // the module disabled: its delete fails once (afterDeleteHelm), then succeeds
+    let disable = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: default\ndata:\n  alphaEnabled: \"false\"\n";
+    cluster
+        .kubectl(&["apply", "--validate=false", "-f", "-"], Some(disable))
+        .unwrap();
+    let text = wait_for_metrics(root, &addr, "the module delete", long, |t| {
+        t.contains("module_delete_errors_total{module=\"alpha\"} 1")
+            && t.contains("tasks_queue_head_info{")
+            && !samples(t, "addon_operator_tasks_queue_length").is_empty()
+    });
+    check_every_documented_metric(&text);
+}
