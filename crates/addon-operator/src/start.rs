@@ -68,8 +68,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         Ok(tree) => tree,
         Err(errors) => return Ok(fail("start", &errors)),
     };
-    std::fs::create_dir_all(&args.tmp_dir)
-        .with_context(|| format!("create the tmp dir {}", args.tmp_dir.display()))?;
+    crate::exec::tmp_files::private_dir(&args.tmp_dir)?;
     let cluster = choose_cluster(args).await?;
     let cancel_hooks = CancellationToken::new();
     let (kube_tx, kube_events) = mpsc::unbounded_channel();
