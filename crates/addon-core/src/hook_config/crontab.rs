@@ -18,7 +18,8 @@ pub struct Crontab {
 #[derive(Clone)]
 enum Kind {
     Cron(Box<Cron>),
-    /// `@every <duration>`: whole seconds, at least one.
+    /// `@every <duration>`: whole seconds, at least one; shorter delays (`0s` included) are
+    /// rounded up to one second, as robfig/cron does for the Go operator.
     Every(u64),
 }
 
@@ -236,6 +237,8 @@ mod tests {
         assert_eq!(next("@every 10s", NOON), 10);
         assert_eq!(next("@every 1m30s", NOON), 90);
         assert_eq!(next("@every 100ms", NOON), 1);
+        assert_eq!(next("@every 0s", NOON), 1, "rounded up like robfig/cron, never 0");
+        assert_eq!(next("@every 0", NOON), 1);
         assert_eq!(next("TZ=UTC */10 * * * * *", NOON), 10);
     }
 
