@@ -237,7 +237,11 @@ mod tests {
         assert_eq!(next("@every 10s", NOON), 10);
         assert_eq!(next("@every 1m30s", NOON), 90);
         assert_eq!(next("@every 100ms", NOON), 1);
-        assert_eq!(next("@every 0s", NOON), 1, "rounded up like robfig/cron, never 0");
+        assert_eq!(
+            next("@every 0s", NOON),
+            1,
+            "rounded up like robfig/cron, never 0"
+        );
         assert_eq!(next("@every 0", NOON), 1);
         assert_eq!(next("TZ=UTC */10 * * * * *", NOON), 10);
     }

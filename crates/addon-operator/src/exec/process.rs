@@ -13,8 +13,8 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use super::usage;
 pub use super::usage::ResourceUsage;
+use super::{reaper, usage};
 
 /// Longest line of hook output written to the log (upstream truncates at 10000 characters too).
 const MAX_LOG_LINE: usize = 10_000;
@@ -181,7 +181,7 @@ pub async fn run_until_cancelled(
     cancel: &CancellationToken,
 ) -> Result<ProcessOutput, ExecError> {
     let started = Instant::now();
-    let mut child = spawn(spec).await?;
+    let (mut child, _registration) = spawn(spec).await?;
     let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
         return Err(wait_error(spec, 0, std::io::ErrorKind::NotFound.into()));
     };
@@ -226,11 +226,14 @@ pub async fn run_until_cancelled(
     })
 }
 
-async fn spawn(spec: &ProcessSpec) -> Result<tokio::process::Child, ExecError> {
+/// Spawns the process, registered with the reaper until it has been waited for.
+async fn spawn(
+    spec: &ProcessSpec,
+) -> Result<(tokio::process::Child, Option<reaper::Registration>), ExecError> {
     let mut attempt = 1;
     loop {
-        match command(spec).spawn() {
-            Ok(child) => return Ok(child),
+        match reaper::spawn_registered(&mut command(spec)) {
+            Ok(spawned) => return Ok(spawned),
             Err(source)
                 if attempt < SPAWN_ATTEMPTS
                     && source.raw_os_error() == Some(nix::errno::Errno::ETXTBSY as i32) =>
