@@ -32,8 +32,8 @@ pub const MAX_QUOTED_OUTPUT: usize = 256;
 const READ_CHUNK: usize = 8 * 1024;
 /// After the process exits, how long its output pipes may stay open (held by a background child).
 const OUTPUT_DRAIN: Duration = Duration::from_secs(1);
-/// How often the peak memory of the running process is sampled.
-const RSS_SAMPLE_INTERVAL: Duration = Duration::from_millis(25);
+/// How often the peak memory of the running process tree is sampled.
+const RSS_SAMPLE_INTERVAL: Duration = Duration::from_millis(50);
 /// Spawning a script that another thread has just written may fail with ETXTBSY for a moment.
 const SPAWN_ATTEMPTS: u32 = 5;
 
@@ -335,7 +335,7 @@ async fn supervise(
                 };
             }
             _ = samples.tick() => {
-                max_rss_kb = max_rss_kb.max(usage::peak_rss_kb(pid).unwrap_or(0));
+                max_rss_kb = max_rss_kb.max(usage::tree_peak_rss_kb(pid));
             }
             () = cancel.cancelled(), if matches!(stage, Stage::Running) => {
                 stopped_by_us = Some(ExitKind::Cancelled);
@@ -904,5 +904,24 @@ mod tests {
         let tail = quote_tail(&format!("{}end", "a".repeat(1000)));
         assert!(tail.starts_with("(747 bytes before)... aaa"), "{tail}");
         assert!(tail.ends_with("aend"));
+    }
+
+    #[tokio::test]
+    async fn max_rss_is_the_peak_of_the_whole_process_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "( big=$(head -c 60000000 /dev/zero | tr '\\0' x); sleep 0.5; echo ${#big} )",
+        );
+        let mut spec = spec(hook, Duration::from_secs(60));
+        spec.capture_stdout = true;
+        let output = run(&spec, &LogFields::default()).await.unwrap();
+        assert_eq!(output.stdout, "60000000\n");
+        assert!(
+            output.usage.max_rss_kb > 50_000,
+            "the subshell held 60 MB: {:?}",
+            output.usage
+        );
     }
 }
