@@ -194,7 +194,8 @@ fn check_private(meta: &Metadata, uid: u32) -> Result<(), String> {
     let mode = meta.mode() & 0o7777;
     if mode & 0o022 != 0 {
         return Err(format!(
-            "it is writable by its group or by others (mode {mode:04o}); use a dir with mode 0700"
+            "it is writable by its group or by others (mode {mode:04o}); use a dir with mode 0700 \
+             (in a pod, mount the emptyDir at its parent, e.g. /tmp)"
         ));
     }
     Ok(())
