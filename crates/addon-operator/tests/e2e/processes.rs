@@ -199,3 +199,71 @@ fn a_tmp_dir_writable_by_others_stops_the_start() {
     assert!(log.contains("refuse the tmp dir"), "{log}");
     assert!(log.contains("mode 0777"), "{log}");
 }
+
+fn vm_hwm_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn endless_output_lines_and_a_1g_metrics_file_cost_the_operator_no_memory() {
+    let root = tree(
+        "head -c 200000000 /dev/zero | tr '\\0' x\n\
+         head -c 200000000 /dev/zero | tr '\\0' y >&2\n\
+         truncate -s 1G \"$METRICS_PATH\"\n\
+         echo done >> \"$OUT/hook.done\"",
+    );
+    let r = root.path();
+    let mut operator = start(r, &[], &["--retry-initial-delay", "60s"]);
+    wait_until(r, "the hook to fail on its metrics file", || {
+        log(r).contains("is larger than the limit of 67108864 bytes")
+    });
+    let peak_mb = vm_hwm_kb(operator.id()) / 1024;
+    let text = log(r);
+    terminate(&mut operator);
+    assert!(peak_mb < 150, "the operator grew to {peak_mb} MB");
+    assert!(
+        text.contains("cannot read the output files of hook 'hook': the file $METRICS_PATH"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "[line truncated: {} more bytes dropped]",
+            200_000_000 - 10_000
+        )),
+        "{}",
+        &text[..text.len().min(3000)]
+    );
+    let longest = text.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 20_000, "a log line of {longest} bytes");
+}
+
+#[test]
+fn check_fails_on_a_config_answer_over_the_cap_instead_of_parsing_a_part() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let hook = "#!/bin/sh\necho '{\"configVersion\":\"v1\",\"onStartup\":1}'\nhead -c 70000000 /dev/zero | tr '\\0' ' '\n";
+    write(&r.join("global-hooks/hook"), hook, true);
+    write(&r.join("modules/.keep"), "", false);
+    let out = Command::new(binary())
+        .args(["check", "--working-dir"])
+        .arg(r)
+        .env_remove("ADDON_OPERATOR_MODULES_DIR")
+        .env_remove("MODULES_DIR")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("printed more than the limit of 67108864 bytes"),
+        "{text}"
+    );
+}
