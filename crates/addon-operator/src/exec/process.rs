@@ -335,7 +335,14 @@ async fn supervise(
                 };
             }
             _ = samples.tick() => {
-                max_rss_kb = max_rss_kb.max(usage::tree_peak_rss_kb(pid));
+                // The first (immediate) sample sees only the hook itself: a quick hook then
+                // costs no walk of its process tree.
+                let peak = if max_rss_kb == 0 {
+                    usage::peak_rss_kb(pid).unwrap_or(0)
+                } else {
+                    usage::tree_peak_rss_kb(pid)
+                };
+                max_rss_kb = max_rss_kb.max(peak);
             }
             () = cancel.cancelled(), if matches!(stage, Stage::Running) => {
                 stopped_by_us = Some(ExitKind::Cancelled);

@@ -25,7 +25,7 @@ use std::path::Path;
 use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use nix::sys::wait::{Id, WaitPidFlag, waitid};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
@@ -136,8 +136,20 @@ impl ProcStat {
     }
 }
 
+/// Whether any child is a zombie now (peeked with `WNOWAIT`: nobody's exit status is taken).
+fn has_zombie_child() -> bool {
+    let peek = waitid(
+        Id::All,
+        WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
+    );
+    !matches!(peek, Ok(WaitStatus::StillAlive) | Err(_))
+}
+
 /// Reaps every orphaned zombie child once; returns how many.
 fn sweep() -> usize {
+    if !has_zombie_child() {
+        return 0;
+    }
     let _gate = SPAWN_GATE.write().unwrap_or_else(PoisonError::into_inner);
     let Some(me) = ProcStat::read(Path::new("/proc/self/stat")) else {
         return 0;
