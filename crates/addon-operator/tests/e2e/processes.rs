@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{binary, write};
+use crate::support::{binary, path_with_tools, require_tool, write};
 
 /// A global `onStartup` hook in plain sh that runs `body` (with `$OUT` = the test's dir).
 fn tree(body: &str) -> tempfile::TempDir {
@@ -45,6 +45,7 @@ fn start(root: &Path, wrapper: &[&str], extra: &[&str]) -> Child {
         .arg(root.join("debug.socket"))
         .args(extra)
         .env("OUT", root)
+        .env("PATH", path_with_tools())
         .env_remove("ADDON_OPERATOR_MODULES_DIR")
         .env_remove("MODULES_DIR")
         .stdout(Stdio::null())
@@ -265,5 +266,40 @@ fn check_fails_on_a_config_answer_over_the_cap_instead_of_parsing_a_part() {
     assert!(
         text.contains("printed more than the limit of 67108864 bytes"),
         "{text}"
+    );
+}
+
+#[test]
+fn planted_symlinks_never_redirect_the_embedded_kubeconfig() {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    if !require_tool("helm") {
+        return;
+    }
+    let root = tree("true");
+    let r = root.path();
+    let tmp = r.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let victim = r.join("victim");
+    std::fs::write(&victim, "keep me").unwrap();
+    symlink(&victim, tmp.join("embedded-cluster.tmp")).unwrap();
+    symlink(&victim, tmp.join("embedded-cluster.kubeconfig")).unwrap();
+    let kubeconfig = tmp.join("embedded-cluster.kubeconfig");
+    let mut operator = start(
+        r,
+        &[],
+        &["--embedded-cluster", "--embedded-cluster-port", "0"],
+    );
+    wait_until(r, "the kubeconfig to be written", || {
+        std::fs::symlink_metadata(&kubeconfig).is_ok_and(|meta| meta.is_file())
+    });
+    terminate(&mut operator);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    let mode = std::fs::metadata(&kubeconfig).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(
+        std::fs::read_to_string(&kubeconfig)
+            .unwrap()
+            .contains("server: http")
     );
 }
