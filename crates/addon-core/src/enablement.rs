@@ -231,7 +231,7 @@ pub fn parse_script_result(
 ) -> Result<ScriptVerdict, EnablementError> {
     let bad = |got: &str| EnablementError::ParseScriptResult {
         module: module.clone(),
-        got: quote_answer(got),
+        got: crate::quote::prefix(got),
     };
     let answer = result_file.trim();
     if !answer.is_empty() {
@@ -251,21 +251,6 @@ pub fn parse_script_result(
             )),
         }),
         None => Err(bad(answer)),
-    }
-}
-
-/// Error messages quote at most this many bytes of a script's answer.
-const MAX_QUOTED_ANSWER: usize = 256;
-
-/// The answer for an error message: at most its first [`MAX_QUOTED_ANSWER`] bytes.
-fn quote_answer(answer: &str) -> String {
-    let mut cut = answer.len().min(MAX_QUOTED_ANSWER);
-    while !answer.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    match answer.len() - cut {
-        0 => answer.to_string(),
-        more => format!("{}... ({more} more bytes)", &answer[..cut]),
     }
 }
 

@@ -64,12 +64,12 @@ impl Cluster {
 }
 
 async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
+    crate::exec::reaper::start();
     let tree = match crate::tree::load(&args.dirs, args.hook_timeout).await {
         Ok(tree) => tree,
         Err(errors) => return Ok(fail("start", &errors)),
     };
     crate::exec::tmp_files::private_dir(&args.tmp_dir)?;
-    crate::exec::reaper::start();
     let cluster = choose_cluster(args).await?;
     let cancel_hooks = CancellationToken::new();
     let (kube_tx, kube_events) = mpsc::unbounded_channel();

@@ -49,7 +49,7 @@ impl Crontab {
             return Err(format!(
                 "a crontab is at most {MAX_CRONTAB_BYTES} bytes, this one has {}: {}",
                 source.len(),
-                quote(source)
+                crate::quote::prefix(source)
             ));
         }
         let mut spec = source.trim();
@@ -72,7 +72,10 @@ impl Crontab {
             let pattern = match descriptor(spec) {
                 Some(pattern) => pattern.to_string(),
                 None if spec.starts_with('@') => {
-                    return Err(format!("unrecognized descriptor: {}", quote(spec)));
+                    return Err(format!(
+                        "unrecognized descriptor: {}",
+                        crate::quote::prefix(spec)
+                    ));
                 }
                 None => six_fields(spec)?,
             };
@@ -106,21 +109,6 @@ impl Crontab {
 
 /// No valid crontab is longer (a 6-field spec listing every value of every field is ~400 bytes).
 const MAX_CRONTAB_BYTES: usize = 1024;
-/// Error messages quote at most this much of a crontab.
-const MAX_QUOTED_BYTES: usize = 256;
-
-/// `spec` cut to [`MAX_QUOTED_BYTES`] for an error message.
-fn quote(spec: &str) -> String {
-    let mut cut = spec.len().min(MAX_QUOTED_BYTES);
-    while !spec.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    match spec.len() - cut {
-        0 => spec.to_string(),
-        more => format!("{}... ({more} more bytes)", &spec[..cut]),
-    }
-}
-
 fn descriptor(spec: &str) -> Option<&'static str> {
     Some(match spec {
         "@yearly" | "@annually" => "0 0 0 1 1 *",
@@ -140,7 +128,7 @@ fn six_fields(spec: &str) -> Result<String, String> {
         6 => Ok(fields.join(" ")),
         n => Err(format!(
             "Expected 5 or 6 fields, found {n}: {}",
-            quote(spec)
+            crate::quote::prefix(spec)
         )),
     }
 }

@@ -8,9 +8,6 @@ pub(crate) struct Problems {
     pub(crate) items: Vec<(String, String)>,
 }
 
-/// A field path or message quoting a hook's output is cut to this many bytes.
-const MAX_PROBLEM_BYTES: usize = 256;
-
 impl Problems {
     /// Records a problem; a path or message longer than 256 bytes (it quotes a huge key or value
     /// of the hook's output) is cut, saying how much was left out.
@@ -24,18 +21,12 @@ impl Problems {
     }
 }
 
-fn shorten(mut text: String) -> String {
-    if text.len() <= MAX_PROBLEM_BYTES {
-        return text;
+fn shorten(text: String) -> String {
+    if text.len() <= crate::quote::MAX_QUOTED_BYTES {
+        text
+    } else {
+        crate::quote::prefix(&text)
     }
-    let mut cut = MAX_PROBLEM_BYTES;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let more = text.len() - cut;
-    text.truncate(cut);
-    text.push_str(&format!("... ({more} more bytes)"));
-    text
 }
 
 /// The JSON type name used in messages.

@@ -26,8 +26,6 @@ const STDERR_TAIL_BYTES: usize = 16 * 1024;
 /// Captured stdout (a `--config` answer, an `enabled` script's output) larger than this is not
 /// kept: [`ProcessOutput::stdout_overflow`] is set and the caller fails the run.
 pub const MAX_CAPTURED_STDOUT: usize = 64 * 1024 * 1024;
-/// Error messages quote at most this many bytes of a hook's output.
-pub const MAX_QUOTED_OUTPUT: usize = 256;
 /// Bytes read from a pipe at a time.
 const READ_CHUNK: usize = 8 * 1024;
 /// After the process exits, how long its output pipes may stay open (held by a background child).
@@ -104,40 +102,16 @@ impl ProcessOutput {
         self.exit == ExitKind::Code(0)
     }
 
-    /// The error text of a failed run, like upstream: stderr if any (its last
-    /// [`MAX_QUOTED_OUTPUT`] bytes), else how it ended.
+    /// The error text of a failed run, like upstream: stderr if any (its last 256 bytes, see
+    /// [`addon_core::quote::suffix`]), else how it ended.
     pub fn failure_message(&self) -> String {
         let stderr = self.stderr_tail.trim();
         if stderr.is_empty() {
             self.exit.to_string()
         } else {
-            quote_tail(stderr)
+            addon_core::quote::suffix(stderr)
         }
     }
-}
-
-/// At most the first [`MAX_QUOTED_OUTPUT`] bytes of hook output, for an error message.
-pub fn quote(text: &str) -> String {
-    if text.len() <= MAX_QUOTED_OUTPUT {
-        return text.to_string();
-    }
-    let mut cut = MAX_QUOTED_OUTPUT;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}... ({} more bytes)", &text[..cut], text.len() - cut)
-}
-
-/// At most the last [`MAX_QUOTED_OUTPUT`] bytes of hook output (where an error usually is).
-fn quote_tail(text: &str) -> String {
-    if text.len() <= MAX_QUOTED_OUTPUT {
-        return text.to_string();
-    }
-    let mut cut = text.len() - MAX_QUOTED_OUTPUT;
-    while !text.is_char_boundary(cut) {
-        cut += 1;
-    }
-    format!("({cut} bytes before)... {}", &text[cut..])
 }
 
 /// A process that could not be run or waited for.
@@ -862,7 +836,7 @@ mod tests {
             &output.stderr_tail[output.stderr_tail.len() - 100..]
         );
         let message = output.failure_message();
-        assert!(message.len() < MAX_QUOTED_OUTPUT + 40, "{message}");
+        assert!(message.len() < 300, "{message}");
         assert!(message.ends_with("dropped]\nlast"), "{message}");
     }
 
@@ -899,18 +873,6 @@ mod tests {
         assert!(output.succeeded());
         assert!(output.stdout_overflow);
         assert_eq!(output.stdout, "");
-    }
-
-    #[test]
-    fn quotes_of_hook_output_are_short() {
-        assert_eq!(quote("true"), "true");
-        let long = "é".repeat(1000);
-        let quoted = quote(&long);
-        assert!(quoted.starts_with(&"é".repeat(128)));
-        assert!(quoted.ends_with("... (1744 more bytes)"), "{quoted}");
-        let tail = quote_tail(&format!("{}end", "a".repeat(1000)));
-        assert!(tail.starts_with("(747 bytes before)... aaa"), "{tail}");
-        assert!(tail.ends_with("aend"));
     }
 
     #[tokio::test]
