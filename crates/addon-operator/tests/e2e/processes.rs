@@ -96,8 +96,8 @@ fn terminate(child: &mut Child) {
 }
 
 /// A hook that leaves two background `sleep`s: one double-forked, one in a session of its own.
-const DOUBLE_FORK: &str = "( sleep 2 </dev/null >/dev/null 2>&1 & )\n\
-     ( setsid sleep 2 </dev/null >/dev/null 2>&1 & )\n\
+const DOUBLE_FORK: &str = "( sleep 3 </dev/null >/dev/null 2>&1 & )\n\
+     ( setsid sleep 3 </dev/null >/dev/null 2>&1 & )\n\
      echo done > \"$OUT/hook.done\"";
 
 /// Waits until `operator` adopted the hook's two sleeps, then until none of its children is a
