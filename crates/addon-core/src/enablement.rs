@@ -231,7 +231,7 @@ pub fn parse_script_result(
 ) -> Result<ScriptVerdict, EnablementError> {
     let bad = |got: &str| EnablementError::ParseScriptResult {
         module: module.clone(),
-        got: got.to_string(),
+        got: crate::quote::prefix(got),
     };
     let answer = result_file.trim();
     if !answer.is_empty() {
@@ -400,6 +400,16 @@ mod tests {
                 warning: None
             }
         );
+    }
+
+    #[test]
+    fn a_long_wrong_answer_is_quoted_short() {
+        let answer = "x".repeat(4000);
+        let err = parse_script_result(&m("a"), &answer, "")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("... (3744 more bytes)"), "{err}");
+        assert!(err.len() < 450, "{err}");
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod jq;
 pub mod monitor;
 pub mod names;
 pub mod queue;
+pub mod quote;
 pub mod schema;
 pub mod setup;
 pub mod values;

@@ -25,6 +25,8 @@ pub enum ConfigRunError {
         exit: String,
         message: String,
     },
+    #[error("'{hook} --config' printed more than the limit of {limit} bytes")]
+    TooLarge { hook: String, limit: usize },
 }
 
 impl ConfigRunError {
@@ -94,7 +96,12 @@ pub async fn fetch_one(
             hook: name.clone(),
             source,
         })?;
-    if output.succeeded() {
+    if output.stdout_overflow {
+        Err(ConfigRunError::TooLarge {
+            hook: name,
+            limit: process::MAX_CAPTURED_STDOUT,
+        })
+    } else if output.succeeded() {
         Ok(output.stdout)
     } else {
         Err(ConfigRunError::Failed {
@@ -162,5 +169,27 @@ mod tests {
             .to_string();
         assert!(err.contains("timed out"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn a_config_answer_over_the_cap_fails_instead_of_being_cut() {
+        let tmp = tempfile::tempdir().unwrap();
+        let huge = hook(
+            tmp.path(),
+            "huge",
+            &format!(
+                "echo '{{\"configVersion\":\"v1\",\"onStartup\":1}}'\nhead -c {} /dev/zero | tr '\\0' ' '",
+                process::MAX_CAPTURED_STDOUT
+            ),
+        );
+        let options = ConfigRunOptions::new(Duration::from_secs(60));
+        let err = fetch_one(&huge, "", &options)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("'huge --config' printed more than the limit of 67108864 bytes"),
+            "{err}"
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! Filesystem discovery: finds global hooks, modules, their values, schemas and hooks on disk
 //! and returns them as `addon_core::discovery` data.
 
+use std::collections::HashSet;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use addon_core::discovery::{
@@ -47,6 +48,12 @@ pub enum LoadError {
         #[source]
         source: addon_core::names::NameError,
     },
+    #[error(
+        "directory {} leads back to {} (a symlink loop); remove the link",
+        path.display(),
+        ancestor.display()
+    )]
+    DirectoryLoop { path: PathBuf, ancestor: PathBuf },
 }
 
 impl LoadError {
@@ -54,6 +61,7 @@ impl LoadError {
         match self {
             Self::ReadDir { .. } | Self::ReadFile { .. } => "io",
             Self::ModuleName { .. } | Self::HookName { .. } => "invalid_name",
+            Self::DirectoryLoop { .. } => "directory_loop",
         }
     }
 }
@@ -179,16 +187,53 @@ fn load_openapi(dir: &Path, errors: &mut Vec<LoadError>) -> OpenApiFiles {
     }
 }
 
-/// Recursively finds executable hooks under `base`, sorted by path.
+/// A directory by identity (device, inode), so a symlinked directory is recognised.
+type DirId = (u64, u64);
+
+fn dir_id(meta: &fs::Metadata) -> DirId {
+    (meta.dev(), meta.ino())
+}
+
+/// A directory still to scan and the directories on the way to it (itself included).
+struct PendingDir {
+    path: PathBuf,
+    id: DirId,
+    ancestors: Vec<(DirId, PathBuf)>,
+}
+
+/// Recursively finds executable hooks under `base`, sorted by path. Symlinked directories are
+/// followed, each directory at most once: one that leads back to a directory on its own path is
+/// a loop (an error of the tree); one reached again by another path is skipped with a warning.
+/// Directories reached without a symlink are scanned first, so a directory keeps its real path
+/// in hook names whenever it has one, and any number of links costs one scan of each directory.
 fn find_hooks(
     base: &Path,
     errors: &mut Vec<LoadError>,
     warnings: &mut Vec<String>,
 ) -> Vec<HookFile> {
     let mut hooks = Vec::new();
-    let mut stack = vec![base.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in sorted_entries(&dir, errors) {
+    let Ok(base_meta) = fs::metadata(base) else {
+        // Reports why the base cannot be read, as for any other directory.
+        sorted_entries(base, errors);
+        return hooks;
+    };
+    let id = dir_id(&base_meta);
+    let mut real = vec![PendingDir {
+        path: base.to_path_buf(),
+        id,
+        ancestors: vec![(id, base.to_path_buf())],
+    }];
+    let mut linked = Vec::new();
+    let mut visited = HashSet::new();
+    while let Some(dir) = real.pop().or_else(|| linked.pop()) {
+        if !visited.insert(dir.id) {
+            warnings.push(format!(
+                "{} is a directory already scanned through another path and is ignored",
+                dir.path.display()
+            ));
+            continue;
+        }
+        for entry in sorted_entries(&dir.path, errors) {
             let name = file_name(&entry);
             let Ok(meta) = fs::metadata(&entry) else {
                 warnings.push(format!(
@@ -199,7 +244,12 @@ fn find_hooks(
             };
             if meta.is_dir() {
                 if name != "lib" && name != "venv" {
-                    stack.push(entry);
+                    let is_link = fs::symlink_metadata(&entry).is_ok_and(|m| m.is_symlink());
+                    match subdir(&dir, entry, &meta) {
+                        Ok(sub) if is_link => linked.push(sub),
+                        Ok(sub) => real.push(sub),
+                        Err(error) => errors.push(error),
+                    }
                 }
             } else if is_hook_candidate(&name) {
                 if is_executable(&meta) {
@@ -215,6 +265,28 @@ fn find_hooks(
     }
     hooks.sort_by(|a, b| a.path.cmp(&b.path));
     hooks
+}
+
+/// The subdirectory `path` of `parent` to scan, or a loop when it is one of its own ancestors.
+fn subdir(
+    parent: &PendingDir,
+    path: PathBuf,
+    meta: &fs::Metadata,
+) -> Result<PendingDir, LoadError> {
+    let id = dir_id(meta);
+    if let Some((_, ancestor)) = parent.ancestors.iter().find(|(seen, _)| *seen == id) {
+        return Err(LoadError::DirectoryLoop {
+            path,
+            ancestor: ancestor.clone(),
+        });
+    }
+    let mut ancestors = parent.ancestors.clone();
+    ancestors.push((id, path.clone()));
+    Ok(PendingDir {
+        path,
+        id,
+        ancestors,
+    })
 }
 
 fn hook_file(base: &Path, path: &Path, errors: &mut Vec<LoadError>) -> Option<HookFile> {

@@ -66,12 +66,12 @@ impl Cluster {
 }
 
 async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
+    crate::exec::reaper::start();
     let tree = match crate::tree::load(&args.dirs, args.hook_timeout).await {
         Ok(tree) => tree,
         Err(errors) => return Ok(fail("start", &errors)),
     };
-    std::fs::create_dir_all(&args.tmp_dir)
-        .with_context(|| format!("create the tmp dir {}", args.tmp_dir.display()))?;
+    crate::exec::tmp_files::private_dir(&args.tmp_dir)?;
     let cluster = choose_cluster(args).await?;
     let cancel_hooks = CancellationToken::new();
     // metrics, health and the signals are served from the start, so a start that waits for

@@ -18,19 +18,22 @@ pub fn kubeconfig_yaml(url: &str) -> String {
     )
 }
 
-/// Writes the kubeconfig atomically (temp file + rename) with owner-only permissions.
+/// Writes the kubeconfig atomically with owner-only permissions: a new file with a random name
+/// (created exclusively, mode 0600, never through a symlink) renamed over `path`.
 pub fn write(path: &Path, url: &str) -> std::io::Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)?;
-    }
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, kubeconfig_yaml(url))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
-    }
-    std::fs::rename(&tmp, path)
+    let parent = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => {
+            std::fs::create_dir_all(parent)?;
+            parent
+        }
+        None => Path::new("."),
+    };
+    let mut file = tempfile::Builder::new()
+        .prefix(".kubeconfig-")
+        .tempfile_in(parent)?;
+    std::io::Write::write_all(&mut file, kubeconfig_yaml(url).as_bytes())?;
+    file.persist(path).map_err(|error| error.error)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -42,5 +45,26 @@ mod tests {
         let y = kubeconfig_yaml("http://127.0.0.1:1234");
         assert!(y.contains("server: http://127.0.0.1:1234\n"));
         assert!(y.contains("current-context: kube-emulator"));
+    }
+
+    #[test]
+    fn planted_symlinks_are_never_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep me").unwrap();
+        let path = dir.path().join("embedded-cluster.kubeconfig");
+        std::os::unix::fs::symlink(&victim, dir.path().join("embedded-cluster.tmp")).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        write(&path, "http://127.0.0.1:1").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("127.0.0.1:1")
+        );
     }
 }

@@ -1,7 +1,9 @@
-//! Crash-safe persistence: a snapshot file plus an fsync'ed write-ahead log of events.
+//! Crash-safe persistence: a snapshot file plus an fsync'ed write-ahead log of events, private
+//! to the user (dir 0700, files 0600: they hold Helm release Secrets).
 
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -89,7 +91,13 @@ pub struct Loaded {
 
 /// Reads the snapshot and the log; a torn last log line (crash mid-write) is ignored.
 pub fn load(dir: &Path) -> Result<Loaded, PersistError> {
-    fs::create_dir_all(dir).map_err(io("create", dir))?;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(io("create", dir))?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+        .map_err(io("restrict the permissions of", dir))?;
     let snap_path = dir.join(SNAPSHOT);
     let snapshot = match fs::read(&snap_path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| PersistError::Snapshot {
@@ -133,13 +141,13 @@ pub fn checkpoint(dir: &Path, snapshot: &Snapshot, fsync: bool) -> Result<Wal, P
         path: snap_path.clone(),
         source,
     })?;
-    let mut file = File::create(&tmp).map_err(io("create", &tmp))?;
+    let mut file = create_private(&tmp)?;
     file.write_all(&bytes).map_err(io("write", &tmp))?;
     file.sync_all().map_err(io("sync", &tmp))?;
     fs::rename(&tmp, &snap_path).map_err(io("rename", &snap_path))?;
     sync_dir(dir)?;
     let wal_path = dir.join(WAL);
-    let file = File::create(&wal_path).map_err(io("create", &wal_path))?;
+    let file = create_private(&wal_path)?;
     file.sync_all().map_err(io("sync", &wal_path))?;
     sync_dir(dir)?;
     Ok(Wal {
@@ -149,6 +157,20 @@ pub fn checkpoint(dir: &Path, snapshot: &Snapshot, fsync: bool) -> Result<Wal, P
         bytes: 0,
         fsync,
     })
+}
+
+/// Creates or truncates `path` with mode 0600 (also when it existed with a wider mode).
+fn create_private(path: &Path) -> Result<File, PersistError> {
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io("create", path))?;
+    file.set_permissions(fs::Permissions::from_mode(0o600))
+        .map_err(io("restrict the permissions of", path))?;
+    Ok(file)
 }
 
 fn sync_dir(dir: &Path) -> Result<(), PersistError> {
@@ -238,5 +260,24 @@ mod tests {
             loaded.events.iter().map(|e| e.rv).collect::<Vec<_>>(),
             [6, 7]
         );
+    }
+
+    #[test]
+    fn the_data_dir_is_0700_and_its_files_0600() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("data");
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::write(dir.join(WAL), "").unwrap();
+        fs::set_permissions(dir.join(WAL), fs::Permissions::from_mode(0o644)).unwrap();
+        load(&dir).unwrap();
+        checkpoint(&dir, &Snapshot::default(), false).unwrap();
+        let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join(SNAPSHOT)), 0o600);
+        assert_eq!(mode(&dir.join(WAL)), 0o600);
+        let fresh = base.path().join("new/data");
+        load(&fresh).unwrap();
+        assert_eq!(mode(&fresh), 0o700);
     }
 }

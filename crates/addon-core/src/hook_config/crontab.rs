@@ -18,7 +18,8 @@ pub struct Crontab {
 #[derive(Clone)]
 enum Kind {
     Cron(Box<Cron>),
-    /// `@every <duration>`: whole seconds, at least one.
+    /// `@every <duration>`: whole seconds, at least one; shorter delays (`0s` included) are
+    /// rounded up to one second, as robfig/cron does for the Go operator.
     Every(u64),
 }
 
@@ -44,6 +45,13 @@ impl Crontab {
     /// Parses `@every 10s`, `@hourly` and friends, `TZ=UTC ` prefixes, 5 fields (minute first) and
     /// 6 fields (second first). `?` means `*`.
     pub fn parse(source: &str) -> Result<Self, String> {
+        if source.len() > MAX_CRONTAB_BYTES {
+            return Err(format!(
+                "a crontab is at most {MAX_CRONTAB_BYTES} bytes, this one has {}: {}",
+                source.len(),
+                crate::quote::prefix(source)
+            ));
+        }
         let mut spec = source.trim();
         if let Some(rest) = spec
             .strip_prefix("TZ=")
@@ -64,7 +72,10 @@ impl Crontab {
             let pattern = match descriptor(spec) {
                 Some(pattern) => pattern.to_string(),
                 None if spec.starts_with('@') => {
-                    return Err(format!("unrecognized descriptor: {spec}"));
+                    return Err(format!(
+                        "unrecognized descriptor: {}",
+                        crate::quote::prefix(spec)
+                    ));
                 }
                 None => six_fields(spec)?,
             };
@@ -96,6 +107,8 @@ impl Crontab {
     }
 }
 
+/// No valid crontab is longer (a 6-field spec listing every value of every field is ~400 bytes).
+const MAX_CRONTAB_BYTES: usize = 1024;
 fn descriptor(spec: &str) -> Option<&'static str> {
     Some(match spec {
         "@yearly" | "@annually" => "0 0 0 1 1 *",
@@ -113,7 +126,10 @@ fn six_fields(spec: &str) -> Result<String, String> {
     match fields.len() {
         5 => Ok(format!("0 {}", fields.join(" "))),
         6 => Ok(fields.join(" ")),
-        n => Err(format!("Expected 5 or 6 fields, found {n}: {spec}")),
+        n => Err(format!(
+            "Expected 5 or 6 fields, found {n}: {}",
+            crate::quote::prefix(spec)
+        )),
     }
 }
 
@@ -236,7 +252,22 @@ mod tests {
         assert_eq!(next("@every 10s", NOON), 10);
         assert_eq!(next("@every 1m30s", NOON), 90);
         assert_eq!(next("@every 100ms", NOON), 1);
+        assert_eq!(
+            next("@every 0s", NOON),
+            1,
+            "rounded up like robfig/cron, never 0"
+        );
+        assert_eq!(next("@every 0", NOON), 1);
         assert_eq!(next("TZ=UTC */10 * * * * *", NOON), 10);
+    }
+
+    #[test]
+    fn a_huge_crontab_is_rejected_with_a_short_quote() {
+        let err = Crontab::parse(&"y".repeat(3_000_000)).unwrap_err();
+        assert!(err.starts_with("a crontab is at most 1024 bytes, this one has 3000000: yyy"));
+        assert!(err.len() < 400, "{}", err.len());
+        let err = Crontab::parse(&format!("{} 1", "x".repeat(1000))).unwrap_err();
+        assert!(err.ends_with("... (746 more bytes)"), "{err}");
     }
 
     #[test]

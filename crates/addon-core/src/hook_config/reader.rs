@@ -9,12 +9,23 @@ pub(crate) struct Problems {
 }
 
 impl Problems {
+    /// Records a problem; a path or message longer than 256 bytes (it quotes a huge key or value
+    /// of the hook's output) is cut, saying how much was left out.
     pub(crate) fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.items.push((path.into(), message.into()));
+        self.items
+            .push((shorten(path.into()), shorten(message.into())));
     }
 
     pub(crate) fn len(&self) -> usize {
         self.items.len()
+    }
+}
+
+fn shorten(text: String) -> String {
+    if text.len() <= crate::quote::MAX_QUOTED_BYTES {
+        text
+    } else {
+        crate::quote::prefix(&text)
     }
 }
 
@@ -232,5 +243,25 @@ impl<'a> Obj<'a> {
             }
         }
         (p.len() == before).then_some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_paths_and_messages_are_cut_with_the_count_of_what_was_left_out() {
+        let mut problems = Problems::default();
+        problems.push("a.b", "short");
+        problems.push(
+            "k".repeat(1000),
+            format!("unknown event type '{}'", "z".repeat(100_000)),
+        );
+        assert_eq!(problems.items[0], ("a.b".to_string(), "short".to_string()));
+        let (path, message) = &problems.items[1];
+        assert_eq!(path, &format!("{}... (744 more bytes)", "k".repeat(256)));
+        assert!(message.starts_with("unknown event type 'zzz"));
+        assert!(message.ends_with("... (99765 more bytes)"), "{message}");
     }
 }

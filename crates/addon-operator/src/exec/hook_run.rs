@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::launch::launch;
 use super::process::{self, ExecError, LogFields, ProcessOutput, ProcessSpec};
-use super::tmp_files::{self, TmpFileError, TmpFiles};
+use super::tmp_files::{self, TmpFileError, TmpFiles, limits};
 
 /// Upstream default tmp dir (`--tmp-dir`).
 pub const DEFAULT_TMP_DIR: &str = "/tmp/addon-operator";
@@ -132,6 +132,8 @@ pub enum HookRunError {
         #[source]
         source: TmpFileError,
     },
+    #[error("the stdout of '{hook}' is larger than the limit of {limit} bytes")]
+    OutputTooLarge { hook: String, limit: usize },
 }
 
 impl HookRunError {
@@ -143,6 +145,7 @@ impl HookRunError {
                 source.category()
             }
             Self::Execute { source, .. } => source.category(),
+            Self::OutputTooLarge { .. } => "hook_output_too_large",
         }
     }
 }
@@ -296,11 +299,15 @@ pub async fn run_hook(
             hook: hook.to_string(),
             source,
         };
+        let patch = |path: &Path, env| {
+            tmp_files::read_output(path, env, limits::PATCH_FILE_BYTES).map_err(read)
+        };
         Some(HookOutputs {
-            config_values_patch: tmp_files::read_output(&config_patch).map_err(read)?,
-            values_patch: tmp_files::read_output(&values_patch).map_err(read)?,
-            metrics: tmp_files::read_output(&metrics).map_err(read)?,
-            kubernetes_patch: tmp_files::read_output(&kube_patch).map_err(read)?,
+            config_values_patch: patch(&config_patch, "CONFIG_VALUES_JSON_PATCH_PATH")?,
+            values_patch: patch(&values_patch, "VALUES_JSON_PATCH_PATH")?,
+            metrics: tmp_files::read_output(&metrics, "METRICS_PATH", limits::METRICS_FILE_BYTES)
+                .map_err(read)?,
+            kubernetes_patch: patch(&kube_patch, "KUBERNETES_PATCH_PATH")?,
         })
     } else {
         None
@@ -381,10 +388,19 @@ pub async fn run_enabled_script(
         hook: hook.clone(),
         source,
     };
+    if process.stdout_overflow {
+        return Err(HookRunError::OutputTooLarge {
+            hook,
+            limit: process::MAX_CAPTURED_STDOUT,
+        });
+    }
+    let answer = |path: &Path, env| {
+        tmp_files::read_output(path, env, limits::ENABLED_FILE_BYTES).map_err(read)
+    };
     let (result, reason) = if process.succeeded() {
         (
-            Some(tmp_files::read_output(&result_path).map_err(read)?),
-            Some(tmp_files::read_output(&reason_path).map_err(read)?),
+            Some(answer(&result_path, "MODULE_ENABLED_RESULT")?),
+            Some(answer(&reason_path, "MODULE_ENABLED_REASON")?),
         )
     } else {
         (None, None)

@@ -43,6 +43,10 @@ impl Fixture {
     }
 
     async fn run(&self, hook_path: &Path) -> HookRunOutput {
+        self.try_run(hook_path).await.unwrap()
+    }
+
+    async fn try_run(&self, hook_path: &Path) -> Result<HookRunOutput, HookRunError> {
         let module_dir = self.module_dir();
         let context = json!([{"binding": "onStartup"}]);
         let config_values = json!({"global": {}, "myModule": {"a": 1}});
@@ -58,9 +62,7 @@ impl Fixture {
             values: &values,
             extra_env: &[("EXTRA_VAR".into(), "extra".into())],
         };
-        run_hook(&self.settings, &invocation, &CancellationToken::new())
-            .await
-            .unwrap()
+        run_hook(&self.settings, &invocation, &CancellationToken::new()).await
     }
 
     fn tmp_file_names(&self) -> Vec<String> {
@@ -362,4 +364,63 @@ async fn dropping_a_running_hook_removes_its_tmp_files() {
         } => {}
     }
     assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[tokio::test]
+async fn a_sparse_1g_output_file_fails_the_hook_naming_hook_and_file() {
+    let fixture = Fixture::new();
+    for var in OUTPUT_VARS {
+        let hook = fixture.hook(&format!("truncate -s 1G \"${var}\""));
+        let error = fixture.try_run(&hook).await.unwrap_err();
+        let message = error_chain(&error);
+        assert!(message.contains("hook 'hooks/sub/hook.sh'"), "{message}");
+        assert!(message.contains(&format!("${var} (")), "{message}");
+        assert!(message.contains("larger than the limit of"), "{message}");
+        assert_eq!(error.category(), "hook_output_too_large");
+        assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+    }
+}
+
+async fn run_enabled(fixture: &Fixture, body: &str) -> Result<EnabledScriptOutput, HookRunError> {
+    let script = fixture.hook(body);
+    let invocation = EnabledScriptInvocation {
+        module: "my-module",
+        script_path: &script,
+        config_values: &json!({}),
+        values: &json!({}),
+        extra_env: &[],
+    };
+    run_enabled_script(&fixture.settings, &invocation, &CancellationToken::new()).await
+}
+
+#[tokio::test]
+async fn a_100_mb_enabled_answer_fails_the_script_with_a_short_error() {
+    let fixture = Fixture::new();
+    let in_file = run_enabled(&fixture, "truncate -s 100M \"$MODULE_ENABLED_RESULT\"")
+        .await
+        .unwrap_err();
+    let message = error_chain(&in_file);
+    assert!(message.contains("my-module/enabled"), "{message}");
+    assert!(message.contains("$MODULE_ENABLED_RESULT ("), "{message}");
+    assert!(message.len() < 400, "{message}");
+
+    let on_stdout = run_enabled(&fixture, "head -c 100000000 /dev/zero | tr '\\0' t")
+        .await
+        .unwrap_err();
+    let message = error_chain(&on_stdout);
+    assert_eq!(
+        message,
+        "the stdout of 'my-module/enabled' is larger than the limit of 67108864 bytes"
+    );
 }

@@ -3,5 +3,6 @@
 pub mod hook_run;
 pub mod launch;
 pub mod process;
+pub mod reaper;
 pub mod tmp_files;
 pub mod usage;

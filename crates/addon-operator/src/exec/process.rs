@@ -8,24 +8,30 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use super::usage;
 pub use super::usage::ResourceUsage;
+use super::{reaper, usage};
 
 /// Longest line of hook output written to the log (upstream truncates at 10000 characters too).
 const MAX_LOG_LINE: usize = 10_000;
+/// Longest line of logged hook output held in memory; the rest of a longer line is dropped
+/// (counted in a marker), so a line without a newline never grows the operator.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
 /// How much of stderr is kept for the error message of a failed run.
 const STDERR_TAIL_BYTES: usize = 16 * 1024;
-/// Captured stdout beyond this is dropped (a `--config` answer is a few KiB).
-const MAX_CAPTURED_STDOUT: usize = 64 * 1024 * 1024;
+/// Captured stdout (a `--config` answer, an `enabled` script's output) larger than this is not
+/// kept: [`ProcessOutput::stdout_overflow`] is set and the caller fails the run.
+pub const MAX_CAPTURED_STDOUT: usize = 64 * 1024 * 1024;
+/// Bytes read from a pipe at a time.
+const READ_CHUNK: usize = 8 * 1024;
 /// After the process exits, how long its output pipes may stay open (held by a background child).
 const OUTPUT_DRAIN: Duration = Duration::from_secs(1);
-/// How often the peak memory of the running process is sampled.
-const RSS_SAMPLE_INTERVAL: Duration = Duration::from_millis(25);
+/// How often the peak memory of the running process tree is sampled.
+const RSS_SAMPLE_INTERVAL: Duration = Duration::from_millis(50);
 /// Spawning a script that another thread has just written may fail with ETXTBSY for a moment.
 const SPAWN_ATTEMPTS: u32 = 5;
 
@@ -79,8 +85,11 @@ impl std::fmt::Display for ExitKind {
 #[derive(Debug, Clone)]
 pub struct ProcessOutput {
     pub exit: ExitKind,
-    /// The whole stdout when [`ProcessSpec::capture_stdout`], else empty.
+    /// The whole stdout when [`ProcessSpec::capture_stdout`], else empty (and empty when it
+    /// overflowed).
     pub stdout: String,
+    /// Captured stdout was larger than [`MAX_CAPTURED_STDOUT`]; `stdout` must not be parsed.
+    pub stdout_overflow: bool,
     /// The last 16 KiB of stderr.
     pub stderr_tail: String,
     pub duration: Duration,
@@ -93,13 +102,14 @@ impl ProcessOutput {
         self.exit == ExitKind::Code(0)
     }
 
-    /// The error text of a failed run, like upstream: stderr if any, else how it ended.
+    /// The error text of a failed run, like upstream: stderr if any (its last 256 bytes, see
+    /// [`addon_core::quote::suffix`]), else how it ended.
     pub fn failure_message(&self) -> String {
         let stderr = self.stderr_tail.trim();
         if stderr.is_empty() {
             self.exit.to_string()
         } else {
-            stderr.to_string()
+            addon_core::quote::suffix(stderr)
         }
     }
 }
@@ -145,7 +155,7 @@ pub async fn run_until_cancelled(
     cancel: &CancellationToken,
 ) -> Result<ProcessOutput, ExecError> {
     let started = Instant::now();
-    let mut child = spawn(spec).await?;
+    let (mut child, _registration) = spawn(spec).await?;
     let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
         return Err(wait_error(spec, 0, std::io::ErrorKind::NotFound.into()));
     };
@@ -175,11 +185,12 @@ pub async fn run_until_cancelled(
     }
     group.armed = false;
 
-    let ((stdout, _), (_, stderr_tail)) = drain(stdout, stderr, &stop_reading).await;
+    let (stdout, stderr) = drain(stdout, stderr, &stop_reading).await;
     Ok(ProcessOutput {
         exit: stopped_by_us.unwrap_or_else(|| exit_kind(status)),
-        stdout,
-        stderr_tail,
+        stdout: String::from_utf8_lossy(&stdout.captured).into_owned(),
+        stdout_overflow: stdout.overflow,
+        stderr_tail: String::from_utf8_lossy(&stderr.tail).into_owned(),
         duration: started.elapsed(),
         usage: ResourceUsage {
             user,
@@ -189,11 +200,14 @@ pub async fn run_until_cancelled(
     })
 }
 
-async fn spawn(spec: &ProcessSpec) -> Result<tokio::process::Child, ExecError> {
+/// Spawns the process, registered with the reaper until it has been waited for.
+async fn spawn(
+    spec: &ProcessSpec,
+) -> Result<(tokio::process::Child, Option<reaper::Registration>), ExecError> {
     let mut attempt = 1;
     loop {
-        match command(spec).spawn() {
-            Ok(child) => return Ok(child),
+        match reaper::spawn_registered(&mut command(spec)) {
+            Ok(spawned) => return Ok(spawned),
             Err(source)
                 if attempt < SPAWN_ATTEMPTS
                     && source.raw_os_error() == Some(nix::errno::Errno::ETXTBSY as i32) =>
@@ -295,7 +309,14 @@ async fn supervise(
                 };
             }
             _ = samples.tick() => {
-                max_rss_kb = max_rss_kb.max(usage::peak_rss_kb(pid).unwrap_or(0));
+                // The first (immediate) sample sees only the hook itself: a quick hook then
+                // costs no walk of its process tree.
+                let peak = if max_rss_kb == 0 {
+                    usage::peak_rss_kb(pid).unwrap_or(0)
+                } else {
+                    usage::tree_peak_rss_kb(pid)
+                };
+                max_rss_kb = max_rss_kb.max(peak);
             }
             () = cancel.cancelled(), if matches!(stage, Stage::Running) => {
                 stopped_by_us = Some(ExitKind::Cancelled);
@@ -332,8 +353,60 @@ fn wait_exited(pid: i32) -> Result<(), nix::errno::Errno> {
     }
 }
 
-/// Captured stdout and the stderr tail collected by a reader task.
-type Collected = (String, String);
+/// What a reader task collected: captured stdout, or the tail of stderr.
+#[derive(Debug, Default)]
+struct Collected {
+    captured: Vec<u8>,
+    /// Captured output passed [`MAX_CAPTURED_STDOUT`]; `captured` was dropped.
+    overflow: bool,
+    tail: Vec<u8>,
+}
+
+impl Collected {
+    fn capture(&mut self, bytes: &[u8]) {
+        if self.overflow {
+            return;
+        }
+        if self.captured.len() + bytes.len() > MAX_CAPTURED_STDOUT {
+            self.overflow = true;
+            self.captured = Vec::new();
+        } else {
+            self.captured.extend_from_slice(bytes);
+        }
+    }
+}
+
+/// One line of output being read: at most [`MAX_LINE_BYTES`] kept, the rest only counted.
+#[derive(Debug, Default)]
+struct Line {
+    bytes: Vec<u8>,
+    dropped: usize,
+}
+
+impl Line {
+    /// Adds `piece` (which holds at most one newline, at its end, not kept); true when the line
+    /// is complete.
+    fn push(&mut self, piece: &[u8]) -> bool {
+        let (text, complete) = match piece.strip_suffix(b"\n") {
+            Some(text) => (text, true),
+            None => (piece, false),
+        };
+        let room = MAX_LINE_BYTES.saturating_sub(self.bytes.len());
+        let kept = room.min(text.len());
+        self.bytes.extend_from_slice(&text[..kept]);
+        self.dropped += text.len() - kept;
+        complete
+    }
+
+    fn is_empty(&self) -> bool {
+        self.bytes.is_empty() && self.dropped == 0
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.dropped = 0;
+    }
+}
 
 fn spawn_reader<R>(
     pipe: Option<R>,
@@ -350,42 +423,63 @@ where
     pipe.map(|pipe| tokio::spawn(read_lines(pipe, stream, capture, log, stop)))
 }
 
+/// Reads a pipe to its end in chunks: captured whole (up to [`MAX_CAPTURED_STDOUT`]) or logged
+/// line by line, each line held up to [`MAX_LINE_BYTES`]. Memory stays bounded whatever the
+/// process writes.
 async fn read_lines<R: AsyncRead + Unpin>(
-    pipe: R,
+    mut pipe: R,
     stream: &'static str,
     capture: bool,
     log: LogFields,
     stop: CancellationToken,
 ) -> Collected {
-    let mut reader = BufReader::new(pipe);
-    let mut captured = Vec::new();
-    let mut tail = Vec::new();
-    let mut line = Vec::new();
+    let mut collected = Collected::default();
+    let mut line = Line::default();
+    let mut chunk = vec![0_u8; READ_CHUNK];
     loop {
-        line.clear();
         let read = tokio::select! {
-            read = reader.read_until(b'\n', &mut line) => read,
+            read = pipe.read(&mut chunk) => read,
             () = stop.cancelled() => break,
         };
-        match read {
+        let read = match read {
             Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
+            Ok(read) => &chunk[..read],
+        };
         if capture {
-            if captured.len() + line.len() <= MAX_CAPTURED_STDOUT {
-                captured.extend_from_slice(&line);
-            }
+            collected.capture(read);
             continue;
         }
-        log_line(&log, stream, &line);
-        if stream == "stderr" {
-            keep_tail(&mut tail, &line);
+        for piece in read.split_inclusive(|byte| *byte == b'\n') {
+            if line.push(piece) {
+                finish_line(&log, stream, &line, &mut collected.tail);
+                keep_tail_of(stream, &mut collected.tail, b"\n");
+                line.clear();
+            }
         }
     }
-    (
-        String::from_utf8_lossy(&captured).into_owned(),
-        String::from_utf8_lossy(&tail).into_owned(),
-    )
+    if !line.is_empty() {
+        finish_line(&log, stream, &line, &mut collected.tail);
+    }
+    collected
+}
+
+fn finish_line(log: &LogFields, stream: &'static str, line: &Line, tail: &mut Vec<u8>) {
+    log_line(log, stream, line);
+    keep_tail_of(stream, tail, &line.bytes);
+    if line.dropped > 0 {
+        keep_tail_of(stream, tail, truncation_marker(line.dropped).as_bytes());
+    }
+}
+
+/// Keeps the end of stderr for the error message.
+fn keep_tail_of(stream: &'static str, tail: &mut Vec<u8>, bytes: &[u8]) {
+    if stream == "stderr" {
+        keep_tail(tail, bytes);
+    }
+}
+
+fn truncation_marker(dropped: usize) -> String {
+    format!(" [line truncated: {dropped} more bytes dropped]")
 }
 
 fn keep_tail(tail: &mut Vec<u8>, line: &[u8]) {
@@ -396,19 +490,25 @@ fn keep_tail(tail: &mut Vec<u8>, line: &[u8]) {
     }
 }
 
-fn log_line(log: &LogFields, stream: &'static str, line: &[u8]) {
-    let text = String::from_utf8_lossy(line);
+fn log_line(log: &LogFields, stream: &'static str, line: &Line) {
+    let text = String::from_utf8_lossy(&line.bytes);
     let text = text.trim_end_matches(['\n', '\r']);
-    let text = match text.char_indices().nth(MAX_LOG_LINE) {
-        Some((cut, _)) => &text[..cut],
-        None => text,
+    let (text, cut) = match text.char_indices().nth(MAX_LOG_LINE) {
+        Some((cut, _)) => (&text[..cut], text.len() - cut),
+        None => (text, 0),
+    };
+    let dropped = line.dropped + cut;
+    let marker = if dropped > 0 {
+        truncation_marker(dropped)
+    } else {
+        String::new()
     };
     tracing::info!(
         hook = %log.hook,
         module = %log.module,
         binding = %log.binding,
         output = stream,
-        "{text}"
+        "{text}{marker}"
     );
 }
 
@@ -705,5 +805,92 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(output.stdout.len(), 300_000);
+    }
+
+    #[test]
+    fn a_line_keeps_its_first_bytes_and_counts_the_rest() {
+        let mut line = Line::default();
+        assert!(!line.push(&vec![b'x'; 3 * MAX_LINE_BYTES]));
+        assert!(line.push(b"yz\n"));
+        assert_eq!(line.bytes.len(), MAX_LINE_BYTES);
+        assert_eq!(line.dropped, 2 * MAX_LINE_BYTES + 2);
+    }
+
+    #[tokio::test]
+    async fn an_endless_stderr_line_is_cut_and_the_cut_is_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "head -c 20000000 /dev/zero | tr '\\0' x >&2; echo >&2; echo last >&2; exit 1",
+        );
+        let output = run(&spec(hook, Duration::from_secs(60)), &LogFields::default())
+            .await
+            .unwrap();
+        let dropped = 20_000_000 - MAX_LINE_BYTES;
+        assert!(
+            output.stderr_tail.ends_with(&format!(
+                "x [line truncated: {dropped} more bytes dropped]\nlast\n"
+            )),
+            "{}",
+            &output.stderr_tail[output.stderr_tail.len() - 100..]
+        );
+        let message = output.failure_message();
+        assert!(message.len() < 300, "{message}");
+        assert!(message.ends_with("dropped]\nlast"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn an_endless_logged_stdout_line_does_not_stop_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "head -c 20000000 /dev/zero | tr '\\0' x; echo done >&2",
+        );
+        let mut spec = spec(hook, Duration::from_secs(60));
+        spec.capture_stdout = false;
+        let output = run(&spec, &LogFields::default()).await.unwrap();
+        assert!(output.succeeded());
+        assert_eq!(output.stderr_tail, "done\n");
+        assert!(!output.stdout_overflow);
+    }
+
+    #[tokio::test]
+    async fn captured_stdout_over_the_cap_is_dropped_and_flagged() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            &format!(
+                "echo '{{\"configVersion\":\"v1\"}}'; head -c {} /dev/zero",
+                MAX_CAPTURED_STDOUT
+            ),
+        );
+        let output = run(&spec(hook, Duration::from_secs(60)), &LogFields::default())
+            .await
+            .unwrap();
+        assert!(output.succeeded());
+        assert!(output.stdout_overflow);
+        assert_eq!(output.stdout, "");
+    }
+
+    #[tokio::test]
+    async fn max_rss_is_the_peak_of_the_whole_process_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(
+            dir.path(),
+            "hook",
+            "( big=$(head -c 60000000 /dev/zero | tr '\\0' x); sleep 0.5; echo ${#big} )",
+        );
+        let mut spec = spec(hook, Duration::from_secs(60));
+        spec.capture_stdout = true;
+        let output = run(&spec, &LogFields::default()).await.unwrap();
+        assert_eq!(output.stdout, "60000000\n");
+        assert!(
+            output.usage.max_rss_kb > 50_000,
+            "the subshell held 60 MB: {:?}",
+            output.usage
+        );
     }
 }

@@ -1,6 +1,10 @@
-//! The private temp files of one hook run: unique names in the operator's tmp dir, mode 0600,
-//! removed when the run is over unless kept for debugging (`DEBUG_KEEP_TMP_FILES`).
+//! The private temp files of one hook run: unique names in the operator's private tmp dir (0700,
+//! checked), mode 0600, created exclusively, read back with a size cap, removed when the run is
+//! over unless kept for debugging (`DEBUG_KEEP_TMP_FILES`).
 
+use std::fs::{DirBuilder, Metadata, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use tempfile::TempPath;
@@ -31,12 +35,25 @@ pub enum TmpFileError {
         #[source]
         source: std::io::Error,
     },
+    #[error("refuse the tmp dir '{dir}': {reason}", dir = dir.display())]
+    UnsafeDir { dir: PathBuf, reason: String },
     #[error("cannot read the tmp file '{path}'", path = path.display())]
     Read {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "the file ${env} ('{path}') is larger than the limit of {limit} bytes",
+        path = path.display()
+    )]
+    TooLarge {
+        env: &'static str,
+        path: PathBuf,
+        limit: u64,
+    },
+    #[error("${env} ('{path}') is not a regular file", path = path.display())]
+    NotAFile { env: &'static str, path: PathBuf },
 }
 
 impl TmpFileError {
@@ -44,7 +61,9 @@ impl TmpFileError {
     pub fn category(&self) -> &'static str {
         match self {
             Self::CreateDir { .. } | Self::Create { .. } | Self::Write { .. } => "tmp_file_write",
-            Self::Read { .. } => "tmp_file_read",
+            Self::UnsafeDir { .. } => "tmp_dir_unsafe",
+            Self::Read { .. } | Self::NotAFile { .. } => "tmp_file_read",
+            Self::TooLarge { .. } => "hook_output_too_large",
         }
     }
 }
@@ -69,12 +88,9 @@ pub struct TmpFiles {
 }
 
 impl TmpFiles {
-    /// Creates `dir` if needed.
+    /// Creates `dir` if needed (see [`private_dir`]).
     pub fn new(dir: &Path, keep: bool) -> Result<Self, TmpFileError> {
-        std::fs::create_dir_all(dir).map_err(|source| TmpFileError::CreateDir {
-            dir: dir.to_path_buf(),
-            source,
-        })?;
+        private_dir(dir)?;
         Ok(Self {
             dir: dir.to_path_buf(),
             keep,
@@ -127,16 +143,115 @@ impl TmpFiles {
     }
 }
 
-/// Reads an output file the hook may have written; a file the hook removed reads as empty.
-pub fn read_output(path: &Path) -> Result<String, TmpFileError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(source) => Err(TmpFileError::Read {
-            path: path.to_path_buf(),
+/// Creates `dir` (and missing parents) with mode 0700, and refuses a dir another user could
+/// plant files in: one owned by another user, or writable by its group or by others. A symlink
+/// is followed only when the link itself belongs to the operator's user.
+pub fn private_dir(dir: &Path) -> Result<(), TmpFileError> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| TmpFileError::CreateDir {
+            dir: dir.to_path_buf(),
             source,
-        }),
+        })?;
+    let stat = |follow: bool| {
+        let meta = if follow {
+            std::fs::metadata(dir)
+        } else {
+            std::fs::symlink_metadata(dir)
+        };
+        meta.map_err(|source| TmpFileError::CreateDir {
+            dir: dir.to_path_buf(),
+            source,
+        })
+    };
+    let link = stat(false)?;
+    let unsafe_dir = |reason: String| TmpFileError::UnsafeDir {
+        dir: dir.to_path_buf(),
+        reason,
+    };
+    let uid = nix::unistd::geteuid().as_raw();
+    if link.file_type().is_symlink() && link.uid() != uid {
+        return Err(unsafe_dir(format!(
+            "it is a symlink owned by uid {}, not by the operator's uid {uid}",
+            link.uid()
+        )));
     }
+    check_private(&stat(true)?, uid).map_err(unsafe_dir)
+}
+
+fn check_private(meta: &Metadata, uid: u32) -> Result<(), String> {
+    if !meta.is_dir() {
+        return Err("it is not a directory".to_string());
+    }
+    if meta.uid() != uid {
+        return Err(format!(
+            "it is owned by uid {}, not by the operator's uid {uid}",
+            meta.uid()
+        ));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(format!(
+            "it is writable by its group or by others (mode {mode:04o}); use a dir with mode 0700 \
+             (in a pod, mount the emptyDir at its parent, e.g. /tmp)"
+        ));
+    }
+    Ok(())
+}
+
+/// Size caps of the files a hook writes (documented in docs/limits.md).
+pub mod limits {
+    /// `$VALUES_JSON_PATCH_PATH`, `$CONFIG_VALUES_JSON_PATCH_PATH`, `$KUBERNETES_PATCH_PATH`.
+    pub const PATCH_FILE_BYTES: u64 = 64 * 1024 * 1024;
+    /// `$METRICS_PATH`.
+    pub const METRICS_FILE_BYTES: u64 = 64 * 1024 * 1024;
+    /// `$MODULE_ENABLED_RESULT` and `$MODULE_ENABLED_REASON` (the answer is `true` or `false`).
+    pub const ENABLED_FILE_BYTES: u64 = 4 * 1024;
+}
+
+/// Reads the output file `$env` the hook may have written, at most `limit` bytes: a larger file
+/// is an error without reading it, a file the hook removed reads as empty. It is opened without
+/// following a symlink and without blocking (a FIFO planted by the hook is refused).
+pub fn read_output(path: &Path, env: &'static str, limit: u64) -> Result<String, TmpFileError> {
+    let read_error = |source| TmpFileError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path);
+    let file = match file {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(source) => return Err(read_error(source)),
+    };
+    let meta = file.metadata().map_err(read_error)?;
+    if !meta.is_file() {
+        return Err(TmpFileError::NotAFile {
+            env,
+            path: path.to_path_buf(),
+        });
+    }
+    let too_large = || TmpFileError::TooLarge {
+        env,
+        path: path.to_path_buf(),
+        limit,
+    };
+    if meta.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes)
+        .map_err(|error| read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, error)))
 }
 
 #[cfg(test)]
@@ -167,6 +282,107 @@ mod tests {
     #[test]
     fn a_removed_output_file_reads_as_empty() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(read_output(&dir.path().join("gone")).unwrap(), "");
+        assert_eq!(
+            read_output(&dir.path().join("gone"), "METRICS_PATH", 10).unwrap(),
+            ""
+        );
+    }
+
+    #[test]
+    fn an_output_file_over_the_limit_is_refused_without_reading_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metrics");
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(1 << 40).unwrap();
+        let error = read_output(&path, "METRICS_PATH", 1024).unwrap_err();
+        assert_eq!(error.category(), "hook_output_too_large");
+        let message = error.to_string();
+        assert!(message.contains("$METRICS_PATH"), "{message}");
+        assert!(message.contains("1024 bytes"), "{message}");
+        std::fs::write(&path, "0123456789").unwrap();
+        assert_eq!(
+            read_output(&path, "METRICS_PATH", 10).unwrap(),
+            "0123456789"
+        );
+        assert!(read_output(&path, "METRICS_PATH", 9).is_err());
+    }
+
+    #[test]
+    fn an_output_file_replaced_by_a_fifo_or_a_symlink_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let error = read_output(&fifo, "VALUES_JSON_PATCH_PATH", 10).unwrap_err();
+        assert!(error.to_string().contains("not a regular file"), "{error}");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
+        assert_eq!(
+            read_output(&link, "VALUES_JSON_PATCH_PATH", 10)
+                .unwrap_err()
+                .category(),
+            "tmp_file_read"
+        );
+    }
+
+    fn mode_of(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().mode() & 0o7777
+    }
+
+    #[test]
+    fn the_tmp_dir_is_created_private_and_files_in_it_are_0600() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("a/addon-operator");
+        let mut files = TmpFiles::new(&dir, false).unwrap();
+        assert_eq!(mode_of(&dir), 0o700);
+        let path = files.create("x-", ".json", b"{}").unwrap();
+        assert_eq!(mode_of(&path), 0o600);
+    }
+
+    #[test]
+    fn a_tmp_dir_writable_by_others_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("shared");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let error = private_dir(&dir).unwrap_err();
+        assert_eq!(error.category(), "tmp_dir_unsafe");
+        assert!(error.to_string().contains("mode 0777"), "{error}");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        private_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_tmp_dir_owned_by_another_user_is_refused() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = if nix::unistd::geteuid().is_root() {
+            let dir = base.path().join("theirs");
+            std::fs::create_dir(&dir).unwrap();
+            let nobody = nix::unistd::Uid::from_raw(65534);
+            nix::unistd::chown(&dir, Some(nobody), None).unwrap();
+            dir
+        } else {
+            PathBuf::from("/")
+        };
+        let error = private_dir(&dir).unwrap_err();
+        assert!(error.to_string().contains("owned by uid"), "{error}");
+    }
+
+    #[test]
+    fn a_symlinked_tmp_dir_is_followed_only_when_the_link_is_ours() {
+        let base = tempfile::tempdir().unwrap();
+        let target = base.path().join("target");
+        std::fs::create_dir(&target).unwrap();
+        let link = base.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        private_dir(&link).unwrap();
+        if nix::unistd::geteuid().is_root() {
+            std::os::unix::fs::lchown(&link, Some(65534), None).unwrap();
+            let error = private_dir(&link).unwrap_err();
+            assert!(
+                error.to_string().contains("symlink owned by uid 65534"),
+                "{error}"
+            );
+        }
     }
 }

@@ -1,14 +1,18 @@
 //! CPU time of an exited (not yet reaped) child read from `/proc/<pid>/stat`, and the memory high
-//! water mark of a live one from `/proc/<pid>/status`.
+//! water mark of a live process tree from `/proc/<pid>/status`.
 //!
 //! `getrusage(RUSAGE_CHILDREN)` sums every child the operator ever reaped, so deltas are polluted by
 //! hooks running concurrently in other queues, and its `ru_maxrss` never goes down. Without `unsafe`
 //! there is no `wait4`, so the runner waits with `waitid(WNOWAIT)`, reads the zombie's own
 //! `utime + cutime` / `stime + cstime` (exact per hook, including the children it waited for, in
-//! clock ticks), and samples `VmHWM` of the hook process while it lives (a zombie has no memory
-//! map). Max RSS is therefore that of the hook process itself (not of its descendants) and may miss
-//! a peak reached within the last sampling interval before exit.
+//! clock ticks), and samples the peak memory of the hook's whole process tree while it runs: the
+//! largest `VmHWM` among the hook, its live descendants and the members of its process group
+//! (the `ru_maxrss` of `wait4`: the peak of the largest single process of the tree, not a sum).
+//! Each process's `VmHWM` is its own peak since it started, so a sample sees the peak of every
+//! process alive at that moment; a descendant that starts and exits between two samples is missed.
 
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use std::time::Duration;
 
 /// CPU and memory used by one process.
@@ -29,6 +33,94 @@ pub fn cpu_times(pid: i32) -> Option<(Duration, Duration)> {
 pub fn peak_rss_kb(pid: i32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     parse_vm_hwm(&status)
+}
+
+/// The peak RSS in KiB of the process tree of `root`: the largest `VmHWM` among `root`, its live
+/// descendants and the processes still in its process group (`root` leads its own group).
+pub fn tree_peak_rss_kb(root: i32) -> u64 {
+    tree_pids(root)
+        .into_iter()
+        .filter_map(peak_rss_kb)
+        .max()
+        .unwrap_or(0)
+}
+
+/// `root` and every live process under it, from `/proc/<pid>/task/*/children` when the kernel
+/// has it, else from one scan of `/proc`.
+fn tree_pids(root: i32) -> Vec<i32> {
+    match descendants_from_children_files(root) {
+        Some(pids) => pids,
+        None => tree_from_scan(root, &scan_parents()),
+    }
+}
+
+fn descendants_from_children_files(root: i32) -> Option<Vec<i32>> {
+    let mut pids = vec![root];
+    let mut next = 0;
+    while let Some(&pid) = pids.get(next) {
+        next += 1;
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            match std::fs::read_to_string(task.path().join("children")) {
+                Ok(children) => pids.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|child| child.parse::<i32>().ok()),
+                ),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
+                Err(_) => {}
+            }
+        }
+    }
+    Some(pids)
+}
+
+/// `pid -> (ppid, pgrp)` of every process in `/proc`.
+fn scan_parents() -> HashMap<i32, (i32, i32)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return HashMap::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat =
+                std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat"));
+            Some((pid, parse_parents(&stat.ok()?)?))
+        })
+        .collect()
+}
+
+/// `(ppid, pgrp)`: fields 4 and 5 of `/proc/<pid>/stat`.
+fn parse_parents(stat: &str) -> Option<(i32, i32)> {
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace().skip(1);
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((ppid, pgrp))
+}
+
+fn tree_from_scan(root: i32, parents: &HashMap<i32, (i32, i32)>) -> Vec<i32> {
+    let mut tree: HashSet<i32> = HashSet::from([root]);
+    tree.extend(
+        parents
+            .iter()
+            .filter(|(_, (_, pgrp))| *pgrp == root)
+            .map(|(pid, _)| *pid),
+    );
+    let mut grew = true;
+    while grew {
+        let before = tree.len();
+        let adopted: Vec<i32> = parents
+            .iter()
+            .filter(|(pid, (ppid, _))| tree.contains(ppid) && !tree.contains(pid))
+            .map(|(pid, _)| *pid)
+            .collect();
+        tree.extend(adopted);
+        grew = tree.len() > before;
+    }
+    tree.into_iter().collect()
 }
 
 fn clock_ticks_per_second() -> u64 {
@@ -90,7 +182,29 @@ mod tests {
     }
 
     #[test]
+    fn the_tree_of_a_process_holds_its_descendants_and_its_group() {
+        let parents = HashMap::from([
+            (10, (1, 10)),  // the hook
+            (11, (10, 10)), // its child
+            (12, (11, 10)), // a grandchild
+            (13, (1, 10)),  // an orphan still in the hook's group
+            (14, (13, 14)), // in a group of its own, under the orphan
+            (20, (1, 20)),  // unrelated
+            (21, (20, 20)),
+        ]);
+        let mut tree = tree_from_scan(10, &parents);
+        tree.sort_unstable();
+        assert_eq!(tree, [10, 11, 12, 13, 14]);
+    }
+
+    #[test]
+    fn parents_are_read_after_the_command_name() {
+        assert_eq!(parse_parents("7 (a (b) c) S 3 5 5 0 -1"), Some((3, 5)));
+    }
+
+    #[test]
     fn the_current_process_has_a_peak_rss() {
         assert!(peak_rss_kb(std::process::id() as i32).unwrap_or(0) > 0);
+        assert!(tree_peak_rss_kb(std::process::id() as i32) > 0);
     }
 }

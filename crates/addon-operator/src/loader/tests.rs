@@ -188,3 +188,81 @@ fn error_chain(e: &LoadError) -> String {
     }
     out
 }
+
+#[test]
+fn symlink_loops_under_hooks_are_reported_and_hooks_are_found_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(&root.join("global-hooks/hooks/a.sh"), "#!/bin/sh\n", true);
+    write(
+        &root.join("global-hooks/hooks/sub/b.sh"),
+        "#!/bin/sh\n",
+        true,
+    );
+    symlink("..", root.join("global-hooks/hooks/sub/loop")).unwrap();
+    symlink("..", root.join("global-hooks/hooks/sub/loop2")).unwrap();
+    fs::create_dir_all(root.join("modules")).unwrap();
+
+    let (found, errors) = load(&config(root));
+    assert_eq!(names(&found.global.hooks), ["hooks/a.sh", "hooks/sub/b.sh"]);
+    let text: Vec<String> = errors.iter().map(error_chain).collect();
+    assert_eq!(text.len(), 2, "{text:?}");
+    assert!(text[0].contains("hooks/sub/loop leads back to"), "{text:?}");
+    assert!(
+        text[1].contains("hooks/sub/loop2 leads back to"),
+        "{text:?}"
+    );
+    assert!(text[0].contains("symlink loop"), "{text:?}");
+    assert_eq!(errors[0].category(), "directory_loop");
+}
+
+#[test]
+fn many_links_to_ancestors_and_siblings_cost_one_scan_of_each_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let hooks = root.join("modules/010-m/hooks");
+    write(&hooks.join("h.sh"), "#!/bin/sh\n", true);
+    let mut dir = hooks.clone();
+    for level in 0..20 {
+        dir = dir.join(format!("d{level}"));
+        write(&dir.join("x.sh"), "#!/bin/sh\n", true);
+        symlink("..", dir.join("up1")).unwrap();
+        symlink("../..", dir.join("up2")).unwrap();
+    }
+    symlink(hooks.join("d0/d1"), hooks.join("again")).unwrap();
+    fs::create_dir_all(root.join("global-hooks")).unwrap();
+
+    let started = std::time::Instant::now();
+    let (found, errors) = load(&config(root));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(found.modules[0].hooks.len(), 21);
+    assert_eq!(errors.len(), 40, "one loop per link");
+    assert!(errors.iter().all(|e| e.category() == "directory_loop"));
+    assert!(
+        found
+            .warnings
+            .iter()
+            .any(|w| w.contains("hooks/again") && w.contains("already scanned")),
+        "{:?}",
+        found.warnings
+    );
+    let names = names(&found.modules[0].hooks);
+    assert!(
+        names.contains(&"hooks/d0/d1/x.sh"),
+        "real paths win: {names:?}"
+    );
+}
+
+#[test]
+fn a_symlinked_hooks_subdirectory_outside_the_tree_is_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(&root.join("shared/common.sh"), "#!/bin/sh\n", true);
+    fs::create_dir_all(root.join("global-hooks/hooks")).unwrap();
+    symlink(root.join("shared"), root.join("global-hooks/hooks/shared")).unwrap();
+    fs::create_dir_all(root.join("modules")).unwrap();
+
+    let (found, errors) = load(&config(root));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(names(&found.global.hooks), ["hooks/shared/common.sh"]);
+}

@@ -11,6 +11,7 @@ mod embedded;
 mod ha;
 mod hook_run;
 mod metrics;
+mod processes;
 mod render;
 mod start;
 mod startup_faults;
