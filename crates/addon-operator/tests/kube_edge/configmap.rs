@@ -285,11 +285,13 @@ async fn a_failing_api_fails_the_save_and_changes_nothing() {
     let env = start().await;
     let store = store(&env).await;
     save(&store, &config(&[("global", "counter: 1\n")])).await;
-    env.emu.fail_next_requests(1, 500);
+    // more failures than the client's retries of a read (a write answered 500 is never retried)
+    env.emu.fail_next_requests(100, 500);
     let error = store
         .apply(&ConfigKeyChange::default().with("global", Some(json!({"counter": 2}))))
         .await
         .unwrap_err();
+    env.emu.fail_next_requests(0, 500);
     assert_eq!(error.category(), "config_save");
     assert_eq!(
         env.emu
