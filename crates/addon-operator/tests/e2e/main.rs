@@ -9,3 +9,4 @@ mod hook_run;
 mod render;
 mod start;
 mod support;
+mod upstream;
