@@ -20,3 +20,4 @@ pub mod runtime;
 pub mod schedule;
 pub mod start;
 pub mod tree;
+pub mod upstream_flags;

@@ -209,3 +209,105 @@ fn a_tree_with_global_hooks_only_is_valid() {
         "{errors}"
     );
 }
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut body = String::new();
+    stream.read_to_string(&mut body).ok()?;
+    Some(body)
+}
+
+/// Images built for shell-operator set `SHELL_OPERATOR_*`; the Go operator honours them (its own
+/// `ADDON_OPERATOR_*` variables win). `HELM_TIMEOUT` / `--helm-history-max` reach helm.
+#[test]
+fn shell_operator_variables_and_helm_flags_are_honoured() {
+    use crate::support::{Running, binary, path_with_tools, write};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    if !require_tool("helm") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        &root.join("modules/values.yaml"),
+        "webEnabled: true\n",
+        false,
+    );
+    write(
+        &root.join("modules/010-web/Chart.yaml"),
+        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+        false,
+    );
+    write(
+        &root.join("modules/010-web/templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {a: b}\n",
+        false,
+    );
+    let argv_log = root.join("helm-argv.log");
+    write(
+        &root.join("helm-wrapper"),
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec helm \"$@\"\n",
+            argv_log.display()
+        ),
+        true,
+    );
+    let port = free_port();
+    let log = root.join("operator.log");
+    let child = Command::new(binary())
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--embedded-cluster")
+        .arg("--helm-binary")
+        .arg(root.join("helm-wrapper"))
+        .args(["--helm-history-max", "3"])
+        .arg("--debug-unix-socket")
+        .arg(root.join("debug.socket"))
+        .env("PATH", path_with_tools())
+        .env("HELM_TIMEOUT", "90s")
+        .env("SHELL_OPERATOR_TMP_DIR", root.join("shell-tmp"))
+        .env("SHELL_OPERATOR_LISTEN_ADDRESS", "127.0.0.1")
+        .env("SHELL_OPERATOR_LISTEN_PORT", port.to_string())
+        .env("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX", "shellop_")
+        .env("SHELL_OPERATOR_NAMESPACE", "shellns")
+        .env_remove("ADDON_OPERATOR_NAMESPACE")
+        .env_remove("ADDON_OPERATOR_TMP_DIR")
+        .env_remove("ADDON_OPERATOR_LISTEN_PORT")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = Running(child);
+    let started = Instant::now();
+    let upgrade = loop {
+        let argv = std::fs::read_to_string(&argv_log).unwrap_or_default();
+        if let Some(line) = argv.lines().find(|l| l.starts_with("upgrade")) {
+            break line.to_string();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no helm upgrade; operator log:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(upgrade.contains("-n shellns"), "{upgrade}");
+    assert!(
+        upgrade.contains("--history-max 3 --timeout 90s"),
+        "{upgrade}"
+    );
+    assert!(
+        root.join("shell-tmp").is_dir(),
+        "SHELL_OPERATOR_TMP_DIR is the tmp dir"
+    );
+    let metrics = http_get(port, "/metrics").unwrap_or_default();
+    assert!(metrics.contains("shellop_"), "{metrics}");
+}
