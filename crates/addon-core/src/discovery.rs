@@ -14,6 +14,21 @@ pub struct HookFile {
     /// The hooks directory that was searched; hooks get it as `$WORKING_DIR` (for
     /// `source $WORKING_DIR/lib/common.sh`).
     pub working_dir: PathBuf,
+    /// Arguments every run gets first: `hook run <i>` / `hook ready` for one hook of a batch
+    /// executable; empty for a plain hook.
+    pub args: Vec<String>,
+}
+
+impl HookFile {
+    /// The key of this hook's config: its path, plus the arguments for a hook of a batch
+    /// executable (several hooks share the path).
+    pub fn config_key(&self) -> PathBuf {
+        if self.args.is_empty() {
+            self.path.clone()
+        } else {
+            PathBuf::from(format!("{}#{}", self.path.display(), self.args.join(" ")))
+        }
+    }
 }
 
 /// A file read during discovery: where it is and what it holds.

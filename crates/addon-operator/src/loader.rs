@@ -301,6 +301,7 @@ fn hook_file(base: &Path, path: &Path, errors: &mut Vec<LoadError>) -> Option<Ho
             name,
             path: path.to_path_buf(),
             working_dir: base.to_path_buf(),
+            args: Vec::new(),
         }),
         Err(source) => {
             errors.push(LoadError::HookName {
