@@ -501,6 +501,13 @@ mod tests {
                 "{text:?} accepted: the Go operator takes only true/false"
             );
         }
+        let file = Config::from_file("c.yaml", "someModuleEnabled: yes\n").unwrap();
+        assert_eq!(
+            file.module_enabled(&m("some-module")),
+            Some(true),
+            "a plain YAML boolean in the file, as in values.yaml"
+        );
+        assert!(Config::from_file("c.yaml", "someModuleEnabled: \"yes\"\n").is_err());
     }
 
     #[test]

@@ -252,10 +252,15 @@ fn with_default_start(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStri
             .any(|c| c.get_name() == name || c.get_all_aliases().any(|a| a == name))
             || name == "help"
     };
+    let names_a_subcommand = args
+        .iter()
+        .skip(1)
+        .filter_map(|a| a.to_str())
+        .any(is_subcommand);
     let needs_start = match first.as_deref() {
         None => true,
         Some("-h" | "--help" | "-V" | "--version") => false,
-        Some(arg) => arg.starts_with('-') && !is_subcommand(arg),
+        Some(arg) => arg.starts_with('-') && !names_a_subcommand,
     };
     if needs_start {
         args.insert(1.min(args.len()), "start".into());
@@ -325,6 +330,8 @@ mod tests {
             parse(&["addon-operator", "check"]).command,
             Command::Check(_)
         ));
+        let cli = parse(&["addon-operator", "--log-level", "debug", "check"]);
+        assert!(matches!(cli.command, Command::Check(_)));
     }
 
     #[test]
