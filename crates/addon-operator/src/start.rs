@@ -69,6 +69,12 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         Ok(tree) => tree,
         Err(errors) => return Ok(fail("start", &errors)),
     };
+    if args.upstream.strict_check_values_mode_enabled {
+        let problems = crate::upstream_flags::strict_values_problems(&tree.found);
+        if !problems.is_empty() {
+            return Ok(fail("start", &problems));
+        }
+    }
     std::fs::create_dir_all(&args.tmp_dir)
         .with_context(|| format!("create the tmp dir {}", args.tmp_dir.display()))?;
     let cluster = choose_cluster(args).await?;

@@ -50,7 +50,7 @@ pub struct UpstreamArgs {
     /// Accepted for compatibility, no effect: hooks and enabled scripts are never chrooted
     #[arg(long, env = "ADDON_OPERATOR_SHELL_CHROOT_DIR", value_name = "DIR")]
     pub shell_chroot_dir: Option<PathBuf>,
-    /// Accepted for compatibility, no effect: a missing values.yaml is never an error here
+    /// Every modules directory and every module must have a values.yaml
     #[arg(long, env = "ADDON_OPERATOR_STRICT_CHECK_VALUES_MODE_ENABLED", num_args = 0..=1,
           default_value = "false", default_missing_value = "true",
           value_parser = clap::builder::BoolishValueParser::new())]
@@ -137,10 +137,6 @@ impl UpstreamArgs {
         );
         note(self.shell_chroot_dir.is_some(), "--shell-chroot-dir");
         note(
-            self.strict_check_values_mode_enabled,
-            "--strict-check-values-mode-enabled",
-        );
-        note(
             !self.applied_module_extenders.is_empty(),
             "--applied-module-extenders",
         );
@@ -171,6 +167,36 @@ impl UpstreamArgs {
             );
         }
     }
+}
+
+/// With `--strict-check-values-mode-enabled`: each modules directory (holding a module) and
+/// each module without a `values.yaml`, as the Go operator's strict mode refuses them.
+pub fn strict_values_problems(found: &addon_core::discovery::Discovered) -> Vec<String> {
+    let has_file = |path: &Path| found.modules_values.iter().any(|f| f.path == path);
+    let mut problems = Vec::new();
+    let mut dirs: Vec<&Path> = found
+        .modules
+        .iter()
+        .filter_map(|m| m.modules_dir.as_deref())
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    for dir in dirs {
+        if !has_file(&dir.join("values.yaml")) {
+            problems.push(format!(
+                "strict values mode: {} has no values.yaml",
+                dir.display()
+            ));
+        }
+    }
+    for module in found.modules.iter().filter(|m| m.values_yaml.is_none()) {
+        problems.push(format!(
+            "strict values mode: module '{}' ({}) has no values.yaml",
+            module.name,
+            module.path.display()
+        ));
+    }
+    problems
 }
 
 /// The default of a flag whose Go counterpart also reads a `SHELL_OPERATOR_*` variable: that
@@ -258,7 +284,40 @@ mod tests {
         .unwrap();
         assert_eq!(cli.upstream.helm_timeout, Duration::from_secs(300));
         assert_eq!(cli.upstream.helm_history_max, 0);
-        assert_eq!(cli.upstream.without_effect().len(), 18);
+        assert_eq!(cli.upstream.without_effect().len(), 17);
+        assert!(cli.upstream.strict_check_values_mode_enabled);
+    }
+
+    #[test]
+    fn strict_mode_names_every_missing_values_file() {
+        use addon_core::discovery::{Discovered, ModuleSource, SourceFile};
+        let module = |name: &str, values: bool| ModuleSource {
+            name: addon_core::names::ModuleName::new(name).unwrap(),
+            order: 1,
+            path: PathBuf::from(format!("/m/{name}")),
+            modules_dir: Some(PathBuf::from("/m")),
+            values_yaml: values.then(|| SourceFile {
+                path: PathBuf::from(format!("/m/{name}/values.yaml")),
+                text: String::new(),
+            }),
+            enabled_script: None,
+            openapi: Default::default(),
+            has_chart: false,
+            hooks: vec![],
+        };
+        let mut found = Discovered {
+            modules: vec![module("a", true), module("b", false)],
+            ..Default::default()
+        };
+        let problems = strict_values_problems(&found);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("/m has no values.yaml"));
+        assert!(problems[1].contains("module 'b'"));
+        found.modules_values.push(SourceFile {
+            path: PathBuf::from("/m/values.yaml"),
+            text: String::new(),
+        });
+        assert_eq!(strict_values_problems(&found).len(), 1);
     }
 
     #[test]
