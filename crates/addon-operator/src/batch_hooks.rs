@@ -273,11 +273,9 @@ fn parse_batch_config(stdout: &str) -> Result<Vec<Entry>, String> {
 /// otherwise, and a global hook's `beforeHelm`/`afterHelm` are its `beforeAll`/`afterAll`.
 fn to_v1(sdk: &Map<String, Value>, global: bool) -> Value {
     let mut v1 = Map::new();
-    let version = sdk
-        .get("configVersion")
-        .cloned()
-        .unwrap_or_else(|| json!("v1"));
-    v1.insert("configVersion".into(), version);
+    // Upstream maps every entry to a v1 config, whatever `configVersion` says (the readiness
+    // entry has none).
+    v1.insert("configVersion".into(), json!("v1"));
     let orders: &[(&str, &str)] = if global {
         &[
             ("onStartup", "onStartup"),
@@ -419,6 +417,18 @@ mod tests {
         let global = to_v1(&entries[0].config, true);
         assert_eq!(global["beforeAll"], 5);
         assert!(global.get("beforeHelm").is_none());
+    }
+
+    #[test]
+    fn an_entry_without_config_version_is_v1() {
+        let entries = parse_batch_config(
+            r#"{"version":"v1","hooks":[],"readiness":{"configVersion":"","metadata":{"name":""},
+               "schedule":[{"name":"m-moduleReadinessSchedule","crontab":"*/15 * * * * *"}]}}"#,
+        )
+        .unwrap();
+        let v1 = to_v1(&entries[0].config, false);
+        assert_eq!(v1["configVersion"], "v1");
+        assert_eq!(v1["schedule"][0]["crontab"], "*/15 * * * * *");
     }
 
     #[test]
