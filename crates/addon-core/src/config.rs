@@ -240,6 +240,21 @@ impl Config {
             self.other.insert(key.to_string(), text.to_string());
             return Ok(());
         }
+        if let KeyKind::Enabled(_) = kind {
+            // As the Go operator: the text itself must be `true` or `false` (not YAML `yes`, `on`).
+            let flag = match text {
+                "true" => true,
+                "false" => false,
+                other => {
+                    return Err(ConfigError::EnabledNotBool {
+                        key: key.to_string(),
+                        got: format!("{other:?}"),
+                    });
+                }
+            };
+            self.raw.insert(key.to_string(), text.to_string());
+            return self.set_key(key, kind, Value::Bool(flag));
+        }
         let value = yaml::parse(text).map_err(|source| ConfigError::ParseSection {
             key: key.to_string(),
             source,
@@ -479,6 +494,20 @@ mod tests {
         assert_eq!(cfg.module_enabled(&m("some-module")), Some(true));
         let err = Config::from_data(&data(&[("someModuleEnabled", "sure")])).unwrap_err();
         assert!(err.to_string().contains("someModuleEnabled"), "{err}");
+        for text in ["yes", "on", "y", "TRUE", "True", " true", "true\n"] {
+            let err = Config::from_data(&data(&[("someModuleEnabled", text)]));
+            assert!(
+                err.is_err(),
+                "{text:?} accepted: the Go operator takes only true/false"
+            );
+        }
+        let file = Config::from_file("c.yaml", "someModuleEnabled: yes\n").unwrap();
+        assert_eq!(
+            file.module_enabled(&m("some-module")),
+            Some(true),
+            "a plain YAML boolean in the file, as in values.yaml"
+        );
+        assert!(Config::from_file("c.yaml", "someModuleEnabled: \"yes\"\n").is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! What discovery found on disk, as plain data: global hooks, modules with their files, and the
 //! ordering and de-duplication rules that turn directory listings into the module set.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::names::{HookName, ModuleName};
@@ -14,6 +14,21 @@ pub struct HookFile {
     /// The hooks directory that was searched; hooks get it as `$WORKING_DIR` (for
     /// `source $WORKING_DIR/lib/common.sh`).
     pub working_dir: PathBuf,
+    /// Arguments every run gets first: `hook run <i>` / `hook ready` for one hook of a batch
+    /// executable; empty for a plain hook.
+    pub args: Vec<String>,
+}
+
+impl HookFile {
+    /// The key of this hook's config: its path, plus the arguments for a hook of a batch
+    /// executable (several hooks share the path).
+    pub fn config_key(&self) -> PathBuf {
+        if self.args.is_empty() {
+            self.path.clone()
+        } else {
+            PathBuf::from(format!("{}#{}", self.path.display(), self.args.join(" ")))
+        }
+    }
 }
 
 /// A file read during discovery: where it is and what it holds.
@@ -30,6 +45,9 @@ pub struct OpenApiFiles {
     pub config_values: Option<SourceFile>,
     /// `openapi/values.yaml`
     pub values: Option<SourceFile>,
+    /// The other `.yaml`/`.yml`/`.json` files below `openapi/`, by path relative to it, for
+    /// `$ref`s between schema files.
+    pub ref_files: BTreeMap<String, String>,
 }
 
 /// The global hooks directory.
@@ -46,6 +64,9 @@ pub struct ModuleSource {
     pub name: ModuleName,
     pub order: u32,
     pub path: PathBuf,
+    /// The modules directory the module was found in: only that directory's `values.yaml` gives
+    /// the module its section and enable flag (`None`: every directory's, merged).
+    pub modules_dir: Option<PathBuf>,
     /// The module's own `values.yaml` (only its camelCase key and `<key>Enabled` are used).
     pub values_yaml: Option<SourceFile>,
     /// The `enabled` script, when it exists and is executable.
@@ -68,24 +89,42 @@ pub struct Discovered {
     pub warnings: Vec<String>,
 }
 
-/// Sorts modules by (order, name) and drops later duplicates of a name with a warning
-/// (modules found earlier, in an earlier modules directory, win).
-pub fn arrange_modules(found: Vec<ModuleSource>, warnings: &mut Vec<String>) -> Vec<ModuleSource> {
-    let mut seen = BTreeSet::new();
-    let mut unique = Vec::with_capacity(found.len());
+/// Two module directories whose names give the same values key (`module-1` and `module1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameCollision {
+    pub key: String,
+    pub first: PathBuf,
+    pub second: PathBuf,
+}
+
+/// Sorts modules by (order, name). A later module with exactly the same name is dropped with a
+/// warning (modules found earlier, in an earlier modules directory, win, as in the Go operator);
+/// a later module whose different name gives the same values key is a collision and dropped too.
+pub fn arrange_modules(
+    found: Vec<ModuleSource>,
+    warnings: &mut Vec<String>,
+) -> (Vec<ModuleSource>, Vec<NameCollision>) {
+    let mut unique: Vec<ModuleSource> = Vec::with_capacity(found.len());
+    let mut collisions = Vec::new();
     for module in found {
-        if seen.insert(module.name.clone()) {
-            unique.push(module);
-        } else {
-            warnings.push(format!(
-                "module '{}' at {} is ignored: a module with the same name was found first",
-                module.name,
-                module.path.display()
-            ));
+        match unique.iter().find(|m| m.name == module.name) {
+            None => unique.push(module),
+            Some(first) if first.name.as_str() == module.name.as_str() => {
+                warnings.push(format!(
+                    "module '{}' at {} is ignored: a module with the same name was found first",
+                    module.name,
+                    module.path.display()
+                ));
+            }
+            Some(first) => collisions.push(NameCollision {
+                key: module.name.values_key(),
+                first: first.path.clone(),
+                second: module.path,
+            }),
         }
     }
-    unique.sort_by(|a, b| (a.order, &a.name).cmp(&(b.order, &b.name)));
-    unique
+    unique.sort_by(|a, b| (a.order, a.name.as_str()).cmp(&(b.order, b.name.as_str())));
+    (unique, collisions)
 }
 
 /// The name of a hook at `rel` (a path relative to the directory that was searched, using `/`):
@@ -106,6 +145,7 @@ mod tests {
             name: ModuleName::new(name).unwrap(),
             order,
             path: PathBuf::from(path),
+            modules_dir: None,
             values_yaml: None,
             enabled_script: None,
             openapi: OpenApiFiles::default(),
@@ -117,7 +157,7 @@ mod tests {
     #[test]
     fn modules_are_sorted_by_order_then_name() {
         let mut w = vec![];
-        let got = arrange_modules(
+        let (got, _) = arrange_modules(
             vec![
                 module("zeta", 1, "/a/zeta"),
                 module("beta", 20, "/a/020-beta"),
@@ -134,7 +174,7 @@ mod tests {
     #[test]
     fn duplicate_module_in_a_later_dir_is_ignored_with_a_warning() {
         let mut w = vec![];
-        let got = arrange_modules(
+        let (got, collisions) = arrange_modules(
             vec![
                 module("web", 10, "/one/010-web"),
                 module("web", 5, "/two/005-web"),
@@ -144,6 +184,30 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].path, PathBuf::from("/one/010-web"));
         assert!(w[0].contains("/two/005-web"), "{w:?}");
+        assert!(collisions.is_empty());
+    }
+
+    #[test]
+    fn different_names_with_the_same_values_key_are_a_collision() {
+        let mut w = vec![];
+        let (got, collisions) = arrange_modules(
+            vec![
+                module("module-1", 1, "/m/001-module-1"),
+                module("module1", 2, "/m/002-module1"),
+                module("module-2", 3, "/m/003-module-2"),
+            ],
+            &mut w,
+        );
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            collisions,
+            [NameCollision {
+                key: "module1".into(),
+                first: PathBuf::from("/m/001-module-1"),
+                second: PathBuf::from("/m/002-module1"),
+            }]
+        );
+        assert!(w.is_empty());
     }
 
     #[test]

@@ -7,15 +7,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
     #[error(
-        "module name '{name}' must be kebab-case (lowercase letters, digits, single '-') and restorable from its camelCase form (got '{camel}' back as '{back}')"
-    )]
-    NotRestorable {
-        name: String,
-        camel: String,
-        back: String,
-    },
-    #[error(
-        "module name '{name}' must be kebab-case: lowercase letters and digits separated by single '-', starting with a letter"
+        "module name '{name}' must be kebab-case: lowercase letters and digits separated by single '-'"
     )]
     NotKebab { name: String },
     #[error("values key '{key}' is not the camelCase form of a valid module name")]
@@ -33,37 +25,70 @@ impl NameError {
     }
 }
 
-/// A module name in kebab-case, such as `cert-manager`. It always round-trips through its camelCase
-/// values key (`certManager`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(transparent)]
-pub struct ModuleName(String);
+/// A module name in kebab-case, such as `cert-manager`, with its camelCase values key
+/// (`certManager`). Two names are the same module when their values keys are equal: `module-1`
+/// and `module1` both own the key `module1` (the Go operator's releases accepted either form),
+/// so a config key names its module without knowing how the directory spelled it.
+#[derive(Debug, Clone)]
+pub struct ModuleName {
+    name: String,
+    key: String,
+}
+
+impl PartialEq for ModuleName {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for ModuleName {}
+
+impl std::hash::Hash for ModuleName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+    }
+}
+
+impl PartialOrd for ModuleName {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ModuleName {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
+impl serde::Serialize for ModuleName {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.name)
+    }
+}
 
 impl ModuleName {
-    /// Validates a kebab-case module name.
+    /// Validates a kebab-case module name: lowercase letters and digits in words separated by
+    /// single dashes (`cert-manager`, `with-values-1`, `l2-load-balancer`).
     pub fn new(name: &str) -> Result<Self, NameError> {
         if !is_kebab(name) {
             return Err(NameError::NotKebab {
                 name: name.to_string(),
             });
         }
-        let camel = kebab_to_camel(name);
-        let back = camel_to_kebab(&camel);
-        if back != name {
-            return Err(NameError::NotRestorable {
-                name: name.to_string(),
-                camel,
-                back,
-            });
-        }
-        Ok(Self(name.to_string()))
+        Ok(Self {
+            name: name.to_string(),
+            key: kebab_to_camel(name),
+        })
     }
 
-    /// The module whose values key is `key` (`certManager` → `cert-manager`).
+    /// The module whose values key is `key` (`certManager` → `cert-manager`). A module whose
+    /// directory spells the name differently (`with-values-1` for `withValues1`) is the same
+    /// module: names compare by values key.
     pub fn from_values_key(key: &str) -> Result<Self, NameError> {
         let kebab = camel_to_kebab(key);
         match Self::new(&kebab) {
-            Ok(name) if name.values_key() == key => Ok(name),
+            Ok(name) if name.key == key => Ok(name),
             _ => Err(NameError::BadValuesKey {
                 key: key.to_string(),
             }),
@@ -71,29 +96,29 @@ impl ModuleName {
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.name
     }
 
     /// The camelCase key of this module in values and config (`cert-manager` → `certManager`).
     pub fn values_key(&self) -> String {
-        kebab_to_camel(&self.0)
+        self.key.clone()
     }
 
     /// The key of this module's enable flag (`certManagerEnabled`).
     pub fn enabled_key(&self) -> String {
-        format!("{}Enabled", self.values_key())
+        format!("{}Enabled", self.key)
     }
 }
 
 impl fmt::Display for ModuleName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.name)
     }
 }
 
 fn is_kebab(name: &str) -> bool {
-    let starts_with_letter = name.chars().next().is_some_and(|c| c.is_ascii_lowercase());
-    starts_with_letter
+    !name.is_empty()
+        && !name.starts_with('-')
         && !name.ends_with('-')
         && !name.contains("--")
         && name
@@ -242,24 +267,35 @@ mod tests {
     }
 
     #[test]
-    fn name_that_cannot_round_trip_is_rejected_with_both_forms() {
-        let err = ModuleName::new("module-1").unwrap_err();
-        let msg = err.to_string();
-        assert!(msg.contains("module-1") && msg.contains("module1"), "{msg}");
+    fn names_with_digit_words_are_accepted_with_the_go_values_key() {
+        for (name, key) in [
+            ("module-1", "module1"),
+            ("with-values-1", "withValues1"),
+            ("l2-load-balancer", "l2LoadBalancer"),
+            ("2-module-name", "2ModuleName"),
+            ("module1", "module1"),
+            ("cert-manager-crd", "certManagerCrd"),
+        ] {
+            let m = ModuleName::new(name).unwrap();
+            assert_eq!(m.values_key(), key, "{name}");
+            assert_eq!(m.as_str(), name);
+        }
+    }
+
+    #[test]
+    fn names_with_the_same_values_key_are_the_same_module() {
+        let dir = ModuleName::new("with-values-1").unwrap();
+        let from_config = ModuleName::from_values_key("withValues1").unwrap();
+        assert_eq!(dir, from_config);
+        let mut set = std::collections::BTreeSet::new();
+        set.insert(dir);
+        assert!(set.contains(&ModuleName::new("with-values1").unwrap()));
+        assert!(!set.contains(&ModuleName::new("with-values-2").unwrap()));
     }
 
     #[test]
     fn non_kebab_names_are_rejected() {
-        for bad in [
-            "Module",
-            "my_module",
-            "-x",
-            "x-",
-            "a--b",
-            "1abc",
-            "",
-            "myModule",
-        ] {
+        for bad in ["Module", "my_module", "-x", "x-", "a--b", "", "myModule"] {
             assert!(ModuleName::new(bad).is_err(), "{bad} accepted");
         }
     }

@@ -52,6 +52,12 @@ pub fn build_store(found: &Discovered) -> (ValuesStore, Vec<SetupError>) {
         if let Err(e) = store.add_module(module.name.clone(), values, schemas) {
             errors.push(e.into());
         }
+        if let Some(dir) = &module.modules_dir {
+            let file = dir.join("values.yaml").display().to_string();
+            if let Err(e) = store.use_dir_values(&module.name, &file) {
+                errors.push(e.into());
+            }
+        }
     }
     (store, errors)
 }
@@ -61,7 +67,7 @@ fn load_schemas(scope: &Scope, files: &OpenApiFiles) -> Result<ScopeSchemas, Sch
     let values_file = files.values.as_ref().map(display);
     let config = files.config_values.as_ref().zip(config_file.as_ref());
     let values = files.values.as_ref().zip(values_file.as_ref());
-    ScopeSchemas::load(
+    ScopeSchemas::load_with_files(
         scope,
         config.map(|(f, name)| SchemaFile {
             file: name,
@@ -71,6 +77,7 @@ fn load_schemas(scope: &Scope, files: &OpenApiFiles) -> Result<ScopeSchemas, Sch
             file: name,
             text: &f.text,
         }),
+        &files.ref_files,
     )
 }
 
@@ -98,6 +105,7 @@ mod tests {
             name: ModuleName::new(name).unwrap(),
             order: 1,
             path: PathBuf::from(format!("/m/{name}")),
+            modules_dir: None,
             values_yaml: values,
             enabled_script: None,
             openapi,
@@ -123,6 +131,7 @@ mod tests {
                         "/m/web/openapi/values.yaml",
                         "type: object\nproperties:\n  x: {type: integer}\n  y: {type: integer}\n  z: {type: string, default: zed}\n",
                     )),
+                    ..Default::default()
                 },
             )],
             warnings: vec![],
@@ -162,7 +171,7 @@ mod tests {
                             "/m/bad/openapi/config-values.yaml",
                             "type: [1, 2\n",
                         )),
-                        values: None,
+                        ..Default::default()
                     },
                 ),
                 module(
@@ -203,7 +212,7 @@ mod config_schema_tests {
                         "/gh/openapi/config-values.yaml",
                         "type: object\nrequired: [clusterName]\nproperties:\n  clusterName: {type: string}\n  replicas: {type: integer}\n",
                     )),
-                    values: None,
+                    ..Default::default()
                 },
                 ..Default::default()
             },
@@ -213,10 +222,10 @@ mod config_schema_tests {
         }
     }
 
-    /// VALUES seed: config-values.yaml is "a schema for values merged from values.yaml,
-    /// modules/values.yaml and the ConfigMap".
+    /// VALUES seed: a `required` config field may take its value from values.yaml; as in Go,
+    /// only a config section that exists is checked.
     #[test]
-    fn config_schema_checks_values_files_merged_with_the_config() {
+    fn config_schema_checks_the_config_section_with_values_files_for_required() {
         let (store, errors) = build_store(&found("global: {clusterName: demo}\n"));
         assert!(errors.is_empty(), "{errors:?}");
         let empty = Config::empty();
@@ -232,8 +241,17 @@ mod config_schema_tests {
 
         let (store, _) = build_store(&found("global: {}\n"));
         assert!(
-            store.check_config(&empty, &[]).is_err(),
-            "required field missing everywhere"
+            store.check_config(&empty, &[]).is_ok(),
+            "no global section in the config: nothing to check"
+        );
+        let partial = Config::from_file("c.yaml", "global: |\n  replicas: 3\n").unwrap();
+        let err = store.check_config(&partial, &[]).unwrap_err().to_string();
+        assert!(err.contains("clusterName"), "{err}");
+
+        let (store, _) = build_store(&found("global: {clusterName: demo, internal: {a: 1}}\n"));
+        assert!(
+            store.check_config(&partial, &[]).is_ok(),
+            "keys only values.yaml holds are not the config schema's business"
         );
     }
 }

@@ -320,9 +320,28 @@ fn global_hook_config_patch_writes_global_and_enable_flags_to_config() {
     assert_eq!(s.global_config_values(), json!({"a": 1, "b": "two"}));
 }
 
+/// As in the Go operator, a config patch is checked against `config-values.yaml` only: values
+/// (and their `required`) are checked after values patches and before Helm.
 #[test]
-fn module_config_patch_is_validated_against_the_values_schema() {
+fn module_config_patch_is_validated_against_the_config_schema_only() {
     let mut s = store();
+    config(
+        &mut s,
+        &module_hook(),
+        r#"[{"op":"add","path":"/echo/x","value":"nan"}]"#,
+    )
+    .unwrap();
+    let schemas = ScopeSchemas::load(
+        &Scope::Module(m("echo")),
+        Some(SchemaFile {
+            file: "modules/010-echo/openapi/config-values.yaml",
+            text: "type: object\nproperties:\n  x: {type: integer}\n",
+        }),
+        None,
+    )
+    .unwrap();
+    let mut s = store();
+    s.add_module(m("echo"), None, schemas).unwrap();
     let err = config(
         &mut s,
         &module_hook(),
@@ -330,6 +349,7 @@ fn module_config_patch_is_validated_against_the_values_schema() {
     )
     .unwrap_err();
     assert_eq!(err.category(), "values_invalid");
+    assert!(err.to_string().contains("expected type integer"), "{err}");
     assert!(s.config().modules.is_empty());
 }
 

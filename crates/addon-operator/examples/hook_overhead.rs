@@ -157,6 +157,7 @@ async fn pipeline_loop(
             config_values: &config_values,
             values: &values,
             extra_env: &[],
+            hook_args: &[],
         };
         let output = run_hook(&settings, &invocation, &cancel).await?;
         match output.outputs {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::dirs::DirFlags;
+use crate::upstream_flags::shell_operator_default;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -67,11 +68,11 @@ pub struct StartArgs {
     /// in memory only
     #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
     pub config_file: Option<PathBuf>,
-    /// Directory for the temporary files of hook runs
+    /// Directory for the temporary files of hook runs [fallback env: SHELL_OPERATOR_TMP_DIR]
     #[arg(
         long,
         env = "ADDON_OPERATOR_TMP_DIR",
-        default_value = "/tmp/addon-operator"
+        default_value = shell_operator_default("SHELL_OPERATOR_TMP_DIR", "/tmp/addon-operator")
     )]
     pub tmp_dir: PathBuf,
     /// Keep the temporary files of hook runs (for debugging)
@@ -94,8 +95,13 @@ pub struct StartArgs {
     /// a failed release); a drifted module runs again. 0 turns the check off
     #[arg(long, env = "ADDON_OPERATOR_RESOURCES_MONITOR_INTERVAL", default_value = "4m30s", value_parser = parse_duration)]
     pub resources_monitor_interval: std::time::Duration,
-    /// Namespace of Helm releases and of the addon-operator ConfigMap
-    #[arg(long, env = "ADDON_OPERATOR_NAMESPACE", default_value = "")]
+    /// Namespace of Helm releases and of the addon-operator ConfigMap; without it, the pod's own
+    /// namespace (in a cluster), else `default` [fallback env: SHELL_OPERATOR_NAMESPACE]
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_NAMESPACE",
+        default_value = shell_operator_default("SHELL_OPERATOR_NAMESPACE", "")
+    )]
     pub namespace: String,
     /// The helm binary (3.x or 4.x)
     #[arg(long, env = "HELM_BINARY", default_value = "helm")]
@@ -103,6 +109,8 @@ pub struct StartArgs {
     /// A Helm release in the namespace that is not a module's and is never purged at startup
     #[arg(long, env = "HELM_IGNORE_RELEASE", default_value = "")]
     pub helm_ignore_release: String,
+    #[command(flatten)]
+    pub upstream: crate::upstream_flags::UpstreamArgs,
     /// Run against an in-process Kubernetes API emulator (no cluster needed): hooks, kubectl and
     /// helm get its KUBECONFIG
     #[arg(long, env = "ADDON_OPERATOR_EMBEDDED_CLUSTER", num_args = 0..=1, default_value = "false",
@@ -236,6 +244,41 @@ pub enum LogType {
     Json,
 }
 
+impl Cli {
+    /// Parses the command line; without a subcommand (`addon-operator`, or only flags) the
+    /// command is `start`, as in the Go operator.
+    pub fn parse_with_default_start() -> Self {
+        Self::parse_from(with_default_start(std::env::args_os().collect()))
+    }
+}
+
+/// Inserts `start` after the program name when no subcommand is given.
+fn with_default_start(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let first = args.get(1).and_then(|a| a.to_str()).map(str::to_string);
+    let is_subcommand = |name: &str| {
+        command
+            .get_subcommands()
+            .any(|c| c.get_name() == name || c.get_all_aliases().any(|a| a == name))
+            || name == "help"
+    };
+    let names_a_subcommand = args
+        .iter()
+        .skip(1)
+        .filter_map(|a| a.to_str())
+        .any(is_subcommand);
+    let needs_start = match first.as_deref() {
+        None => true,
+        Some("-h" | "--help" | "-V" | "--version") => false,
+        Some(arg) => arg.starts_with('-') && !names_a_subcommand,
+    };
+    if needs_start {
+        args.insert(1.min(args.len()), "start".into());
+    }
+    args
+}
+
 /// Runs a command's async body on a multi-thread tokio runtime.
 pub fn block_on<T>(body: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -270,6 +313,36 @@ mod tests {
     fn command_line_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn start_is_the_default_command() {
+        let parse = |args: &[&str]| {
+            let args = args.iter().map(std::ffi::OsString::from).collect();
+            Cli::try_parse_from(with_default_start(args)).unwrap()
+        };
+        assert!(matches!(
+            parse(&["addon-operator"]).command,
+            Command::Start(_)
+        ));
+        let cli = parse(&[
+            "addon-operator",
+            "--namespace",
+            "ns",
+            "--helm-history-max",
+            "3",
+        ]);
+        let Command::Start(args) = cli.command else {
+            panic!("not start")
+        };
+        assert_eq!(args.namespace, "ns");
+        assert_eq!(args.upstream.helm_history_max, 3);
+        assert!(matches!(
+            parse(&["addon-operator", "check"]).command,
+            Command::Check(_)
+        ));
+        let cli = parse(&["addon-operator", "--log-level", "debug", "check"]);
+        assert!(matches!(cli.command, Command::Check(_)));
     }
 
     #[test]

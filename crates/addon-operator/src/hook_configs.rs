@@ -127,6 +127,7 @@ mod tests {
             name: HookName::new(name).unwrap(),
             path,
             working_dir: dir.to_path_buf(),
+            args: Vec::new(),
         }
     }
 

@@ -46,7 +46,7 @@ async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
             .map_or("the global hooks".into(), |m| format!("module '{m}'"));
         return Ok(fail(what, &[format!("no hook '{}' in {owner}", args.hook)]));
     };
-    let Some(config) = tree.configs.get(&hook.path) else {
+    let Some(config) = tree.configs.get(&hook.config_key()) else {
         return Ok(fail(what, &[format!("hook '{}' has no config", args.hook)]));
     };
     let contexts = match contexts(config, &args.binding, args.objects.as_deref()) {

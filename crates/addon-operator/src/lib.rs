@@ -1,6 +1,7 @@
 //! The addon-operator application: command line, runtime, and the edges it talks to (filesystem,
 //! hook processes, Helm, Kubernetes, config store, HTTP), shared by `main` and the integration tests.
 
+pub mod batch_hooks;
 pub mod check;
 pub mod cli;
 pub mod config_file;
@@ -20,3 +21,4 @@ pub mod runtime;
 pub mod schedule;
 pub mod start;
 pub mod tree;
+pub mod upstream_flags;

@@ -1,7 +1,7 @@
 //! Filesystem discovery: finds global hooks, modules, their values, schemas and hooks on disk
 //! and returns them as `addon_core::discovery` data.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -54,14 +54,28 @@ pub enum LoadError {
         ancestor.display()
     )]
     DirectoryLoop { path: PathBuf, ancestor: PathBuf },
+    #[error(
+        "module directories {} and {} both give the values key '{key}': rename one",
+        first.display(), second.display()
+    )]
+    ModuleKeyCollision {
+        key: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
+    #[error("none of the directories exists: {}", dirs.join(", "))]
+    NoDirectories { dirs: Vec<String> },
 }
 
 impl LoadError {
     pub fn category(&self) -> &'static str {
         match self {
             Self::ReadDir { .. } | Self::ReadFile { .. } => "io",
-            Self::ModuleName { .. } | Self::HookName { .. } => "invalid_name",
             Self::DirectoryLoop { .. } => "directory_loop",
+            Self::ModuleName { .. } | Self::HookName { .. } | Self::ModuleKeyCollision { .. } => {
+                "invalid_name"
+            }
+            Self::NoDirectories { .. } => "io",
         }
     }
 }
@@ -71,18 +85,30 @@ const NOT_HOOK_EXTENSIONS: [&str; 4] = ["yaml", "json", "md", "txt"];
 
 /// Scans the configured directories. Returns what was found and every problem met on the way.
 /// Relative directories are made absolute first, so hooks can run from their own directory.
+/// A missing directory holds nothing (a modules-only or global-hooks-only tree); only a
+/// configuration where no directory exists at all is an error.
 pub fn load(config: &LoaderConfig) -> (Discovered, Vec<LoadError>) {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    let global = load_global(
-        &absolute(&config.global_hooks_dir),
-        &mut errors,
-        &mut warnings,
-    );
+    let global_dir = absolute(&config.global_hooks_dir);
+    let global = if global_dir.exists() {
+        load_global(&global_dir, &mut errors, &mut warnings)
+    } else {
+        GlobalSource {
+            dir: global_dir.clone(),
+            ..GlobalSource::default()
+        }
+    };
+    let modules_dirs: Vec<PathBuf> = config.modules_dirs.iter().map(|d| absolute(d)).collect();
+    if !global_dir.exists() && !modules_dirs.iter().any(|d| d.exists()) {
+        let dirs = std::iter::once(&global_dir).chain(&modules_dirs);
+        errors.push(LoadError::NoDirectories {
+            dirs: dirs.map(|d| d.display().to_string()).collect(),
+        });
+    }
     let mut modules_values = Vec::new();
     let mut found = Vec::new();
-    for dir in config.modules_dirs.iter().map(|d| absolute(d)) {
-        let dir = &dir;
+    for dir in modules_dirs.iter().filter(|d| d.exists()) {
         if let Some(values) = read_optional(&dir.join("values.yaml"), &mut errors) {
             modules_values.push(values);
         }
@@ -91,7 +117,10 @@ pub fn load(config: &LoaderConfig) -> (Discovered, Vec<LoadError>) {
                 EntryKind::Dir => {
                     let module =
                         load_module(&entry, config.unnumbered_order, &mut errors, &mut warnings);
-                    found.extend(module);
+                    found.extend(module.map(|m| ModuleSource {
+                        modules_dir: Some(dir.clone()),
+                        ..m
+                    }));
                 }
                 EntryKind::File if file_name(&entry) == "values.yaml" => {}
                 EntryKind::File => warnings.push(format!(
@@ -105,7 +134,16 @@ pub fn load(config: &LoaderConfig) -> (Discovered, Vec<LoadError>) {
             }
         }
     }
-    let modules = arrange_modules(found, &mut warnings);
+    let (modules, collisions) = arrange_modules(found, &mut warnings);
+    errors.extend(
+        collisions
+            .into_iter()
+            .map(|c| LoadError::ModuleKeyCollision {
+                key: c.key,
+                first: c.first,
+                second: c.second,
+            }),
+    );
     let discovered = Discovered {
         global,
         modules_values,
@@ -171,6 +209,7 @@ fn load_module(
         name: parsed.name,
         order: parsed.order,
         path: path.to_path_buf(),
+        modules_dir: None,
         values_yaml: read_optional(&path.join("values.yaml"), errors),
         enabled_script,
         openapi: load_openapi(path, errors),
@@ -184,8 +223,41 @@ fn load_openapi(dir: &Path, errors: &mut Vec<LoadError>) -> OpenApiFiles {
     OpenApiFiles {
         config_values: read_optional(&openapi.join("config-values.yaml"), errors),
         values: read_optional(&openapi.join("values.yaml"), errors),
+        ref_files: read_ref_files(&openapi, errors),
     }
 }
+
+/// The most schema files read below one `openapi/` directory for `$ref`s.
+const MAX_REF_FILES: usize = 256;
+
+/// Every `.yaml`/`.yml`/`.json` file below `openapi/` (not following directory symlinks), by
+/// path relative to it, for `$ref`s between schema files.
+fn read_ref_files(openapi: &Path, errors: &mut Vec<LoadError>) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![openapi.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(read) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for path in read.filter_map(Result::ok).map(|e| e.path()) {
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if meta.is_dir() {
+                stack.push(path);
+            } else if ["yaml", "yml", "json"].contains(&ext) && files.len() < MAX_REF_FILES {
+                let rel = path.strip_prefix(openapi).unwrap_or(&path);
+                let rel = rel.to_string_lossy().into_owned();
+                if let Some(file) = read_optional(&path, errors) {
+                    files.insert(rel, file.text);
+                }
+            }
+        }
+    }
+    files
+}
+
 
 /// A directory by identity (device, inode), so a symlinked directory is recognised.
 type DirId = (u64, u64);
@@ -301,6 +373,7 @@ fn hook_file(base: &Path, path: &Path, errors: &mut Vec<LoadError>) -> Option<Ho
             name,
             path: path.to_path_buf(),
             working_dir: base.to_path_buf(),
+            args: Vec::new(),
         }),
         Err(source) => {
             errors.push(LoadError::HookName {

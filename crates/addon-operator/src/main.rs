@@ -5,10 +5,9 @@ use std::process::ExitCode;
 use addon_operator::cli::{Cli, Command, HookCommand};
 use addon_operator::debug_cli;
 use addon_operator::debug_cli::ModuleCommand;
-use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_with_default_start();
     addon_operator::logging::init(&cli.log);
     let result = match cli.command {
         Command::Check(args) => addon_operator::check::run_cli(&args),

@@ -67,10 +67,17 @@ impl Cluster {
 
 async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     crate::exec::reaper::start();
+    args.upstream.log_without_effect();
     let tree = match crate::tree::load(&args.dirs, args.hook_timeout).await {
         Ok(tree) => tree,
         Err(errors) => return Ok(fail("start", &errors)),
     };
+    if args.upstream.strict_check_values_mode_enabled {
+        let problems = crate::upstream_flags::strict_values_problems(&tree.found);
+        if !problems.is_empty() {
+            return Ok(fail("start", &problems));
+        }
+    }
     crate::exec::tmp_files::private_dir(&args.tmp_dir)?;
     let cluster = choose_cluster(args).await?;
     let cancel_hooks = CancellationToken::new();
@@ -324,6 +331,8 @@ async fn edges(
         namespace.clone(),
         args.tmp_dir.clone(),
     );
+    helm_settings.history_max = args.upstream.helm_history_max;
+    helm_settings.timeout = args.upstream.helm_timeout;
     helm_settings.kubeconfig = kubeconfig;
     helm_settings.extra_env = extra_env;
     let helm = BinaryHelm::new(helm_settings)
@@ -345,12 +354,8 @@ async fn edges(
 }
 
 fn namespace(args: &StartArgs) -> String {
-    if args.namespace.is_empty() {
-        tracing::info!("no --namespace / ADDON_OPERATOR_NAMESPACE: using 'default'");
-        "default".to_string()
-    } else {
-        args.namespace.clone()
-    }
+    let service_account = Path::new(crate::upstream_flags::SERVICE_ACCOUNT_NAMESPACE);
+    crate::upstream_flags::resolve_namespace(&args.namespace, service_account)
 }
 
 /// The kube edge's object patcher (and its client, to wait for CRDs) as the runtime's

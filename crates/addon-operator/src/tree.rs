@@ -24,7 +24,7 @@ pub struct Tree {
 /// Discovers the tree of `dirs` (flags and environment) and runs every hook's `--config`.
 pub async fn load(dirs: &DirFlags, hook_timeout: Duration) -> Result<Tree, Vec<String>> {
     let dirs = dirs::resolve(dirs, &|name| std::env::var(name).ok());
-    let (found, load_errors) = loader::load(&LoaderConfig {
+    let (mut found, load_errors) = loader::load(&LoaderConfig {
         modules_dirs: dirs.modules_dirs,
         global_hooks_dir: dirs.global_hooks_dir,
         unnumbered_order: dirs.unnumbered_order,
@@ -33,7 +33,7 @@ pub async fn load(dirs: &DirFlags, hook_timeout: Duration) -> Result<Tree, Vec<S
         tracing::warn!("{warning}");
     }
     let mut errors: Vec<String> = load_errors.iter().map(|e| error_chain(e)).collect();
-    let configs = HookConfigs::fetch(&found, &ConfigRunOptions::new(hook_timeout)).await;
+    let configs = HookConfigs::fetch(&mut found, &ConfigRunOptions::new(hook_timeout)).await;
     errors.extend(configs.errors.iter().cloned());
     if !errors.is_empty() {
         return Err(errors);

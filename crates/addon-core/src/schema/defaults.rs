@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 /// Fills keys missing in `value` with the defaults declared in `schema`, recursively. Present
-/// keys are never changed.
+/// keys are never changed; `default: null` is skipped, as in the Go operator.
 pub fn apply_defaults(schema: &Value, value: &mut Value) {
     let Value::Object(schema) = schema else {
         return;
@@ -16,6 +16,7 @@ pub fn apply_defaults(schema: &Value, value: &mut Value) {
                 for (key, prop) in props {
                     if !map.contains_key(key)
                         && let Some(default) = prop.get("default")
+                        && !default.is_null()
                     {
                         map.insert(key.clone(), default.clone());
                     }
@@ -82,6 +83,14 @@ mod tests {
             v,
             json!({"list": [{"port": 80}, {"port": 1}], "map": {"a": {"on": true}, "b": {"on": false}}})
         );
+    }
+
+    #[test]
+    fn null_default_is_skipped() {
+        let schema = json!({"properties": {"storageClass": {"type": "string", "default": null}}});
+        let mut v = json!({});
+        apply_defaults(&schema, &mut v);
+        assert_eq!(v, json!({}));
     }
 
     #[test]

@@ -2,8 +2,12 @@
 //! `openapi/values.yaml` loaded into Draft 4 validators, with defaults and Helm-only requirements.
 
 pub mod defaults;
+pub mod issue;
+pub mod re2;
+pub mod refs;
 pub mod transform;
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::Value;
@@ -34,6 +38,13 @@ pub enum SchemaError {
         scope: String,
         file: String,
         target: String,
+    },
+    #[error("{scope}: schema {file}")]
+    ExpandRefs {
+        scope: String,
+        file: String,
+        #[source]
+        source: Box<refs::RefError>,
     },
     #[error("{scope}: schema {file} is not a valid JSON Schema (Draft 4): {message}")]
     CompileSchema {
@@ -117,6 +128,8 @@ impl Schema {
 pub struct ScopeSchemas {
     label: String,
     key: String,
+    /// Other files of `openapi/` that `$ref`s may name (dropped after loading).
+    files: BTreeMap<String, String>,
     config: Option<Schema>,
     values: Option<Schema>,
     helm: Option<Schema>,
@@ -145,7 +158,19 @@ impl ScopeSchemas {
         config: Option<SchemaFile<'_>>,
         values: Option<SchemaFile<'_>>,
     ) -> Result<Self, SchemaError> {
+        Self::load_with_files(scope, config, values, &BTreeMap::new())
+    }
+
+    /// Like [`Self::load`]; `files` holds the other files of the `openapi/` directory (by path
+    /// relative to it) that `$ref`s may name.
+    pub fn load_with_files(
+        scope: &Scope,
+        config: Option<SchemaFile<'_>>,
+        values: Option<SchemaFile<'_>>,
+        files: &BTreeMap<String, String>,
+    ) -> Result<Self, SchemaError> {
         let mut out = Self::none(scope);
+        out.files = files.clone();
         let config_doc = match config {
             Some(f) => Some((f.file, out.parse(f)?)),
             None => None,
@@ -183,15 +208,24 @@ impl ScopeSchemas {
             out.values = Some(out.compile(SchemaKind::Values, f.file, doc)?);
             out.helm = Some(out.compile(SchemaKind::Helm, f.file, helm)?);
         }
+        out.files.clear();
         Ok(out)
     }
 
+    /// Parses a schema file and expands its `$ref`s.
     fn parse(&self, f: SchemaFile<'_>) -> Result<Value, SchemaError> {
-        yaml::parse(f.text).map_err(|source| SchemaError::ParseSchema {
+        let mut doc = yaml::parse(f.text).map_err(|source| SchemaError::ParseSchema {
             scope: self.label.clone(),
             file: f.file.to_string(),
             source,
-        })
+        })?;
+        let name = f.file.rsplit('/').next().unwrap_or(f.file);
+        refs::expand(&mut doc, name, &self.files).map_err(|source| SchemaError::ExpandRefs {
+            scope: self.label.clone(),
+            file: f.file.to_string(),
+            source: Box::new(source),
+        })?;
+        Ok(doc)
     }
 
     fn compile(
@@ -200,9 +234,13 @@ impl ScopeSchemas {
         file: &str,
         effective: Value,
     ) -> Result<Schema, SchemaError> {
+        let mut compiled = effective.clone();
+        re2::hide_patterns(&mut compiled);
         let validator = jsonschema::options()
             .with_draft(jsonschema::Draft::Draft4)
-            .build(&effective)
+            .with_pattern_options(jsonschema::PatternOptions::regex())
+            .with_keyword(re2::KEYWORD, re2::factory)
+            .build(&compiled)
             .map_err(|e| SchemaError::CompileSchema {
                 scope: self.label.clone(),
                 file: file.to_string(),
@@ -258,12 +296,41 @@ impl ScopeSchemas {
         self.validate(self.helm.as_ref(), values)
     }
 
+    /// Checks config values against `config-values.yaml`; a missing `required` property is
+    /// forgiven when `fallback` (the static `values.yaml` layers) has it at the same place.
+    pub fn validate_config_with_fallback(
+        &self,
+        values: &Value,
+        fallback: &Value,
+    ) -> Result<(), SchemaError> {
+        self.validate_filtered(self.config.as_ref(), values, &|e| {
+            issue::required_present_in(e, fallback)
+        })
+    }
+
     fn validate(&self, schema: Option<&Schema>, values: &Value) -> Result<(), SchemaError> {
+        self.validate_filtered(schema, values, &|_| false)
+    }
+
+    fn validate_filtered(
+        &self,
+        schema: Option<&Schema>,
+        values: &Value,
+        forgiven: &dyn Fn(&jsonschema::ValidationError<'_>) -> bool,
+    ) -> Result<(), SchemaError> {
         let Some(schema) = schema else { return Ok(()) };
         let issues: Vec<String> = schema
             .validator
             .iter_errors(values)
-            .map(|e| format!("/{}{}: {}", self.key, e.instance_path(), e))
+            .filter(|e| !forgiven(e))
+            .map(|e| {
+                format!(
+                    "/{}{}: {}",
+                    self.key,
+                    e.instance_path(),
+                    issue::describe(&e)
+                )
+            })
             .collect();
         if issues.is_empty() {
             return Ok(());

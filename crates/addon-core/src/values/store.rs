@@ -86,6 +86,8 @@ pub struct ConfigPatchOutcome {
 #[derive(Debug)]
 struct ModuleEntry {
     name: ModuleName,
+    /// The `values.yaml` of the module's modules directory (`None`: all of them, merged).
+    dir_values: Option<String>,
     file: ModuleStatic,
     schemas: ScopeSchemas,
     patches: Vec<PatchOperation>,
@@ -95,6 +97,8 @@ struct ModuleEntry {
 #[derive(Debug)]
 pub struct ValuesStore {
     common: StaticLayer,
+    /// Each modules directory's `values.yaml`, by file name.
+    dir_layers: BTreeMap<String, StaticLayer>,
     global_schemas: ScopeSchemas,
     global_patches: Vec<PatchOperation>,
     modules: Vec<ModuleEntry>,
@@ -115,6 +119,7 @@ impl ValuesStore {
                 global: Value::Object(Map::new()),
                 ..Default::default()
             },
+            dir_layers: BTreeMap::new(),
             global_schemas: ScopeSchemas::none(&Scope::Global),
             global_patches: Vec::new(),
             modules: Vec::new(),
@@ -127,8 +132,25 @@ impl ValuesStore {
     pub fn add_common_values(&mut self, file: &str, text: &str) -> Result<(), ValuesError> {
         let layer = StaticLayer::parse(file, text)
             .map_err(|source| ValuesError::LoadStaticValues { source })?;
-        self.common.merge(layer);
+        self.common.merge(layer.clone());
+        self.dir_layers.insert(file.to_string(), layer);
         Ok(())
+    }
+
+    /// Takes a module's section and enable flag from `file` (its modules directory's
+    /// `values.yaml`, as given to [`Self::add_common_values`]) only, as the Go operator does with
+    /// several modules directories. A file that was never added gives nothing.
+    pub fn use_dir_values(&mut self, module: &ModuleName, file: &str) -> Result<(), ValuesError> {
+        self.module_mut(module)?.dir_values = Some(file.to_string());
+        Ok(())
+    }
+
+    /// The directory layer that gives `m` its section and enable flag.
+    fn dir_layer(&self, m: &ModuleEntry) -> Option<&StaticLayer> {
+        match &m.dir_values {
+            None => Some(&self.common),
+            Some(file) => self.dir_layers.get(file),
+        }
     }
 
     /// Sets the global OpenAPI schemas.
@@ -151,6 +173,7 @@ impl ValuesStore {
         };
         let entry = ModuleEntry {
             name,
+            dir_values: None,
             file,
             schemas,
             patches: Vec::new(),
@@ -219,7 +242,10 @@ impl ValuesStore {
     /// of the config, merged.
     fn module_static_and_config(&self, m: &ModuleEntry, config: &Config) -> Value {
         let key = m.name.values_key();
-        let common = self.common.sections.get(&key).and_then(Section::values);
+        let layer = self.dir_layer(m);
+        let common = layer
+            .and_then(|l| l.sections.get(&key))
+            .and_then(Section::values);
         let file = m.file.section.as_ref().and_then(Section::values);
         let cfg = config.module_values(&m.name);
         merged(common.into_iter().chain(file).chain([&cfg]))
@@ -358,33 +384,51 @@ impl ValuesStore {
 
     // ---- config ---------------------------------------------------------------------------
 
-    /// Validates `config` as it would be used: global config and values, and config and values of
-    /// `modules` (the enabled ones; config of other modules is kept unchecked). All errors.
+    /// Validates `config` as the Go operator does: the `global` section (when the config has
+    /// one) and the non-empty sections of `modules` (the enabled ones; config of other modules
+    /// is kept unchecked), each with its config-schema defaults, against `config-values.yaml`.
+    /// Values schemas are not applied here: merged values are checked after a hook's values
+    /// patch and before Helm, so a `required` value a hook fills never fails a config.
     ///
-    /// As the VALUES document says, `openapi/config-values.yaml` checks the values merged from the
-    /// `values.yaml` files and the config (before values patches), so a `required` config field
-    /// may take its value from a `values.yaml`.
+    /// The VALUES seed's intent that a `required` config field may take its value from the
+    /// static `values.yaml` files is kept: such a missing property is forgiven.
     pub fn check_config(&self, config: &Config, modules: &[ModuleName]) -> Result<(), ValuesError> {
         let mut errors = Vec::new();
-        let mut global_config = merged([&self.common.global, &config.global_values()]);
-        self.global_schemas
-            .apply_config_defaults(&mut global_config);
-        let global_values = self.global_values_with(config, &self.global_patches);
-        errors.extend(self.global_schemas.validate_config(&global_config).err());
-        errors.extend(self.global_schemas.validate_values(&global_values).err());
+        if config.global.is_some() {
+            errors.extend(self.config_error(config, &Scope::Global)?);
+        }
         for name in modules {
-            let m = self.module(name)?;
-            let mut cfg = self.module_static_and_config(m, config);
-            m.schemas.apply_config_defaults(&mut cfg);
-            let values = self.module_values_with(m, config, &m.patches);
-            errors.extend(m.schemas.validate_config(&cfg).err());
-            errors.extend(m.schemas.validate_values(&values).err());
+            if has_values(&config.module_values(name)) {
+                errors.extend(self.config_error(config, &Scope::Module(name.clone()))?);
+            }
         }
         if errors.is_empty() {
             Ok(())
         } else {
             Err(ValuesError::Validate { errors })
         }
+    }
+
+    /// The config-schema problem of one scope's config section, if any.
+    fn config_error(
+        &self,
+        config: &Config,
+        scope: &Scope,
+    ) -> Result<Option<SchemaError>, ValuesError> {
+        let checked = match scope {
+            Scope::Global => {
+                let cfg = self.global_config_with(config);
+                self.global_schemas
+                    .validate_config_with_fallback(&cfg, &self.common.global)
+            }
+            Scope::Module(name) => {
+                let m = self.module(name)?;
+                let cfg = self.module_config_with(m, config);
+                let statics = self.module_static_and_config(m, &Config::empty());
+                m.schemas.validate_config_with_fallback(&cfg, &statics)
+            }
+        };
+        Ok(checked.err())
     }
 
     /// Replaces the config (check it first with [`Self::check_config`]) and says what changed.
@@ -443,11 +487,9 @@ impl ValuesStore {
             }
             Scope::Module(m) => config.set_module_values(m, section),
         }
-        let scope_modules: Vec<ModuleName> = match &hook.scope {
-            Scope::Global => Vec::new(),
-            Scope::Module(m) => vec![m.clone()],
-        };
-        self.check_config(&config, &scope_modules)?;
+        if let Some(e) = self.config_error(&config, &hook.scope)? {
+            return Err(ValuesError::Validate { errors: vec![e] });
+        }
         let before = self.checksum(&hook.scope)?;
         let config_change = self.set_config(config);
         let after = self.checksum(&hook.scope)?;
@@ -528,8 +570,9 @@ impl ValuesStore {
     pub fn flag_layers(&self, module: &ModuleName) -> Result<FlagLayers, ValuesError> {
         let m = self.module(module)?;
         let key = module.values_key();
+        let layer = self.dir_layer(m);
         let sections = [
-            self.common.sections.get(&key),
+            layer.and_then(|l| l.sections.get(&key)),
             m.file.section.as_ref(),
             self.config
                 .modules
@@ -538,7 +581,7 @@ impl ValuesStore {
         ];
         let last_section = sections.into_iter().flatten().last();
         Ok(FlagLayers {
-            common: self.common.enabled.get(module).copied(),
+            common: layer.and_then(|l| l.enabled.get(module)).copied(),
             module_file: m.file.enabled,
             config: self.config.module_enabled(module),
             dynamic: self.dynamic_enabled.get(module).copied(),
@@ -610,6 +653,11 @@ fn apply_remembered(key: &str, values: Value, patches: &[PatchOperation]) -> Val
         Value::Object(mut map) => map.remove(key).unwrap_or_else(|| Value::Object(Map::new())),
         _ => Value::Object(Map::new()),
     }
+}
+
+/// A config section with at least one key (the Go operator skips empty sections).
+fn has_values(section: &Value) -> bool {
+    section.as_object().is_some_and(|m| !m.is_empty())
 }
 
 fn document(entries: impl IntoIterator<Item = (String, Value)>) -> Value {

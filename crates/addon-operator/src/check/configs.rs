@@ -17,8 +17,10 @@ pub struct HookConfigs {
 }
 
 impl HookConfigs {
-    /// Runs `--config` of every global and module hook and parses the outputs.
-    pub async fn fetch(found: &Discovered, options: &ConfigRunOptions) -> Self {
+    /// Replaces batch executables in `found` by their hooks, then runs `--config` of every other
+    /// global and module hook and parses the outputs.
+    pub async fn fetch(found: &mut Discovered, options: &ConfigRunOptions) -> Self {
+        let batch = crate::batch_hooks::expand(found, options).await;
         let mut hooks = Vec::new();
         for hook in &found.global.hooks {
             hooks.push((hook.clone(), String::new(), HookScope::Global));
@@ -30,11 +32,22 @@ impl HookConfigs {
         }
         let runs = hooks
             .iter()
+            .filter(|(hook, _, _)| hook.args.is_empty())
             .map(|(hook, module, _)| (hook.clone(), module.clone()))
             .collect();
-        let outputs = hook_configs::fetch_all(runs, options).await;
-        let mut result = Self::default();
-        for ((hook, module, scope), output) in hooks.into_iter().zip(outputs) {
+        let mut outputs = hook_configs::fetch_all(runs, options).await.into_iter();
+        let mut result = Self {
+            errors: batch.errors,
+            ..Self::default()
+        };
+        for (hook, module, scope) in hooks {
+            let output = match batch.configs.get(&hook.config_key()) {
+                Some(config) => Ok(config.clone()),
+                None => match outputs.next() {
+                    Some(output) => output,
+                    None => continue,
+                },
+            };
             result.add(&hook, &module, scope, output);
         }
         result
@@ -58,7 +71,7 @@ impl HookConfigs {
                 .push(format!("{place}{}", super::error_chain(&e))),
             Ok(stdout) => match hook_config::parse(&hook.name, scope, &stdout) {
                 Ok(config) => {
-                    self.by_path.insert(hook.path.clone(), config);
+                    self.by_path.insert(hook.config_key(), config);
                 }
                 Err(errors) => self
                     .errors
@@ -73,7 +86,7 @@ impl HookConfigs {
             name: hook.name.to_string(),
             bindings: self
                 .by_path
-                .get(&hook.path)
+                .get(&hook.config_key())
                 .map(HookConfig::binding_summary)
                 .unwrap_or_default(),
         }

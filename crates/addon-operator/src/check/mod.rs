@@ -35,7 +35,7 @@ pub fn run_cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
 /// Builds the report for a tree.
 pub async fn run(args: &CheckArgs) -> CheckReport {
     let dirs = dirs::resolve(&args.dirs, &|name| std::env::var(name).ok());
-    let (found, load_errors) = loader::load(&LoaderConfig {
+    let (mut found, load_errors) = loader::load(&LoaderConfig {
         modules_dirs: dirs.modules_dirs,
         global_hooks_dir: dirs.global_hooks_dir,
         unnumbered_order: dirs.unnumbered_order,
@@ -45,7 +45,7 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
         errors: load_errors.iter().map(|e| error_chain(e)).collect(),
         ..Default::default()
     };
-    let configs = HookConfigs::fetch(&found, &ConfigRunOptions::new(args.hook_timeout)).await;
+    let configs = HookConfigs::fetch(&mut found, &ConfigRunOptions::new(args.hook_timeout)).await;
     report.errors.extend(configs.errors.iter().cloned());
     report.global_hooks = found
         .global

@@ -64,6 +64,8 @@ pub struct HookInvocation<'a> {
     pub values: &'a Value,
     /// More variables (for example `KUBECONFIG`, `PYTHONHOME`).
     pub extra_env: &'a [(String, String)],
+    /// Arguments before any other (`hook run <i>` for a hook of a batch executable).
+    pub hook_args: &'a [String],
 }
 
 /// The raw text of the files the hook wrote; parsing belongs to the core.
@@ -270,7 +272,8 @@ pub async fn run_hook(
         path_env("KUBERNETES_PATCH_PATH", &kube_patch),
         path_env("WORKING_DIR", invocation.working_dir),
     ];
-    let launch = launch(invocation.hook_path, invocation.working_dir);
+    let mut launch = launch(invocation.hook_path, invocation.working_dir);
+    launch.args.extend(invocation.hook_args.iter().cloned());
     env.extend(launch.env);
     env.extend(invocation.extra_env.iter().cloned());
     let spec = ProcessSpec {

@@ -61,6 +61,7 @@ impl Fixture {
             config_values: &config_values,
             values: &values,
             extra_env: &[("EXTRA_VAR".into(), "extra".into())],
+            hook_args: &[],
         };
         run_hook(&self.settings, &invocation, &CancellationToken::new()).await
     }
@@ -322,6 +323,7 @@ async fn global_hooks_get_global_file_names() {
         config_values: &context,
         values: &context,
         extra_env: &[],
+        hook_args: &[],
     };
     run_hook(&fixture.settings, &invocation, &CancellationToken::new())
         .await

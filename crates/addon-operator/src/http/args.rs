@@ -3,6 +3,8 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
+use crate::upstream_flags::shell_operator_default;
+
 /// Upstream's debug socket path.
 pub const DEFAULT_DEBUG_SOCKET: &str = "/var/run/addon-operator/debug.socket";
 
@@ -10,16 +12,20 @@ pub const DEFAULT_DEBUG_SOCKET: &str = "/var/run/addon-operator/debug.socket";
 #[derive(Debug, Clone, clap::Args)]
 pub struct HttpArgs {
     /// Address of the HTTP server (metrics, health, readiness)
-    #[arg(long, env = "ADDON_OPERATOR_LISTEN_ADDRESS", default_value = "0.0.0.0")]
+    /// [fallback env: SHELL_OPERATOR_LISTEN_ADDRESS]
+    #[arg(long, env = "ADDON_OPERATOR_LISTEN_ADDRESS",
+          default_value = shell_operator_default("SHELL_OPERATOR_LISTEN_ADDRESS", "0.0.0.0"))]
     pub prometheus_listen_address: IpAddr,
-    /// Port of the HTTP server
-    #[arg(long, env = "ADDON_OPERATOR_LISTEN_PORT", default_value_t = 9650)]
+    /// Port of the HTTP server [fallback env: SHELL_OPERATOR_LISTEN_PORT]
+    #[arg(long, env = "ADDON_OPERATOR_LISTEN_PORT",
+          default_value = shell_operator_default("SHELL_OPERATOR_LISTEN_PORT", "9650"))]
     pub prometheus_listen_port: u16,
     /// Prefix of the operator's metric names (not of metrics written by hooks)
+    /// [fallback env: SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX]
     #[arg(
         long,
         env = "ADDON_OPERATOR_PROMETHEUS_METRICS_PREFIX",
-        default_value = crate::metrics::DEFAULT_PREFIX
+        default_value = shell_operator_default("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX", crate::metrics::DEFAULT_PREFIX)
     )]
     pub prometheus_metrics_prefix: String,
     /// Unix socket of the debug API

@@ -159,23 +159,25 @@ fn symlinked_module_takes_the_link_name_and_several_dirs_are_scanned() {
 }
 
 #[test]
-fn bad_module_names_and_missing_dirs_are_all_reported() {
+fn bad_module_names_and_values_key_collisions_are_reported_a_missing_dir_is_not() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     fs::create_dir_all(root.join("modules/001-Bad_Name")).unwrap();
     fs::create_dir_all(root.join("modules/002-module-1")).unwrap();
     fs::create_dir_all(root.join("modules/003-good")).unwrap();
+    fs::create_dir_all(root.join("modules/004-module1")).unwrap();
 
     let (found, errors) = load(&config(root));
     let text: Vec<String> = errors.iter().map(error_chain).collect();
-    assert_eq!(errors.len(), 3, "{text:?}");
-    assert!(text.iter().any(|e| e.contains("global-hooks")));
+    assert_eq!(errors.len(), 2, "{text:?}");
     assert!(text.iter().any(|e| e.contains("001-Bad_Name")));
     assert!(
         text.iter()
-            .any(|e| e.contains("module-1") && e.contains("module1"))
+            .any(|e| e.contains("002-module-1") && e.contains("004-module1"))
     );
-    assert_eq!(found.modules.len(), 1);
+    let modules: Vec<_> = found.modules.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(modules, ["module-1", "good"]);
+    assert!(found.global.hooks.is_empty());
 }
 
 fn error_chain(e: &LoadError) -> String {

@@ -234,6 +234,7 @@ impl HookExecutor for ProcessHooks {
                 config_values: &req.values.config_values,
                 values: &req.values.values,
                 extra_env: &self.extra_env,
+                hook_args: &req.hook.args,
             };
             let run = hook_run::run_hook(&self.settings, &invocation, &self.cancel)
                 .await

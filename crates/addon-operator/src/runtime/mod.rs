@@ -426,7 +426,7 @@ fn initial_state(
     let mut defs = |files: &[addon_core::discovery::HookFile]| -> Vec<HookDef> {
         files
             .iter()
-            .filter_map(|file| match configs.get(&file.path) {
+            .filter_map(|file| match configs.get(&file.config_key()) {
                 Some(config) => Some(HookDef {
                     file: file.clone(),
                     config: config.clone(),

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod chart_state;
+mod batch;
 mod check;
 mod config_file;
 mod config_race;
@@ -16,3 +17,4 @@ mod render;
 mod start;
 mod startup_faults;
 mod support;
+mod upstream;
