@@ -82,6 +82,23 @@ impl JqError {
         }
     }
 
+    /// An evaluation error of `source` reported by another process (the text is shortened).
+    pub fn apply_failed(source: &str, message: impl Into<String>) -> Self {
+        Self::Apply {
+            source_text: quote(source),
+            message: message.into(),
+        }
+    }
+
+    /// The message without the filter text.
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Compile { message, .. }
+            | Self::Apply { message, .. }
+            | Self::Limit { message, .. } => message,
+        }
+    }
+
     /// A limit error for `source` (the text is shortened in the message).
     pub fn limit(source: &str, message: impl Into<String>) -> Self {
         Self::Limit {

@@ -24,6 +24,7 @@ use crate::helm::Helm;
 use crate::helm::binary::{BinaryHelm, HelmSettings};
 use crate::helm::template::TemplateHelm;
 use crate::http::StatusSource;
+use crate::jq_sandbox::{JqRunner, SandboxSettings};
 use crate::kube::leader::{LeaderElection, LeaderSettings};
 use crate::kube::{KubeEdge, ObjectPatcher, PatcherSettings};
 use crate::runtime::edges::{
@@ -124,7 +125,14 @@ fn settings(args: &StartArgs) -> RuntimeSettings {
         resource_monitor_interval: Some(args.resources_monitor_interval)
             .filter(|interval| !interval.is_zero()),
         record_history: false,
+        jq: jq_runner(args),
     }
+}
+
+/// A jq sandbox bounded by `--jq-timeout` and `--jq-memory-limit-mib`.
+fn jq_runner(args: &StartArgs) -> JqRunner {
+    let memory = args.jq_memory_limit_mib.saturating_mul(1 << 20);
+    JqRunner::sandbox(SandboxSettings::for_current_exe(args.jq_timeout, memory))
 }
 
 /// Waits for the leader lease (`false`: stopped while waiting), then keeps renewing it in the
@@ -279,7 +287,10 @@ async fn edges(
         hooks,
         helm: Arc::new(helm) as Arc<dyn Helm>,
         kube: Arc::new(kube.watches(kube_tx)),
-        objects: Arc::new(Patcher(kube.patcher(PatcherSettings::default()))),
+        objects: Arc::new(Patcher(kube.patcher(PatcherSettings {
+            jq: jq_runner(args),
+            ..PatcherSettings::default()
+        }))),
         config,
     };
     Ok((edges, Some(kube.client.clone())))

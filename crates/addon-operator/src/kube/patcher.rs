@@ -14,6 +14,7 @@ use kube::api::{
 use serde_json::Value;
 
 use super::discovery::{DiscoveryError, KindResolver};
+use crate::jq_sandbox::JqRunner;
 
 /// Timing and retry knobs (upstream: Delete waits up to 20 s, polling every second).
 #[derive(Debug, Clone)]
@@ -23,6 +24,8 @@ pub struct PatcherSettings {
     pub delete_poll: Duration,
     /// Attempts of read-modify-write operations (CreateOrUpdate, JQPatch) on `409 Conflict`.
     pub conflict_attempts: usize,
+    /// Where `JQPatch` filters run (the operator's jq sandbox).
+    pub jq: JqRunner,
 }
 
 impl Default for PatcherSettings {
@@ -31,6 +34,7 @@ impl Default for PatcherSettings {
             delete_timeout: Duration::from_secs(20),
             delete_poll: Duration::from_secs(1),
             conflict_attempts: 5,
+            jq: JqRunner::default(),
         }
     }
 }
@@ -317,7 +321,12 @@ impl ObjectPatcher {
         for _ in 0..self.settings.conflict_attempts {
             let current = api.get(&target.name).await.map_err(OperationFailure::Get)?;
             let before = serde_json::to_value(&current).map_err(OperationFailure::BadObject)?;
-            let after = filter.apply(&before).map_err(OperationFailure::Jq)?;
+            let after = self
+                .settings
+                .jq
+                .apply(filter, &before)
+                .await
+                .map_err(OperationFailure::Jq)?;
             if after == before {
                 return Ok(());
             }

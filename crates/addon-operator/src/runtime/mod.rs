@@ -33,6 +33,7 @@ use task::{Task, lifecycle_tasks};
 
 use crate::check::error_chain;
 use crate::http::StatusSource as _;
+use crate::jq_sandbox::JqRunner;
 use crate::metrics::Metrics;
 use crate::schedule::{Scheduler, SystemClock, WallClock};
 
@@ -46,6 +47,8 @@ pub struct RuntimeSettings {
     pub resource_monitor_interval: Option<Duration>,
     /// Keep the ordered history of task starts and hook runs (tests, debugging).
     pub record_history: bool,
+    /// Where bindings' jqFilters run (the operator uses its jq sandbox).
+    pub jq: JqRunner,
 }
 
 impl Default for RuntimeSettings {
@@ -55,6 +58,7 @@ impl Default for RuntimeSettings {
             metrics_prefix: crate::metrics::DEFAULT_PREFIX.to_string(),
             resource_monitor_interval: None,
             record_history: false,
+            jq: JqRunner::default(),
         }
     }
 }
@@ -88,6 +92,7 @@ pub struct Shared {
     pub(crate) edges: Edges,
     epoch: tokio::time::Instant,
     scheduler: Scheduler<ScheduleId>,
+    pub(crate) jq: JqRunner,
 }
 
 impl Shared {
@@ -249,6 +254,7 @@ impl Runtime {
             edges,
             epoch: tokio::time::Instant::now(),
             scheduler,
+            jq: settings.jq.clone(),
         });
         Ok(Self {
             shared,
