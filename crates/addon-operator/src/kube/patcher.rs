@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use addon_core::hook_output::kube_patch::{
-    CreateMode, DeletePropagation, KubeOperation, ObjectRef,
+    CreateMode, DeletePropagation, KubeOperation, ObjectRef, check_object_meta, check_target,
 };
 use addon_core::jq::{JqError, JqFilter};
 use kube::api::{
@@ -46,6 +46,8 @@ pub enum OperationFailure {
     Resolve(#[source] DiscoveryError),
     #[error("the kind is namespaced: a namespace is required")]
     NamespaceRequired,
+    #[error("{0}")]
+    InvalidName(String),
     #[error("the object is not a Kubernetes object")]
     BadObject(#[source] serde_json::Error),
     #[error("create")]
@@ -70,7 +72,9 @@ impl OperationFailure {
     pub fn category(&self) -> &'static str {
         match self {
             Self::Resolve(e) => e.category(),
-            Self::NamespaceRequired | Self::BadObject(_) => "kube_patch_invalid",
+            Self::NamespaceRequired | Self::BadObject(_) | Self::InvalidName(_) => {
+                "kube_patch_invalid"
+            }
             Self::Jq(e) => e.category(),
             Self::StillExists(_) => "kube_delete_timeout",
             Self::Conflicts(_) => "kube_conflict",
@@ -219,7 +223,10 @@ impl ObjectPatcher {
         Ok(Api::namespaced_with(client, ns, ar))
     }
 
+    /// The API of `target`, whose name and namespace go into request URLs: checked here again,
+    /// whoever built the operation.
     async fn api(&self, target: &ObjectRef) -> Step<Api<DynamicObject>> {
+        check_target(target).map_err(OperationFailure::InvalidName)?;
         self.api_for(
             target.api_version.as_deref(),
             &target.kind,
@@ -229,6 +236,7 @@ impl ObjectPatcher {
     }
 
     async fn create(&self, mode: CreateMode, object: &Value, sub: Option<&str>) -> Step<()> {
+        check_object_meta(object).map_err(OperationFailure::InvalidName)?;
         let meta = &object["metadata"];
         let api = self
             .api_for(
