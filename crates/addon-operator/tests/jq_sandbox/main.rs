@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod e2e;
 mod fuzz;
 
 use std::path::PathBuf;
