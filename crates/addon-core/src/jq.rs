@@ -110,10 +110,14 @@ impl JqError {
 
 /// The filter as quoted in errors: at most 200 characters.
 fn quote(source: &str) -> String {
-    const MAX: usize = 200;
-    match source.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &source[..cut]),
-        None => source.to_string(),
+    shorten(source, 200)
+}
+
+/// At most `max` characters of `text`, with `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
     }
 }
 
@@ -149,7 +153,7 @@ impl JqFilter {
     pub fn compile(source: &str) -> Result<Self, JqError> {
         let compile_error = |message: String| JqError::Compile {
             source_text: quote(source),
-            message,
+            message: shorten(&message, 500),
         };
         check_shape(source).map_err(compile_error)?;
         let program = compile_on_big_stack(source).map_err(compile_error)?;
