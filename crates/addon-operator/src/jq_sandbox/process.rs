@@ -70,6 +70,8 @@ impl std::fmt::Debug for JqSandbox {
 
 /// Why an exchange with the child failed.
 enum Broken {
+    /// The request could not be written: the child ended before it (e.g. killed while idle).
+    Write(std::io::Error),
     Io(std::io::Error),
     TooLarge,
 }
@@ -86,6 +88,11 @@ impl JqSandbox {
         &self.settings
     }
 
+    /// The process id of the running child, if one is running (diagnostics, tests).
+    pub async fn child_id(&self) -> Option<u32> {
+        self.worker.lock().await.as_ref().and_then(|w| w.child.id())
+    }
+
     /// Evaluates `filter` on every input in the child. The outer error says the whole request
     /// failed (deadline, crash, the child could not start); the child is then replaced.
     pub async fn run(
@@ -94,25 +101,43 @@ impl JqSandbox {
         inputs: &[Value],
     ) -> Result<Vec<Result<Value, JqError>>, JqError> {
         let line = self.request_line(filter, inputs)?;
-        let mut slot = self.worker.lock().await;
-        if slot.is_none() {
-            *slot = Some(self.spawn().map_err(|e| {
-                JqError::apply_failed(filter.source(), format!("cannot start the jq sandbox: {e}"))
-            })?);
-        }
-        let Some(worker) = slot.as_mut() else {
-            return Err(JqError::apply_failed(filter.source(), "no jq sandbox"));
-        };
         let max = self.settings.max_reply_bytes.saturating_add(1 << 20);
-        match exchange(worker, &line, max).await {
-            Ok(reply) if reply.results.len() == inputs.len() => Ok(reply
-                .results
-                .into_iter()
-                .map(|o| o.into_result(filter.source()))
-                .collect()),
-            Ok(_) => Err(self.fail(&mut slot, filter, Broken::TooLarge).await),
-            Err(broken) => Err(self.fail(&mut slot, filter, broken).await),
+        let mut slot = self.worker.lock().await;
+        let mut retried = false;
+        loop {
+            let worker = self.started(&mut slot, filter)?;
+            let broken = match exchange(worker, &line, max).await {
+                Ok(reply) if reply.results.len() == inputs.len() => {
+                    let results = reply.results.into_iter();
+                    return Ok(results.map(|o| o.into_result(filter.source())).collect());
+                }
+                Ok(_) => Broken::TooLarge,
+                Err(Broken::Write(_)) if !retried => {
+                    // the child was gone before this request: not this filter's fault
+                    retried = true;
+                    reap(slot.take()).await;
+                    continue;
+                }
+                Err(broken) => broken,
+            };
+            return Err(self.fail(&mut slot, filter, broken).await);
         }
+    }
+
+    /// The running child, started if there is none.
+    fn started<'a>(
+        &self,
+        slot: &'a mut Option<Worker>,
+        filter: &JqFilter,
+    ) -> Result<&'a mut Worker, JqError> {
+        if slot.is_none() {
+            let worker = self.spawn().map_err(|e| {
+                JqError::apply_failed(filter.source(), format!("cannot start the jq sandbox: {e}"))
+            })?;
+            *slot = Some(worker);
+        }
+        slot.as_mut()
+            .ok_or_else(|| JqError::apply_failed(filter.source(), "no jq sandbox"))
     }
 
     fn request_line(&self, filter: &JqFilter, inputs: &[Value]) -> Result<Vec<u8>, JqError> {
@@ -156,20 +181,16 @@ impl JqSandbox {
 
     /// Kills and reaps the child, and describes what happened to the request.
     async fn fail(&self, slot: &mut Option<Worker>, filter: &JqFilter, broken: Broken) -> JqError {
-        let status = match slot.take() {
-            Some(mut worker) => {
-                let _ = worker.child.start_kill();
-                worker.child.wait().await.ok()
-            }
-            None => None,
-        };
+        let status = reap(slot.take()).await;
         let message = match broken {
             Broken::TooLarge => "the sandbox reply was too large or malformed".to_string(),
-            Broken::Io(_) if signal(status) == Some(nix::libc::SIGXCPU) => format!(
-                "the filter ran longer than the limit of {}s of CPU time (--jq-timeout)",
-                self.cpu_seconds()
-            ),
-            Broken::Io(e) => format!(
+            Broken::Io(_) | Broken::Write(_) if signal(status) == Some(nix::libc::SIGXCPU) => {
+                format!(
+                    "the filter ran longer than the limit of {}s of CPU time (--jq-timeout)",
+                    self.cpu_seconds()
+                )
+            }
+            Broken::Io(e) | Broken::Write(e) => format!(
                 "the jq sandbox process ended ({}; {e}): the filter overflowed the stack or \
                  exceeded the memory limit of {} MiB (--jq-memory-limit-mib)",
                 describe(status),
@@ -179,6 +200,13 @@ impl JqSandbox {
         tracing::warn!(filter = %filter.source(), %message, "jq sandbox restarted");
         JqError::limit(filter.source(), message)
     }
+}
+
+/// Kills and waits for the child (if any); its exit status.
+async fn reap(worker: Option<Worker>) -> Option<ExitStatus> {
+    let mut worker = worker?;
+    let _ = worker.child.start_kill();
+    worker.child.wait().await.ok()
 }
 
 fn signal(status: Option<ExitStatus>) -> Option<i32> {
@@ -197,8 +225,8 @@ fn describe(status: Option<ExitStatus>) -> String {
 }
 
 async fn exchange(worker: &mut Worker, line: &[u8], max_reply: usize) -> Result<Reply, Broken> {
-    worker.stdin.write_all(line).await.map_err(Broken::Io)?;
-    worker.stdin.flush().await.map_err(Broken::Io)?;
+    worker.stdin.write_all(line).await.map_err(Broken::Write)?;
+    worker.stdin.flush().await.map_err(Broken::Write)?;
     let mut reply = Vec::new();
     let limit = u64::try_from(max_reply).unwrap_or(u64::MAX);
     let read = (&mut worker.stdout)

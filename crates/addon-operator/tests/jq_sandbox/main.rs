@@ -84,6 +84,22 @@ fn lists_are_filtered_in_batches_with_per_object_errors() {
 }
 
 #[test]
+fn a_child_killed_between_requests_is_replaced_without_failing_the_next_request() {
+    let sandbox = addon_operator::jq_sandbox::JqSandbox::new(settings(Duration::from_secs(5)));
+    runtime().block_on(async {
+        let filter = JqFilter::compile(".a").unwrap();
+        let input = [json!({"a": 1})];
+        assert_eq!(sandbox.run(&filter, &input).await.unwrap()[0], Ok(json!(1)));
+        let first = sandbox.child_id().await.unwrap();
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(first).unwrap());
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(sandbox.run(&filter, &input).await.unwrap()[0], Ok(json!(1)));
+        assert_ne!(sandbox.child_id().await, Some(first));
+    });
+}
+
+#[test]
 fn a_child_that_cannot_start_is_an_error_not_a_crash() {
     let mut bad = settings(Duration::from_secs(1));
     bad.program = PathBuf::from("/nonexistent/addon-operator");
