@@ -87,15 +87,16 @@ pub struct StartArgs {
     /// Between SIGTERM and SIGKILL when a hook times out or the operator stops
     #[arg(long, env = "ADDON_OPERATOR_HOOK_KILL_GRACE", default_value = "10s", value_parser = parse_duration)]
     pub hook_kill_grace: std::time::Duration,
-    /// Time limit of one jq evaluation request (a binding's jqFilter on up to 256 objects, or a
-    /// JQPatch); past it the filter fails and its sandbox process is restarted
+    /// CPU time limit of one jq evaluation request (a binding's jqFilter on up to 256 objects, or
+    /// a JQPatch), in whole seconds; past it the filter fails and its sandbox process is restarted
     #[arg(long, env = "ADDON_OPERATOR_JQ_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
     pub jq_timeout: std::time::Duration,
-    /// Address-space limit of the jq sandbox process, in MiB
+    /// Address-space limit of the jq sandbox process, in MiB (at least 512)
     #[arg(
         long,
         env = "ADDON_OPERATOR_JQ_MEMORY_LIMIT_MIB",
-        default_value_t = 1024
+        default_value_t = 1024,
+        value_parser = clap::value_parser!(u64).range(512..)
     )]
     pub jq_memory_limit_mib: u64,
     /// First retry delay of a failed task; delays double up to --retry-max-delay
