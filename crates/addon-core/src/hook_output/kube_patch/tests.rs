@@ -311,3 +311,17 @@ fn subresources_are_lowercase_words() {
     );
     assert!(e.contains("subresource"), "{e}");
 }
+
+/// The reproducer: a JQPatch filter nested 10,000 levels is an invalid operation, not a
+/// stack overflow while compiling.
+#[test]
+fn a_jq_patch_filter_nested_too_deep_is_an_invalid_operation() {
+    for depth in [8_000, 10_000] {
+        let filter = format!("{}.{}", "(".repeat(depth), ")".repeat(depth));
+        let text = json!({"operation": "JQPatch", "kind": "Pod", "namespace": "ns", "name": "p", "jqFilter": filter});
+        let e = err(&text.to_string());
+        assert!(e.contains("operation 0 (JQPatch)"), "{e}");
+        assert!(e.contains("nests") || e.contains("bytes long"), "{e}");
+        assert!(e.len() < 1_000, "{e}");
+    }
+}
