@@ -4,6 +4,14 @@
 //! native function pointers, so it is `Send + Sync` and can be shared across tasks; jaq's *values*
 //! are `Rc`-based, so a filter is always run to completion inside [`JqFilter::apply`] and only
 //! `serde_json` values go in and out.
+//!
+//! Untrusted filters are bounded here as far as a pure library can: [`JqFilter::compile`] rejects
+//! text longer than [`MAX_FILTER_BYTES`] or nested deeper than [`MAX_FILTER_NESTING`] before the
+//! parser sees it, and compiles on a thread with a [`COMPILE_STACK_BYTES`] stack, so the parser's
+//! recursion always fits; [`JqFilter::apply_bounded`] stops after a number of outputs or bytes.
+//! A filter can still loop forever, recurse at run time or allocate without end: the operator
+//! evaluates filters in a sandbox process (`addon-operator` `jq_sandbox`) where that costs one
+//! evaluation, never the process.
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,6 +23,33 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 type Program = jaq_core::Filter<data::JustLut<Val>>;
+
+/// The longest filter text accepted, in bytes.
+pub const MAX_FILTER_BYTES: usize = 16 * 1024;
+/// The deepest nesting accepted: brackets open at once plus every keyword or prefix operator
+/// that nests the rest of the filter (`if`, `try`, `reduce`, `foreach`, `label`, `def`, `as`,
+/// `elif`, `?`, unary `-`).
+pub const MAX_FILTER_NESTING: usize = 256;
+/// The stack of the thread that parses and compiles a filter: the worst filter within the limits
+/// above needs about 100 MB in a debug build (measured in the tests below), far less in a
+/// release build; only the pages touched are ever allocated.
+pub const COMPILE_STACK_BYTES: usize = 256 * 1024 * 1024;
+
+/// Bounds on one evaluation: how many outputs and how many bytes of JSON text they may make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct JqLimits {
+    pub max_outputs: usize,
+    pub max_output_bytes: usize,
+}
+
+impl Default for JqLimits {
+    fn default() -> Self {
+        Self {
+            max_outputs: 10_000,
+            max_output_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
 
 /// A jq program that could not be compiled or failed on an input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +64,12 @@ pub enum JqError {
         source_text: String,
         message: String,
     },
+    /// A bound of [`JqLimits`], the sandbox deadline or its memory was exceeded.
+    #[error("apply jqFilter '{source_text}': {message}")]
+    Limit {
+        source_text: String,
+        message: String,
+    },
 }
 
 impl JqError {
@@ -37,7 +78,46 @@ impl JqError {
         match self {
             Self::Compile { .. } => "jq_compile",
             Self::Apply { .. } => "jq_apply",
+            Self::Limit { .. } => "jq_limit",
         }
+    }
+
+    /// An evaluation error of `source` reported by another process (the text is shortened).
+    pub fn apply_failed(source: &str, message: impl Into<String>) -> Self {
+        Self::Apply {
+            source_text: quote(source),
+            message: message.into(),
+        }
+    }
+
+    /// The message without the filter text.
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Compile { message, .. }
+            | Self::Apply { message, .. }
+            | Self::Limit { message, .. } => message,
+        }
+    }
+
+    /// A limit error for `source` (the text is shortened in the message).
+    pub fn limit(source: &str, message: impl Into<String>) -> Self {
+        Self::Limit {
+            source_text: quote(source),
+            message: message.into(),
+        }
+    }
+}
+
+/// The filter as quoted in errors: at most 200 characters.
+fn quote(source: &str) -> String {
+    shorten(source, 200)
+}
+
+/// At most `max` characters of `text`, with `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
     }
 }
 
@@ -67,57 +147,140 @@ impl serde::Serialize for JqFilter {
 }
 
 impl JqFilter {
-    /// Compiles `source` with the jq standard library (core, std and JSON definitions).
+    /// Compiles `source` with the jq standard library (core, std and JSON definitions), after
+    /// checking it against [`MAX_FILTER_BYTES`] and [`MAX_FILTER_NESTING`]; parsing runs on a
+    /// thread with a [`COMPILE_STACK_BYTES`] stack.
     pub fn compile(source: &str) -> Result<Self, JqError> {
         let compile_error = |message: String| JqError::Compile {
-            source_text: source.to_string(),
-            message,
+            source_text: quote(source),
+            message: shorten(&message, 500),
         };
-        let defs = jaq_core::defs()
-            .chain(jaq_std::defs())
-            .chain(jaq_json::defs());
-        let funs = jaq_core::funs()
-            .chain(jaq_std::funs())
-            .chain(jaq_json::funs());
-        let arena = Arena::default();
-        let modules = Loader::new(defs)
-            .load(
-                &arena,
-                File {
-                    code: source,
-                    path: (),
-                },
-            )
-            .map_err(|errs| compile_error(describe_load_errors(errs)))?;
-        let program = Compiler::default()
-            .with_funs(funs)
-            .compile(modules)
-            .map_err(|errs| compile_error(describe_compile_errors(errs)))?;
+        check_shape(source).map_err(compile_error)?;
+        let program = compile_on_big_stack(source).map_err(compile_error)?;
         Ok(Self {
             source: Arc::from(source),
             program: Arc::new(program),
         })
     }
+}
 
+/// Runs [`compile_program`] on a scoped thread with a [`COMPILE_STACK_BYTES`] stack.
+fn compile_on_big_stack(source: &str) -> Result<Program, String> {
+    std::thread::scope(|scope| {
+        let handle = std::thread::Builder::new()
+            .name("jq-compile".to_string())
+            .stack_size(COMPILE_STACK_BYTES)
+            .spawn_scoped(scope, || compile_program(source))
+            .map_err(|e| format!("cannot start the compiler thread: {e}"))?;
+        handle
+            .join()
+            .map_err(|_| "the compiler failed".to_string())?
+    })
+}
+
+/// Rejects text that is too long or nested too deep for the parser's recursion.
+pub fn check_shape(source: &str) -> Result<(), String> {
+    if source.len() > MAX_FILTER_BYTES {
+        return Err(format!(
+            "the filter is {} bytes long, more than the limit of {MAX_FILTER_BYTES}",
+            source.len()
+        ));
+    }
+    let nesting = nesting(source);
+    if nesting > MAX_FILTER_NESTING {
+        return Err(format!(
+            "the filter nests {nesting} levels deep, more than the limit of {MAX_FILTER_NESTING}"
+        ));
+    }
+    Ok(())
+}
+
+/// An upper bound of how deep the parser recurses: the most brackets open at once plus every
+/// nesting keyword and prefix operator (counted even inside strings: over-counting only makes
+/// the bound safer).
+fn nesting(source: &str) -> usize {
+    const KEYWORDS: &[&str] = &[
+        "if", "elif", "try", "reduce", "foreach", "label", "def", "as",
+    ];
+    let (mut open, mut max_open, mut prefixes) = (0usize, 0usize, 0usize);
+    let mut word = String::new();
+    for c in source.chars().chain(std::iter::once(' ')) {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        if KEYWORDS.contains(&word.as_str()) {
+            prefixes += 1;
+        }
+        word.clear();
+        match c {
+            '(' | '[' | '{' => {
+                open += 1;
+                max_open = max_open.max(open);
+            }
+            ')' | ']' | '}' => open = open.saturating_sub(1),
+            '-' | '?' => prefixes += 1,
+            _ => {}
+        }
+    }
+    max_open + prefixes
+}
+
+fn compile_program(source: &str) -> Result<Program, String> {
+    let defs = jaq_core::defs()
+        .chain(jaq_std::defs())
+        .chain(jaq_json::defs());
+    let funs = jaq_core::funs()
+        .chain(jaq_std::funs())
+        .chain(jaq_json::funs());
+    let arena = Arena::default();
+    let modules = Loader::new(defs)
+        .load(
+            &arena,
+            File {
+                code: source,
+                path: (),
+            },
+        )
+        .map_err(describe_load_errors)?;
+    Compiler::default()
+        .with_funs(funs)
+        .compile(modules)
+        .map_err(describe_compile_errors)
+}
+
+impl JqFilter {
     /// The filter as written by the user.
     pub fn source(&self) -> &str {
         &self.source
     }
 
-    /// Runs the filter on `input`. No output gives `null`, one output gives that value, several
-    /// outputs give an array of them (the rule shell-operator uses); `halt` ends the outputs.
+    /// Runs the filter on `input` with the default [`JqLimits`]. No output gives `null`, one
+    /// output gives that value, several outputs give an array of them (the rule shell-operator
+    /// uses); `halt` ends the outputs.
     pub fn apply(&self, input: &Value) -> Result<Value, JqError> {
+        self.apply_bounded(input, &JqLimits::default())
+    }
+
+    /// [`JqFilter::apply`] that fails once the outputs exceed `limits`.
+    pub fn apply_bounded(&self, input: &Value, limits: &JqLimits) -> Result<Value, JqError> {
         let apply_error = |message: String| JqError::Apply {
-            source_text: self.source.to_string(),
+            source_text: quote(&self.source),
             message,
         };
         let input: Val = serde::Deserialize::deserialize(input)
             .map_err(|e: serde_json::Error| apply_error(format!("cannot convert input: {e}")))?;
         let ctx = Ctx::<data::JustLut<Val>>::new(&self.program.lut, Vars::new([]));
         let mut outputs = Vec::new();
+        let mut bytes = 0usize;
         for item in self.program.id.run((ctx, input)) {
             match item {
-                Ok(val) => outputs.push(val_to_json(&val)),
+                Ok(val) => {
+                    let value = val_to_json(&val);
+                    bytes = bytes.saturating_add(json_size(&value));
+                    outputs.push(value);
+                    self.check_outputs(outputs.len(), bytes, limits)?;
+                }
                 Err(exn) => match exn.get_err() {
                     Ok(err) => return Err(apply_error(err.to_string())),
                     Err(_halt) => break,
@@ -130,6 +293,41 @@ impl JqFilter {
             _ => Value::Array(outputs),
         })
     }
+}
+
+impl JqFilter {
+    fn check_outputs(&self, count: usize, bytes: usize, limits: &JqLimits) -> Result<(), JqError> {
+        if count > limits.max_outputs {
+            return Err(JqError::limit(
+                &self.source,
+                format!("more than {} outputs", limits.max_outputs),
+            ));
+        }
+        if bytes > limits.max_output_bytes {
+            return Err(JqError::limit(
+                &self.source,
+                format!("outputs larger than {} bytes", limits.max_output_bytes),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The length of `value` as compact JSON text, without building the text.
+pub fn json_size(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 /// The checksum that decides whether an object changed for a binding: of the filter result when
@@ -414,5 +612,89 @@ mod assign_tests {
             workaround.apply(&json!({"metadata": {}})).unwrap(),
             json!({"metadata": {"labels": {"x": "y"}}})
         );
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn compile_error(src: &str) -> String {
+        JqFilter::compile(src).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn ten_thousand_nested_parens_are_rejected_before_parsing() {
+        let src = format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000));
+        let err = compile_error(&src);
+        assert!(err.contains("bytes long"), "{err}");
+        assert!(err.len() < 400, "the error quotes a short prefix: {err}");
+        let src = format!("{}1{}", "(".repeat(8_000), ")".repeat(8_000));
+        assert!(compile_error(&src).contains("nests 8000 levels"));
+    }
+
+    #[test]
+    fn filters_longer_than_the_limit_are_rejected() {
+        let src = vec![".a"; MAX_FILTER_BYTES].join("|");
+        assert!(compile_error(&src).contains("bytes long"));
+    }
+
+    #[test]
+    fn prefix_operators_and_keywords_count_as_nesting() {
+        assert!(compile_error(&format!("{}1", "-".repeat(300))).contains("nests"));
+        assert!(compile_error(&format!("{}1", "try ".repeat(300))).contains("nests"));
+        assert!(compile_error(&format!("1{}", "?".repeat(300))).contains("nests"));
+    }
+
+    /// The worst filters within the limits compile on the compiler thread (in a debug build too).
+    #[test]
+    fn the_deepest_filters_within_the_limits_compile() {
+        let depth = MAX_FILTER_NESTING / 2;
+        let parens = format!("{}1{}", "(".repeat(depth), ")".repeat(depth));
+        let ifs = format!(
+            "{}1{}",
+            "if . then ".repeat(depth),
+            " else 0 end".repeat(depth)
+        );
+        let negs = format!("{}1", "-".repeat(MAX_FILTER_NESTING));
+        let nested_chain = format!(
+            "{}{}{}",
+            "[".repeat(MAX_FILTER_NESTING - 1),
+            vec!["1"; (MAX_FILTER_BYTES - 2 * MAX_FILTER_NESTING) / 3].join("//"),
+            "]".repeat(MAX_FILTER_NESTING - 1)
+        );
+        for src in [parens, ifs, negs, nested_chain] {
+            assert!(src.len() <= MAX_FILTER_BYTES);
+            JqFilter::compile(&src).unwrap();
+        }
+        for op in ["|", ",", "+", "//", " and "] {
+            let chain = vec!["1"; MAX_FILTER_BYTES / (op.len() + 1)].join(op);
+            JqFilter::compile(&chain).unwrap();
+        }
+    }
+
+    #[test]
+    fn endless_outputs_stop_at_the_output_limit() {
+        for src in ["repeat(1)", "range(0;10;0)"] {
+            let err = JqFilter::compile(src)
+                .unwrap()
+                .apply(&json!(null))
+                .unwrap_err();
+            assert_eq!(err.category(), "jq_limit", "{src}: {err}");
+            assert!(err.to_string().contains("outputs"), "{err}");
+        }
+    }
+
+    #[test]
+    fn large_outputs_stop_at_the_byte_limit() {
+        let limits = JqLimits {
+            max_outputs: 100,
+            max_output_bytes: 1000,
+        };
+        let f = JqFilter::compile("[range(1000)]").unwrap();
+        let err = f.apply_bounded(&json!(null), &limits).unwrap_err();
+        assert!(err.to_string().contains("1000 bytes"), "{err}");
+        assert_eq!(json_size(&json!({"a": [1, 2]})), r#"{"a":[1,2]}"#.len());
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::binding_context::{ObjectAndFilterResult, ObjectId};
-use crate::hook_config::{KubernetesBinding, WatchEvent};
+use crate::hook_config::{FilteredObject, KubernetesBinding, WatchEvent};
 use crate::jq::JqError;
 
 #[derive(Debug, Clone)]
@@ -36,28 +36,52 @@ impl MonitorCache {
         &self.binding
     }
 
-    /// Replaces the content with a full listing (start of the watch, or a relist).
+    /// Replaces the content with a full listing (start of the watch, or a relist), running the
+    /// jqFilter in this process (trusted filters only: the operator filters in its sandbox and
+    /// calls [`MonitorCache::reset_filtered`]).
     pub fn reset(&mut self, objects: Vec<Value>) -> Result<(), JqError> {
-        let mut entries = BTreeMap::new();
-        for object in objects {
-            let entry = self.entry(object)?;
-            entries.insert(entry.item.id.clone(), entry);
-        }
-        self.entries = entries;
+        let filtered = objects
+            .into_iter()
+            .map(|o| self.binding.filter_object(&o).map(|f| (o, f)))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.reset_filtered(filtered);
         Ok(())
+    }
+
+    /// [`MonitorCache::reset`] with filter results computed by the caller.
+    pub fn reset_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
+        self.entries = objects
+            .into_iter()
+            .map(|(object, filtered)| {
+                let entry = self.entry(object, filtered);
+                (entry.item.id.clone(), entry)
+            })
+            .collect();
     }
 
     /// Applies one watch event. Returns the item to put in an Event context, or `None` when the
     /// event changes nothing the hook can see (same filter result, or deleting an unknown object).
+    /// Runs the jqFilter in this process, see [`MonitorCache::reset`].
     pub fn apply(
         &mut self,
         event: WatchEvent,
         object: Value,
     ) -> Result<Option<ObjectAndFilterResult>, JqError> {
-        let entry = self.entry(object)?;
+        let filtered = self.binding.filter_object(&object)?;
+        Ok(self.apply_filtered(event, object, filtered))
+    }
+
+    /// [`MonitorCache::apply`] with the filter result computed by the caller.
+    pub fn apply_filtered(
+        &mut self,
+        event: WatchEvent,
+        object: Value,
+        filtered: FilteredObject,
+    ) -> Option<ObjectAndFilterResult> {
+        let entry = self.entry(object, filtered);
         let id = entry.item.id.clone();
         match event {
-            WatchEvent::Deleted => Ok(self.entries.remove(&id).map(|_| entry.item)),
+            WatchEvent::Deleted => self.entries.remove(&id).map(|_| entry.item),
             WatchEvent::Added | WatchEvent::Modified => {
                 let unchanged = self
                     .entries
@@ -65,7 +89,7 @@ impl MonitorCache {
                     .is_some_and(|old| old.checksum == entry.checksum);
                 let item = entry.item.clone();
                 self.entries.insert(id, entry);
-                Ok((!unchanged).then_some(item))
+                (!unchanged).then_some(item)
             }
         }
     }
@@ -83,21 +107,20 @@ impl MonitorCache {
         self.entries.is_empty()
     }
 
-    fn entry(&self, object: Value) -> Result<Entry, JqError> {
+    fn entry(&self, object: Value, filtered: FilteredObject) -> Entry {
         let id = ObjectId::of(&object);
-        let filtered = self.binding.filter_object(&object)?;
         let object = self
             .binding
             .keep_full_objects_in_memory
             .then(|| Arc::new(object));
-        Ok(Entry {
+        Entry {
             item: ObjectAndFilterResult {
                 id,
                 object,
                 filter_result: filtered.filter_result.map(Arc::new),
             },
             checksum: filtered.checksum,
-        })
+        }
     }
 }
 

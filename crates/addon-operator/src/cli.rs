@@ -33,6 +33,9 @@ pub enum Command {
     Hook(HookArgs),
     /// Print the version.
     Version,
+    /// Evaluate jq filters for the operator (its sandbox child process; internal)
+    #[command(hide = true)]
+    JqSandbox(JqSandboxArgs),
     /// Show the task queues of a running operator (debug API)
     Queue(crate::debug_cli::QueueArgs),
     /// Show global hooks and values of a running operator (debug API)
@@ -85,6 +88,18 @@ pub struct StartArgs {
     /// Between SIGTERM and SIGKILL when a hook times out or the operator stops
     #[arg(long, env = "ADDON_OPERATOR_HOOK_KILL_GRACE", default_value = "10s", value_parser = parse_duration)]
     pub hook_kill_grace: std::time::Duration,
+    /// CPU time limit of one jq evaluation request (a binding's jqFilter on up to 256 objects, or
+    /// a JQPatch), in whole seconds; past it the filter fails and its sandbox process is restarted
+    #[arg(long, env = "ADDON_OPERATOR_JQ_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub jq_timeout: std::time::Duration,
+    /// Address-space limit of the jq sandbox process, in MiB (at least 512)
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_JQ_MEMORY_LIMIT_MIB",
+        default_value_t = 1024,
+        value_parser = clap::value_parser!(u64).range(512..)
+    )]
+    pub jq_memory_limit_mib: u64,
     /// First retry delay of a failed task; delays double up to --retry-max-delay
     #[arg(long, env = "ADDON_OPERATOR_RETRY_INITIAL_DELAY", default_value = "5s", value_parser = parse_duration)]
     pub retry_initial_delay: std::time::Duration,
@@ -161,6 +176,13 @@ pub struct StartArgs {
     pub ha_lease_name: String,
     #[command(flatten)]
     pub http: crate::http::HttpArgs,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct JqSandboxArgs {
+    /// Address-space limit (RLIMIT_AS) of this process
+    #[arg(long)]
+    pub memory_limit_bytes: u64,
 }
 
 #[derive(Debug, Clone, clap::Args)]

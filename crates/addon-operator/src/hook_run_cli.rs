@@ -22,6 +22,7 @@ use crate::check::error_chain;
 use crate::check::values::evaluate;
 use crate::cli::HookRunArgs;
 use crate::exec::hook_run::{HookOutputs, HookRunSettings};
+use crate::jq_sandbox::{DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TIMEOUT, JqRunner, SandboxSettings};
 use crate::runtime::edges::{HookExecutor, HookRequest, ProcessHooks};
 use crate::runtime::hooks::ReadOutputs;
 use crate::start::fail;
@@ -49,7 +50,7 @@ async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
     let Some(config) = tree.configs.get(&hook.config_key()) else {
         return Ok(fail(what, &[format!("hook '{}' has no config", args.hook)]));
     };
-    let contexts = match contexts(config, &args.binding, args.objects.as_deref()) {
+    let contexts = match contexts(config, &args.binding, args.objects.as_deref()).await {
         Ok(contexts) => contexts,
         Err(problem) => return Ok(fail(what, &[problem])),
     };
@@ -118,7 +119,7 @@ fn find_hook<'a>(
 
 /// The binding context of `binding`: a lifecycle binding type, or a schedule or kubernetes
 /// binding by name (`objects` are the Synchronization objects of a kubernetes binding).
-fn contexts(
+async fn contexts(
     config: &HookConfig,
     binding: &str,
     objects: Option<&Path>,
@@ -145,7 +146,7 @@ fn contexts(
         ));
     };
     let items = match objects {
-        Some(path) => read_objects(path, kube)?,
+        Some(path) => read_objects(path, kube).await?,
         None => Vec::new(),
     };
     let mut snapshots = Snapshots::new();
@@ -155,8 +156,8 @@ fn contexts(
 }
 
 /// The objects of `path` as the binding's monitor would hold them (filter results, full objects
-/// only when the binding keeps them).
-fn read_objects(
+/// only when the binding keeps them), filtered in the jq sandbox with the default bounds.
+async fn read_objects(
     path: &Path,
     binding: &addon_core::hook_config::KubernetesBinding,
 ) -> Result<Vec<ObjectAndFilterResult>, String> {
@@ -166,8 +167,14 @@ fn read_objects(
     let Value::Array(objects) = value else {
         return Err(format!("{}: expected a list of objects", path.display()));
     };
+    let jq = JqRunner::sandbox(SandboxSettings::for_current_exe(
+        DEFAULT_TIMEOUT,
+        DEFAULT_MEMORY_LIMIT_BYTES,
+    ));
+    let filtered = jq.filter_objects(binding, &objects).await;
+    let filtered = filtered.map_err(|e| e.to_string())?;
     let mut cache = MonitorCache::new(binding);
-    cache.reset(objects).map_err(|e| e.to_string())?;
+    cache.reset_filtered(objects.into_iter().zip(filtered).collect());
     Ok(cache.items())
 }
 

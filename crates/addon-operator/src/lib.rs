@@ -12,6 +12,7 @@ pub mod helm;
 pub mod hook_configs;
 pub mod hook_run_cli;
 pub mod http;
+pub mod jq_sandbox;
 pub mod kube;
 pub mod loader;
 pub mod logging;

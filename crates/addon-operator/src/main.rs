@@ -22,6 +22,7 @@ fn main() -> ExitCode {
             _ => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
         },
         Command::Raw(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.path),
+        Command::JqSandbox(args) => addon_operator::jq_sandbox::run_child(args.memory_limit_bytes),
         Command::Version => {
             println!("addon-operator {}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

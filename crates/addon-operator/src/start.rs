@@ -24,6 +24,7 @@ use crate::helm::Helm;
 use crate::helm::binary::{BinaryHelm, HelmSettings};
 use crate::helm::template::TemplateHelm;
 use crate::http::{StartupStatus, StatusSource};
+use crate::jq_sandbox::{JqRunner, SandboxSettings};
 use crate::kube::leader::{LeaderElection, LeaderSettings};
 use crate::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
 use crate::metrics::Metrics;
@@ -158,6 +159,7 @@ fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
         kept_releases: Vec::new(),
         leadership: None,
         metrics: Some(Arc::clone(metrics)),
+        jq: jq_runner(args),
     }
 }
 
@@ -167,6 +169,12 @@ fn api_settings(args: &StartArgs) -> ApiSettings {
         max_delay: args.retry_max_delay,
         ..ApiSettings::default()
     }
+}
+
+/// A jq sandbox bounded by `--jq-timeout` and `--jq-memory-limit-mib`.
+fn jq_runner(args: &StartArgs) -> JqRunner {
+    let memory = args.jq_memory_limit_mib.saturating_mul(1 << 20);
+    JqRunner::sandbox(SandboxSettings::for_current_exe(args.jq_timeout, memory))
 }
 
 /// Releases the startup purge keeps: `--helm-ignore-release` and the release that deployed this
@@ -345,7 +353,10 @@ async fn edges(
         helm: Arc::new(helm) as Arc<dyn Helm>,
         kube: Arc::new(kube.watches(kube_tx).with_metrics(Arc::clone(metrics))),
         objects: Arc::new(Patcher(
-            kube.patcher(PatcherSettings::default()),
+            kube.patcher(PatcherSettings {
+                jq: jq_runner(args),
+                ..PatcherSettings::default()
+            }),
             kube.client.clone(),
         )),
         config,

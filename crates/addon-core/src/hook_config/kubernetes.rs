@@ -114,23 +114,27 @@ pub struct FilteredObject {
     pub checksum: String,
 }
 
-impl KubernetesBinding {
-    /// Applies the binding's jqFilter (if any) and computes the checksum. An `Added` or `Modified`
-    /// event whose checksum equals the cached one does not run the hook.
-    pub fn filter_object(&self, object: &Value) -> Result<FilteredObject, JqError> {
-        match &self.jq_filter {
-            Some(filter) => {
-                let result = filter.apply(object)?;
-                Ok(FilteredObject {
-                    checksum: jq::checksum(&result),
-                    filter_result: Some(result),
-                })
-            }
-            None => Ok(FilteredObject {
-                filter_result: None,
-                checksum: jq::checksum(object),
-            }),
+impl FilteredObject {
+    /// `object` as a binding sees it, given its filter result (computed elsewhere, e.g. in the
+    /// operator's jq sandbox; `None` when the binding has no jqFilter).
+    pub fn new(object: &Value, filter_result: Option<Value>) -> Self {
+        let checksum = jq::checksum(filter_result.as_ref().unwrap_or(object));
+        Self {
+            filter_result,
+            checksum,
         }
+    }
+}
+
+impl KubernetesBinding {
+    /// Applies the binding's jqFilter (if any, in this process) and computes the checksum. An
+    /// `Added` or `Modified` event whose checksum equals the cached one does not run the hook.
+    pub fn filter_object(&self, object: &Value) -> Result<FilteredObject, JqError> {
+        let result = match &self.jq_filter {
+            Some(filter) => Some(filter.apply(object)?),
+            None => None,
+        };
+        Ok(FilteredObject::new(object, result))
     }
 }
 

@@ -177,6 +177,8 @@ fn parse_operation(value: &Value) -> Result<KubeOperation, Invalid> {
     opt_bool(map, "ignoreHookError").map_err(fail)?;
     let op = match op_name.as_str() {
         "Create" | "CreateOrUpdate" | "CreateIfNotExists" => {
+            check_subresource(opt_string(map, "subresource").map_err(fail)?.as_deref())
+                .map_err(fail)?;
             let mode = match op_name.as_str() {
                 "Create" => CreateMode::Create,
                 "CreateOrUpdate" => CreateMode::CreateOrUpdate,
@@ -260,13 +262,134 @@ fn opt_bool(map: &Map<String, Value>, key: &str) -> Result<bool, String> {
 fn read_target(map: &Map<String, Value>) -> Result<ObjectRef, String> {
     let kind = opt_string(map, "kind")?.ok_or("'kind' is required")?;
     let name = opt_string(map, "name")?.ok_or("'name' is required")?;
-    Ok(ObjectRef {
+    let target = ObjectRef {
         api_version: opt_string(map, "apiVersion")?,
         kind,
         namespace: opt_string(map, "namespace")?,
         name,
         subresource: opt_string(map, "subresource")?,
-    })
+    };
+    check_target(&target)?;
+    Ok(target)
+}
+
+/// Checks the parts of `target` that go into a request URL: the name as Kubernetes validates
+/// it for the kind, the namespace as a DNS label, the subresource as a lowercase word.
+pub fn check_target(target: &ObjectRef) -> Result<(), String> {
+    check_name(&target.kind, "name", &target.name)?;
+    if let Some(ns) = &target.namespace {
+        check_dns_label("namespace", ns)?;
+    }
+    check_subresource(target.subresource.as_deref())
+}
+
+/// Checks the name (or `generateName`) and namespace of an object to create.
+pub fn check_object_meta(object: &Value) -> Result<(), String> {
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let meta = &object["metadata"];
+    for field in ["name", "generateName", "namespace"] {
+        let value = &meta[field];
+        let text = match value {
+            Value::Null => continue,
+            Value::String(s) if s.is_empty() => continue,
+            Value::String(s) => s.as_str(),
+            _ => return Err(format!("'metadata.{field}' must be a string")),
+        };
+        match field {
+            "namespace" => check_dns_label("metadata.namespace", text)?,
+            "generateName" => {
+                // Kubernetes validates the prefix without its trailing dash
+                let prefix = text.strip_suffix('-').unwrap_or(text);
+                check_name(kind, "metadata.generateName", prefix)?;
+            }
+            _ => check_name(kind, "metadata.name", text)?,
+        }
+    }
+    Ok(())
+}
+
+/// Kinds whose names are path segments (`system:controller:x`) rather than DNS subdomains.
+const PATH_SEGMENT_NAMED: &[&str] = &["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"];
+
+fn check_name(kind: &str, field: &str, name: &str) -> Result<(), String> {
+    if PATH_SEGMENT_NAMED.contains(&kind) {
+        check_path_segment(field, name)
+    } else {
+        check_dns_subdomain(field, name)
+    }
+}
+
+/// RFC 1123 subdomain: at most 253 characters of `a-z`, `0-9`, `-`, `.`, starting and ending
+/// with a letter or digit.
+fn check_dns_subdomain(field: &str, name: &str) -> Result<(), String> {
+    let ok = name.len() <= 253
+        && name.split('.').all(is_dns_label)
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "{field} '{}' is not a valid Kubernetes name (a DNS subdomain: at most 253 characters of \
+         lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)",
+        shorten(name)
+    ))
+}
+
+fn check_dns_label(field: &str, name: &str) -> Result<(), String> {
+    if is_dns_label(name) {
+        return Ok(());
+    }
+    Err(format!(
+        "{field} '{}' is not a valid Kubernetes namespace (a DNS label: at most 63 characters of \
+         lowercase letters, digits and '-', starting and ending with a letter or digit)",
+        shorten(name)
+    ))
+}
+
+fn is_dns_label(label: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !label.is_empty()
+        && label.len() <= 63
+        && label.chars().all(|c| alnum(c) || c == '-')
+        && label.starts_with(alnum)
+        && label.ends_with(alnum)
+}
+
+/// What Kubernetes accepts for RBAC names (not `.` or `..`, no `/` or `%`), without the
+/// characters that would change a request URL or cannot appear in one unescaped.
+fn check_path_segment(field: &str, name: &str) -> Result<(), String> {
+    let bad =
+        |c: char| matches!(c, '/' | '%' | '?' | '#' | '\\') || c.is_whitespace() || c.is_control();
+    if !name.is_empty() && name.len() <= 253 && name != "." && name != ".." && !name.contains(bad) {
+        return Ok(());
+    }
+    Err(format!(
+        "{field} '{}' is not a valid Kubernetes name (not '.' or '..', at most 253 characters, \
+         no '/', '%', '?', '#', '\\' or spaces)",
+        shorten(name)
+    ))
+}
+
+fn check_subresource(subresource: Option<&str>) -> Result<(), String> {
+    match subresource {
+        Some(s) if !(1..=63).contains(&s.len()) || !s.chars().all(|c| c.is_ascii_lowercase()) => {
+            Err(format!(
+                "subresource '{}' is not valid (lowercase letters, e.g. 'status')",
+                shorten(s)
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// At most 100 characters of untrusted text, for messages.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(100) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
 }
 
 /// A field given as a value or as a string holding JSON or YAML.
@@ -292,6 +415,7 @@ fn read_object(map: &Map<String, Value>) -> Result<Value, String> {
     if !has(&object["metadata"]["name"]) && !has(&object["metadata"]["generateName"]) {
         return Err("'object' needs 'metadata.name' or 'metadata.generateName'".into());
     }
+    check_object_meta(&object)?;
     Ok(object)
 }
 

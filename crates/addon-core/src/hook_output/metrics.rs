@@ -55,13 +55,15 @@ pub struct MetricOperation {
 }
 
 /// Parses a stream of JSON objects (one per line by convention). An empty file has no operations.
+/// Linear in the size of the text: line numbers for errors are counted as the stream advances.
 pub fn parse(text: &str) -> Result<Vec<MetricOperation>, MetricsError> {
     let mut out = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     let mut start = 0;
+    let mut lines = LineCounter::default();
     loop {
         let index = out.len();
-        let line = line_of(text, start + leading_space(&text[start..]));
+        let line = lines.line_at(text, start + leading_space(&text[start..]));
         let Some(next) = stream.next() else { break };
         let value = next.map_err(|e| MetricsError::ReadOperation {
             index,
@@ -83,8 +85,21 @@ fn leading_space(s: &str) -> usize {
     s.len() - s.trim_start().len()
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
-    text.get(..offset).map_or(0, |t| t.matches('\n').count()) + 1
+/// The 1-based line of increasing offsets, counting each byte of the text once.
+#[derive(Default)]
+struct LineCounter {
+    offset: usize,
+    newlines: usize,
+}
+
+impl LineCounter {
+    fn line_at(&mut self, text: &str, offset: usize) -> usize {
+        if let Some(skipped) = text.as_bytes().get(self.offset..offset) {
+            self.newlines += skipped.iter().filter(|b| **b == b'\n').count();
+            self.offset = offset;
+        }
+        self.newlines + 1
+    }
 }
 
 fn parse_operation(value: &Value) -> Result<MetricOperation, String> {
@@ -268,6 +283,23 @@ mod tests {
             }
         );
         assert!(e.to_string().contains("operation 1 (line 3)"), "{e}");
+    }
+
+    #[test]
+    fn line_numbers_stay_right_across_many_and_multiline_operations() {
+        let good = r#"{"name": "m", "action": "set", "value": 1}"#;
+        let mut text = format!("{good}\n").repeat(50_000);
+        text.push_str("{\n  \"name\": \"m\",\n  \"set\": 2\n}\n\n");
+        text.push_str(r#"{"name": "m", "action": "bad"}"#);
+        let e = parse(&text).unwrap_err();
+        assert_eq!(
+            e,
+            MetricsError::ValidateOperation {
+                index: 50_001,
+                line: 50_006,
+                message: "unsupported action 'bad' without 'group': use set, add or observe".into(),
+            }
+        );
     }
 
     #[test]

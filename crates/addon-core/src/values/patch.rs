@@ -1,5 +1,11 @@
 //! JSON patches from hooks (RFC 6902): parsing with the seeds' legacy forms, scope rules, strict
 //! application, lenient re-application over fresh layers and compaction of remembered patches.
+//!
+//! Patches are untrusted: one patch holds at most [`MAX_PATCH_OPERATIONS`] operations, the values
+//! it leaves are at most [`MAX_VALUES_BYTES`] of JSON, and its `copy` operations clone at most
+//! [`MAX_COPIED_BYTES`] in total. Applying and compacting are linear in the operations and the
+//! bytes they carry (sizes are charged as operations run, the document is measured only after
+//! the charges reach twice the limit).
 
 use std::fmt;
 
@@ -84,9 +90,40 @@ impl fmt::Display for PatchKind {
     }
 }
 
+/// The most operations one patch file may hold.
+pub const MAX_PATCH_OPERATIONS: usize = 10_000;
+/// The largest values (as compact JSON) a patch may leave in one scope (`global` or a module).
+pub const MAX_VALUES_BYTES: usize = 4 << 20;
+/// The most bytes the `copy` operations of one patch may clone in total.
+pub const MAX_COPIED_BYTES: usize = 8 * MAX_VALUES_BYTES;
+
 /// A patch that was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum PatchError {
+    #[error(
+        "{hook}: {kind} holds {count} operations, more than the limit of {MAX_PATCH_OPERATIONS}"
+    )]
+    TooManyOperations {
+        hook: String,
+        kind: PatchKind,
+        count: usize,
+    },
+    #[error(
+        "{hook}: {kind} operation #{index} makes the values larger than the limit of {MAX_VALUES_BYTES} bytes"
+    )]
+    TooLarge {
+        hook: String,
+        kind: PatchKind,
+        index: usize,
+    },
+    #[error(
+        "{hook}: {kind} operation #{index}: the copy operations clone more than the limit of {MAX_COPIED_BYTES} bytes"
+    )]
+    CopiesTooMuch {
+        hook: String,
+        kind: PatchKind,
+        index: usize,
+    },
     #[error("{hook}: {kind} is not valid JSON")]
     ParseJson {
         hook: String,
@@ -146,6 +183,9 @@ impl PatchError {
             | PatchError::NotAList { .. }
             | PatchError::ParseOperation { .. } => "patch_parse",
             PatchError::OutOfScope { .. } => "patch_scope",
+            PatchError::TooManyOperations { .. }
+            | PatchError::TooLarge { .. }
+            | PatchError::CopiesTooMuch { .. } => "patch_limit",
             PatchError::Apply { .. } => "patch_apply",
             PatchError::EnabledFlagNotBool { .. } | PatchError::SectionNotObject { .. } => {
                 "patch_result"
@@ -197,6 +237,13 @@ impl ValuesPatch {
                     });
                 }
             }
+        }
+        if raw_ops.len() > MAX_PATCH_OPERATIONS {
+            return Err(PatchError::TooManyOperations {
+                hook: hook.to_string(),
+                kind,
+                count: raw_ops.len(),
+            });
         }
         if documents > 1 {
             warnings.push(format!(
@@ -299,45 +346,177 @@ pub fn enabled_flag_module(key: &str) -> Option<ModuleName> {
     ModuleName::from_values_key(camel).ok()
 }
 
-/// Applies `ops` to `doc` all-or-nothing; any failing operation (including `test`) is an error.
+/// Applies `ops` to `doc` all-or-nothing; any failing operation (including `test`) or exceeded
+/// limit is an error.
 pub fn apply_strict(
     hook: &HookRef,
     kind: PatchKind,
     doc: &mut Value,
     ops: &[PatchOperation],
 ) -> Result<(), PatchError> {
-    json_patch::patch(doc, ops).map_err(|source| PatchError::Apply {
+    let original = doc.clone();
+    let applied = apply_each(hook, kind, doc, ops);
+    if applied.is_err() {
+        *doc = original;
+    }
+    applied
+}
+
+/// [`apply_strict`] without the restore on error.
+fn apply_each(
+    hook: &HookRef,
+    kind: PatchKind,
+    doc: &mut Value,
+    ops: &[PatchOperation],
+) -> Result<(), PatchError> {
+    if ops.len() > MAX_PATCH_OPERATIONS {
+        return Err(PatchError::TooManyOperations {
+            hook: hook.to_string(),
+            kind,
+            count: ops.len(),
+        });
+    }
+    let mut budget = SizeBudget::new(doc);
+    for (index, op) in ops.iter().enumerate() {
+        let limit_error = |exceeded| match exceeded {
+            Exceeded::Size => PatchError::TooLarge {
+                hook: hook.to_string(),
+                kind,
+                index,
+            },
+            Exceeded::Copies => PatchError::CopiesTooMuch {
+                hook: hook.to_string(),
+                kind,
+                index,
+            },
+        };
+        budget.charge(doc, op).map_err(limit_error)?;
+        json_patch::patch(doc, std::slice::from_ref(op)).map_err(|mut source| {
+            source.operation = index;
+            PatchError::Apply {
+                hook: hook.to_string(),
+                kind,
+                source,
+            }
+        })?;
+    }
+    budget.finish(doc).map_err(|_| PatchError::TooLarge {
         hook: hook.to_string(),
         kind,
-        source,
+        index: ops.len().saturating_sub(1),
     })
 }
 
 /// Re-applies remembered operations over fresh layers one by one, skipping those that no longer
-/// apply (their parent disappeared after a config change, say). Returns how many were skipped.
+/// apply (their parent disappeared after a config change, say) and, once the size limits are
+/// reached, all the rest. Returns how many were skipped.
 pub fn apply_lenient(doc: &mut Value, ops: &[PatchOperation]) -> usize {
-    let mut skipped = 0;
-    for op in ops {
+    let mut budget = SizeBudget::new(doc);
+    for (index, op) in ops.iter().enumerate() {
+        if budget.charge(doc, op).is_err() {
+            return ops.len() - index;
+        }
         if json_patch::patch(doc, std::slice::from_ref(op)).is_err() {
-            skipped += 1;
+            budget.skipped += 1;
         }
     }
-    skipped
+    budget.skipped
+}
+
+/// Which limit an operation exceeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exceeded {
+    Size,
+    Copies,
+}
+
+/// Keeps the size of a document being patched under [`MAX_VALUES_BYTES`] in linear time: each
+/// operation is charged the bytes it adds (removals are not credited), and the document is
+/// measured only when the charges pass twice the limit, which needs at least the limit in new
+/// charges since the last measure.
+struct SizeBudget {
+    estimate: usize,
+    copied: usize,
+    skipped: usize,
+}
+
+impl SizeBudget {
+    fn new(doc: &Value) -> Self {
+        Self {
+            estimate: crate::jq::json_size(doc),
+            copied: 0,
+            skipped: 0,
+        }
+    }
+
+    /// Charges `op` before it is applied to `doc`.
+    fn charge(&mut self, doc: &Value, op: &PatchOperation) -> Result<(), Exceeded> {
+        let growth = match op {
+            PatchOperation::Add(a) => crate::jq::json_size(&a.value),
+            PatchOperation::Replace(r) => crate::jq::json_size(&r.value),
+            PatchOperation::Copy(c) => {
+                let size = doc.pointer(c.from.as_str()).map_or(0, crate::jq::json_size);
+                self.copied = self.copied.saturating_add(size);
+                if self.copied > MAX_COPIED_BYTES {
+                    return Err(Exceeded::Copies);
+                }
+                size
+            }
+            PatchOperation::Remove(_) | PatchOperation::Move(_) | PatchOperation::Test(_) => 0,
+        };
+        self.estimate = self.estimate.saturating_add(growth);
+        if self.estimate > 2 * MAX_VALUES_BYTES {
+            self.estimate = crate::jq::json_size(doc).saturating_add(growth);
+            if self.estimate > MAX_VALUES_BYTES {
+                return Err(Exceeded::Size);
+            }
+        }
+        Ok(())
+    }
+
+    /// The final check of the patched document.
+    fn finish(&self, doc: &Value) -> Result<(), Exceeded> {
+        if self.estimate > MAX_VALUES_BYTES && crate::jq::json_size(doc) > MAX_VALUES_BYTES {
+            return Err(Exceeded::Size);
+        }
+        Ok(())
+    }
 }
 
 /// Appends `new` to the remembered operations of a scope, dropping `test` operations and earlier
-/// writes that a later write to an enclosing object key makes irrelevant.
+/// writes that a later write to an enclosing object key makes irrelevant. Nothing before a
+/// `move` or `copy` is dropped by what comes after it (the moved value may hold those writes).
+/// Linear in the operations: one backward pass with the set of paths overwritten later.
 pub fn compact_into(stored: &mut Vec<PatchOperation>, new: &[PatchOperation]) {
-    for op in new {
-        if matches!(op, PatchOperation::Test(_)) {
-            continue;
+    stored.extend(
+        new.iter()
+            .filter(|op| !matches!(op, PatchOperation::Test(_)))
+            .cloned(),
+    );
+    let barrier = stored
+        .iter()
+        .position(is_move_or_copy)
+        .unwrap_or(stored.len());
+    let mut overwritten: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut keep = vec![true; stored.len()];
+    for (index, op) in stored[..barrier].iter().enumerate().rev() {
+        let path = op.path().as_str();
+        if pointer_prefixes(path).any(|p| overwritten.contains(p)) {
+            keep[index] = false;
+        } else if overwrites_subtree(op) {
+            overwritten.insert(path);
         }
-        if overwrites_subtree(op) && stored.iter().all(|s| !is_move_or_copy(s)) {
-            let prefix = op.path();
-            stored.retain(|s| !s.path().starts_with(prefix));
-        }
-        stored.push(op.clone());
     }
+    let mut keep = keep.into_iter();
+    stored.retain(|_| keep.next().unwrap_or(true));
+}
+
+/// `/a/b/c` → `/a`, `/a/b`, `/a/b/c` (token boundaries of an encoded JSON pointer).
+fn pointer_prefixes(path: &str) -> impl Iterator<Item = &str> {
+    path.match_indices('/')
+        .skip(1)
+        .map(move |(i, _)| &path[..i])
+        .chain(std::iter::once(path))
 }
 
 fn is_move_or_copy(op: &PatchOperation) -> bool {
@@ -562,5 +741,132 @@ mod tests {
         let mut stored = Vec::new();
         compact_into(&mut stored, &p.ops);
         assert_eq!(stored.len(), 2);
+    }
+
+    fn doubling_copies(count: usize) -> String {
+        let ops: Vec<String> = (0..count)
+            .map(|i| format!(r#"{{"op":"copy","from":"/global/a","path":"/global/a/k{i}"}}"#))
+            .collect();
+        format!("[{}]", ops.join(","))
+    }
+
+    #[test]
+    fn forty_one_doubling_copies_fail_the_patch_and_leave_the_document() {
+        let h = global_hook();
+        let p = parse(&h, &doubling_copies(41)).unwrap();
+        let start = json!({"global": {"a": {"text": "x".repeat(100)}}});
+        let mut doc = start.clone();
+        let err = apply_strict(&h, PatchKind::Values, &mut doc, &p.ops).unwrap_err();
+        assert_eq!(err.category(), "patch_limit");
+        assert!(err.to_string().contains("hooks/global.sh"), "{err}");
+        assert!(err.to_string().contains("limit of"), "{err}");
+        assert_eq!(doc, start);
+    }
+
+    #[test]
+    fn a_few_doubling_copies_within_the_limits_apply() {
+        let h = global_hook();
+        let p = parse(&h, &doubling_copies(5)).unwrap();
+        let mut doc = json!({"global": {"a": {}}});
+        apply_strict(&h, PatchKind::Values, &mut doc, &p.ops).unwrap();
+        assert_eq!(doc["global"]["a"]["k4"]["k3"]["k2"]["k1"]["k0"], json!({}));
+    }
+
+    #[test]
+    fn values_larger_than_the_limit_fail_the_patch() {
+        let h = global_hook();
+        let big = "x".repeat(MAX_VALUES_BYTES / 2);
+        let text = format!(
+            r#"[{{"op":"add","path":"/global/a","value":"{big}"}},{{"op":"add","path":"/global/b","value":"{big}"}}]"#
+        );
+        let p = parse(&h, &text).unwrap();
+        let mut doc = json!({"global": {}});
+        let err = apply_strict(&h, PatchKind::Values, &mut doc, &p.ops).unwrap_err();
+        assert!(
+            matches!(err, PatchError::TooLarge { index: 1, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn replacing_a_big_value_many_times_stays_within_the_limit() {
+        let h = global_hook();
+        let value = "x".repeat(MAX_VALUES_BYTES / 8);
+        let ops: Vec<String> = (0..40)
+            .map(|_| format!(r#"{{"op":"add","path":"/global/a","value":"{value}"}}"#))
+            .collect();
+        let p = parse(&h, &format!("[{}]", ops.join(","))).unwrap();
+        let mut doc = json!({"global": {}});
+        apply_strict(&h, PatchKind::Values, &mut doc, &p.ops).unwrap();
+    }
+
+    #[test]
+    fn more_operations_than_the_limit_are_refused_when_parsing() {
+        let op = r#"{"op":"add","path":"/global/a","value":1}"#;
+        let text = format!("[{}]", vec![op; MAX_PATCH_OPERATIONS + 1].join(","));
+        let err = parse(&global_hook(), &text).unwrap_err();
+        assert_eq!(err.category(), "patch_limit");
+        assert!(err.to_string().contains("10001 operations"), "{err}");
+    }
+
+    #[test]
+    fn lenient_reapply_stops_at_the_size_limit() {
+        let h = global_hook();
+        let p = parse(&h, &doubling_copies(41)).unwrap();
+        let mut doc = json!({"global": {"a": {"text": "x".repeat(100)}}});
+        let skipped = apply_lenient(&mut doc, &p.ops);
+        assert!(skipped > 0 && skipped < 41, "{skipped}");
+        assert!(crate::jq::json_size(&doc) <= 4 * MAX_VALUES_BYTES);
+    }
+
+    /// The quadratic algorithm compaction replaced, as the reference.
+    fn compact_reference(stored: &mut Vec<PatchOperation>, new: &[PatchOperation]) {
+        for op in new {
+            if matches!(op, PatchOperation::Test(_)) {
+                continue;
+            }
+            if overwrites_subtree(op) && stored.iter().all(|s| !is_move_or_copy(s)) {
+                let prefix = op.path();
+                stored.retain(|s| !s.path().starts_with(prefix));
+            }
+            stored.push(op.clone());
+        }
+    }
+
+    #[test]
+    fn compaction_keeps_what_the_reference_algorithm_keeps() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let paths = [
+            "/m/a", "/m/a/b", "/m/a/b/c", "/m/ab", "/m/x/0", "/m/x/-", "/m",
+        ];
+        for _ in 0..300 {
+            let mut ops = Vec::new();
+            for _ in 0..next(12) {
+                let path = paths[next(paths.len() as u64) as usize];
+                let from = paths[next(paths.len() as u64) as usize];
+                let op = match next(10) {
+                    0 => json!({"op": "copy", "from": from, "path": path}),
+                    1 => json!({"op": "move", "from": from, "path": path}),
+                    2 => json!({"op": "test", "path": path, "value": 1}),
+                    3 | 4 => json!({"op": "remove", "path": path}),
+                    5 | 6 => json!({"op": "replace", "path": path, "value": 2}),
+                    _ => json!({"op": "add", "path": path, "value": 3}),
+                };
+                ops.push(serde_json::from_value::<PatchOperation>(op).unwrap());
+            }
+            let split = next(ops.len() as u64 + 1) as usize;
+            let mut stored = Vec::new();
+            compact_reference(&mut stored, &ops[..split]);
+            let (mut fast, mut slow) = (stored.clone(), stored);
+            compact_into(&mut fast, &ops[split..]);
+            compact_reference(&mut slow, &ops[split..]);
+            assert_eq!(fast, slow, "{ops:?}");
+        }
     }
 }

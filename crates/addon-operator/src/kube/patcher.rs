@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use addon_core::hook_output::kube_patch::{
-    CreateMode, DeletePropagation, KubeOperation, ObjectRef,
+    CreateMode, DeletePropagation, KubeOperation, ObjectRef, check_object_meta, check_target,
 };
 use addon_core::jq::{JqError, JqFilter};
 use kube::api::{
@@ -14,6 +14,7 @@ use kube::api::{
 use serde_json::Value;
 
 use super::discovery::{DiscoveryError, KindResolver};
+use crate::jq_sandbox::JqRunner;
 
 /// Timing and retry knobs (upstream: Delete waits up to 20 s, polling every second).
 #[derive(Debug, Clone)]
@@ -23,6 +24,8 @@ pub struct PatcherSettings {
     pub delete_poll: Duration,
     /// Attempts of read-modify-write operations (CreateOrUpdate, JQPatch) on `409 Conflict`.
     pub conflict_attempts: usize,
+    /// Where `JQPatch` filters run (the operator's jq sandbox).
+    pub jq: JqRunner,
 }
 
 impl Default for PatcherSettings {
@@ -31,6 +34,7 @@ impl Default for PatcherSettings {
             delete_timeout: Duration::from_secs(20),
             delete_poll: Duration::from_secs(1),
             conflict_attempts: 5,
+            jq: JqRunner::default(),
         }
     }
 }
@@ -42,6 +46,8 @@ pub enum OperationFailure {
     Resolve(#[source] DiscoveryError),
     #[error("the kind is namespaced: a namespace is required")]
     NamespaceRequired,
+    #[error("{0}")]
+    InvalidName(String),
     #[error("the object is not a Kubernetes object")]
     BadObject(#[source] serde_json::Error),
     #[error("create")]
@@ -66,7 +72,9 @@ impl OperationFailure {
     pub fn category(&self) -> &'static str {
         match self {
             Self::Resolve(e) => e.category(),
-            Self::NamespaceRequired | Self::BadObject(_) => "kube_patch_invalid",
+            Self::NamespaceRequired | Self::BadObject(_) | Self::InvalidName(_) => {
+                "kube_patch_invalid"
+            }
             Self::Jq(e) => e.category(),
             Self::StillExists(_) => "kube_delete_timeout",
             Self::Conflicts(_) => "kube_conflict",
@@ -215,7 +223,10 @@ impl ObjectPatcher {
         Ok(Api::namespaced_with(client, ns, ar))
     }
 
+    /// The API of `target`, whose name and namespace go into request URLs: checked here again,
+    /// whoever built the operation.
     async fn api(&self, target: &ObjectRef) -> Step<Api<DynamicObject>> {
+        check_target(target).map_err(OperationFailure::InvalidName)?;
         self.api_for(
             target.api_version.as_deref(),
             &target.kind,
@@ -225,6 +236,7 @@ impl ObjectPatcher {
     }
 
     async fn create(&self, mode: CreateMode, object: &Value, sub: Option<&str>) -> Step<()> {
+        check_object_meta(object).map_err(OperationFailure::InvalidName)?;
         let meta = &object["metadata"];
         let api = self
             .api_for(
@@ -317,7 +329,12 @@ impl ObjectPatcher {
         for _ in 0..self.settings.conflict_attempts {
             let current = api.get(&target.name).await.map_err(OperationFailure::Get)?;
             let before = serde_json::to_value(&current).map_err(OperationFailure::BadObject)?;
-            let after = filter.apply(&before).map_err(OperationFailure::Jq)?;
+            let after = self
+                .settings
+                .jq
+                .apply(filter, &before)
+                .await
+                .map_err(OperationFailure::Jq)?;
             if after == before {
                 return Ok(());
             }

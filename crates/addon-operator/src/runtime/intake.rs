@@ -132,16 +132,16 @@ pub async fn kube_events(
         };
         match event {
             None => return,
-            Some(event) => on_kube_event(&shared, event),
+            Some(event) => on_kube_event(&shared, event).await,
         }
     }
 }
 
 /// Handles one watch event and records `kube_event_duration_seconds` for it.
-fn on_kube_event(shared: &Shared, ev: KubeEvent) {
+async fn on_kube_event(shared: &Shared, ev: KubeEvent) {
     let started = std::time::Instant::now();
     let key = ev.key.clone();
-    handle_kube_event(shared, ev);
+    handle_kube_event(shared, ev).await;
     let labels = shared
         .lock()
         .monitors
@@ -152,27 +152,50 @@ fn on_kube_event(shared: &Shared, ev: KubeEvent) {
     }
 }
 
-fn handle_kube_event(shared: &Shared, ev: KubeEvent) {
+async fn handle_kube_event(shared: &Shared, ev: KubeEvent) {
+    let Some(filter) = shared
+        .lock()
+        .monitors
+        .get(&ev.key)
+        .map(|m| m.cache.binding().jq_filter.clone())
+    else {
+        return;
+    };
+    // outside the lock: the filter runs in the jq sandbox, up to --jq-timeout
+    let filtering = std::time::Instant::now();
+    let filtered = shared
+        .jq
+        .filter_with(filter.as_ref(), std::slice::from_ref(&ev.object))
+        .await
+        .map(|mut f| f.pop());
+    let filter_time = filtering.elapsed();
+    let filtered = match filtered {
+        Ok(Some(filtered)) => filtered,
+        Ok(None) => return,
+        Err(e) => {
+            shared.metrics.kube_watch_error(e.category());
+            tracing::error!(hook = %ev.key.hook, error = %e, "jqFilter failed on an object");
+            return;
+        }
+    };
     let mut st = shared.lock();
     let Some(monitor) = st.monitors.get_mut(&ev.key) else {
         return;
     };
-    if let Some(pending) = &mut monitor.pending {
-        pending.push((ev.event, ev.object));
+    if monitor.cache.binding().jq_filter != filter {
+        // the monitor was restarted with another filter meanwhile; its listing is current
         return;
     }
-    let filtering = std::time::Instant::now();
-    let applied = monitor.cache.apply(ev.event, ev.object);
     let labels = MonitorLabels::of(&ev.key, monitor);
-    labels.jq_filter(&shared.metrics, 1, filtering.elapsed());
+    labels.jq_filter(&shared.metrics, 1, filter_time);
+    if let Some(pending) = &mut monitor.pending {
+        pending.push((ev.event, ev.object, filtered));
+        return;
+    }
+    let applied = monitor.cache.apply_filtered(ev.event, ev.object, filtered);
     labels.snapshot(&shared.metrics, monitor.cache.len());
-    let item = match applied {
-        Ok(Some(item)) => item,
-        Ok(None) => return,
-        Err(e) => {
-            tracing::error!(hook = %ev.key.hook, error = %e, "jqFilter failed on an object");
-            return;
-        }
+    let Some(item) = applied else {
+        return;
     };
     let binding = monitor.cache.binding().clone();
     if !monitor.synced || !binding.execute_hook_on_event.contains(&ev.event) {

@@ -36,6 +36,7 @@ use task::{Task, lifecycle_tasks};
 
 use crate::check::error_chain;
 use crate::http::StatusSource as _;
+use crate::jq_sandbox::JqRunner;
 use crate::metrics::Metrics;
 use crate::schedule::{Scheduler, SystemClock, WallClock};
 
@@ -56,6 +57,8 @@ pub struct RuntimeSettings {
     /// The registry to record into when it is shared (with the HTTP server that starts before the
     /// runtime, and the watches); `None`: a new one with `metrics_prefix`.
     pub metrics: Option<Arc<Metrics>>,
+    /// Where bindings' jqFilters run (the operator uses its jq sandbox).
+    pub jq: JqRunner,
 }
 
 impl Default for RuntimeSettings {
@@ -68,6 +71,7 @@ impl Default for RuntimeSettings {
             kept_releases: Vec::new(),
             leadership: None,
             metrics: None,
+            jq: JqRunner::default(),
         }
     }
 }
@@ -102,6 +106,7 @@ pub struct Shared {
     epoch: tokio::time::Instant,
     scheduler: Scheduler<ScheduleId>,
     config_writer: config_writer::ConfigWriter,
+    pub(crate) jq: JqRunner,
 }
 
 impl Shared {
@@ -270,6 +275,7 @@ impl Runtime {
             epoch: tokio::time::Instant::now(),
             scheduler,
             config_writer: config_writer::ConfigWriter::new(),
+            jq: settings.jq.clone(),
         });
         Ok(Self {
             shared,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use addon_core::binding_context::Snapshots;
 use addon_core::discovery::{HookFile, ModuleSource};
-use addon_core::hook_config::{BindingType, HookConfig, WatchEvent};
+use addon_core::hook_config::{BindingType, FilteredObject, HookConfig, WatchEvent};
 use addon_core::monitor::MonitorCache;
 use addon_core::names::{HookName, ModuleName, QueueName};
 use addon_core::queue::QueueSet;
@@ -46,7 +46,7 @@ pub struct Monitor {
     /// Synchronization finished: events now run the hook.
     pub synced: bool,
     /// While the watch is starting: events that arrived before the listing was loaded.
-    pub pending: Option<Vec<(WatchEvent, serde_json::Value)>>,
+    pub pending: Option<Vec<(WatchEvent, serde_json::Value, FilteredObject)>>,
 }
 
 /// The runtime state.

@@ -192,3 +192,30 @@ async fn patches_of_a_missing_object_fail_unless_ignore_missing_object_is_set() 
     );
     assert!(text.contains("kind 'Gadget' is not served"), "{text}");
 }
+
+/// Operations built without the parser (whoever builds them) still cannot put a path or query
+/// into a request URL: the patcher checks names again and the object stays.
+#[tokio::test]
+async fn a_target_name_with_a_path_is_refused_before_any_request() {
+    use addon_core::hook_output::kube_patch::{DeletePropagation, KubeOperation, ObjectRef};
+    let env = start().await;
+    run(&env, r#"{"operation": "Create", "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default", "name": "victim"}}}"#)
+        .await
+        .unwrap();
+    let ops = vec![KubeOperation::Delete {
+        target: ObjectRef {
+            api_version: Some("v1".into()),
+            kind: "ConfigMap".into(),
+            namespace: Some("default".into()),
+            name: "x/../victim".into(),
+            subresource: None,
+        },
+        propagation: DeletePropagation::Background,
+    }];
+    let err = patcher(&env).await.apply(&ops).await.unwrap_err();
+    assert!(
+        err.to_string().contains("is not a valid Kubernetes name"),
+        "{err}"
+    );
+    assert!(cm(&env, "victim").is_some());
+}

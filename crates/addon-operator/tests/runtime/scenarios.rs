@@ -788,3 +788,29 @@ async fn schedule_run_gets_fresh_snapshots_of_the_kubernetes_bindings_it_include
         .collect();
     assert_eq!(names, ["a", "b"]);
 }
+
+/// A binding's jqFilter that exceeds a bound on one event (here the output limit, which the
+/// in-process runner of this harness enforces too) drops that event with an error; the next
+/// event of the same binding runs the hook.
+#[tokio::test(start_paused = true)]
+async fn an_event_whose_filter_exceeds_a_limit_is_dropped_and_the_binding_keeps_working() {
+    let dir = tree(&[(
+        "global-hooks/hooks/pods",
+        "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n  executeHookOnSynchronization: false\n  jqFilter: 'if .metadata.name == \"bad\" then repeat(1) else .metadata.name end'\n",
+    )]);
+    let op = start(dir, "", FakeHooks::new(), FakeHelm::new()).await;
+    op.settle().await;
+    let mark = op.clear_history_marker();
+    let pod = |name: &str| serde_json::json!({"kind": "Pod", "metadata": {"name": name, "namespace": "default"}});
+    op.kube
+        .emit(addon_core::hook_config::WatchEvent::Added, pod("bad"));
+    op.settle().await;
+    assert!(op.runs_since(mark).is_empty(), "{:?}", op.runs_since(mark));
+    op.kube
+        .emit(addon_core::hook_config::WatchEvent::Added, pod("good"));
+    op.settle().await;
+    assert_eq!(op.runs_since(mark), ["run hooks/pods kubernetes"]);
+    let calls = op.hooks.calls();
+    let last = calls.last().unwrap();
+    assert_eq!(last.binding_context[0]["filterResult"], "good");
+}

@@ -240,3 +240,88 @@ fn unreadable_file_is_a_read_error() {
     let e = parse("operation: [unclosed\n  - x: {").unwrap_err();
     assert_eq!(e.category(), "kube_patch_read");
 }
+
+#[test]
+fn names_that_would_change_the_request_url_are_rejected() {
+    for name in [
+        "../../secrets/victim",
+        "a?dryRun=All",
+        "a&b",
+        "a#b",
+        "UPPER",
+        "-a",
+        ".",
+        "a b",
+        &"a".repeat(254),
+    ] {
+        let text = format!(
+            r#"{{"operation": "Delete", "kind": "Pod", "namespace": "ns", "name": {name:?}}}"#
+        );
+        let e = err(&text);
+        assert!(e.contains("is not a valid Kubernetes name"), "{name}: {e}");
+        assert!(e.contains("operation 0 (Delete)"), "{e}");
+    }
+}
+
+#[test]
+fn namespaces_must_be_dns_labels() {
+    for ns in ["../x", "a.b", "A", &"n".repeat(64), "x/"] {
+        let text = format!(
+            r#"{{"operation": "JQPatch", "kind": "Pod", "namespace": {ns:?}, "name": "p", "jqFilter": "."}}"#
+        );
+        assert!(
+            err(&text).contains("is not a valid Kubernetes namespace"),
+            "{ns}"
+        );
+    }
+}
+
+#[test]
+fn valid_names_pass_including_rbac_names_with_colons() {
+    one(r#"{"operation": "Delete", "kind": "Pod", "namespace": "kube-system", "name": "a.b-c.0"}"#);
+    one(r#"{"operation": "Delete", "kind": "ClusterRole", "name": "system:controller:x"}"#);
+    let e = err(r#"{"operation": "Delete", "kind": "ClusterRole", "name": "a/../b"}"#);
+    assert!(e.contains("no '/'"), "{e}");
+}
+
+#[test]
+fn created_objects_are_checked_by_name_generate_name_and_namespace() {
+    let create = |meta: &str| {
+        format!(
+            r#"{{"operation": "Create", "object": {{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {meta}}}}}"#
+        )
+    };
+    one(&create(r#"{"generateName": "job-", "namespace": "ns"}"#));
+    one(&create(r#"{"name": "cm", "namespace": "ns"}"#));
+    assert!(
+        err(&create(r#"{"generateName": "Job-", "namespace": "ns"}"#))
+            .contains("metadata.generateName")
+    );
+    assert!(err(&create(r#"{"name": "../cm", "namespace": "ns"}"#)).contains("metadata.name"));
+    assert!(
+        err(&create(r#"{"name": "cm", "namespace": "ns/../x"}"#)).contains("metadata.namespace")
+    );
+    assert!(err(&create(r#"{"name": "cm", "generateName": 5}"#)).contains("must be a string"));
+}
+
+#[test]
+fn subresources_are_lowercase_words() {
+    let e = err(
+        r#"{"operation": "MergePatch", "kind": "Deployment", "namespace": "ns", "name": "d", "subresource": "status/../../x", "mergePatch": {}}"#,
+    );
+    assert!(e.contains("subresource"), "{e}");
+}
+
+/// The issue's reproducer: a JQPatch filter nested 10,000 levels is an invalid operation, not a
+/// stack overflow while compiling.
+#[test]
+fn a_jq_patch_filter_nested_too_deep_is_an_invalid_operation() {
+    for depth in [8_000, 10_000] {
+        let filter = format!("{}.{}", "(".repeat(depth), ")".repeat(depth));
+        let text = json!({"operation": "JQPatch", "kind": "Pod", "namespace": "ns", "name": "p", "jqFilter": filter});
+        let e = err(&text.to_string());
+        assert!(e.contains("operation 0 (JQPatch)"), "{e}");
+        assert!(e.contains("nests") || e.contains("bytes long"), "{e}");
+        assert!(e.len() < 1_000, "{e}");
+    }
+}

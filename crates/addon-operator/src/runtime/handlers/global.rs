@@ -2,7 +2,7 @@
 //! kubernetes bindings.
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
-use addon_core::hook_config::BindingType;
+use addon_core::hook_config::{BindingType, FilteredObject, KubernetesBinding};
 use addon_core::monitor::MonitorCache;
 use addon_core::names::{HookName, ModuleName, QueueName};
 
@@ -101,18 +101,31 @@ pub async fn enable_kubernetes(shared: &Shared, hook: &HookName) -> Outcome {
     Outcome::head(head)
 }
 
-/// Loads the listing into a starting monitor, then replays the events that arrived meanwhile.
+/// Loads the filtered listing into a starting monitor, then replays the events that arrived
+/// meanwhile.
 fn load_monitor(
     monitor: &mut Monitor,
-    objects: Vec<serde_json::Value>,
+    objects: Vec<(serde_json::Value, FilteredObject)>,
     synced: bool,
-) -> Result<(), addon_core::jq::JqError> {
-    monitor.cache.reset(objects)?;
-    for (event, object) in monitor.pending.take().unwrap_or_default() {
-        monitor.cache.apply(event, object)?;
+) {
+    monitor.cache.reset_filtered(objects);
+    for (event, object, filtered) in monitor.pending.take().unwrap_or_default() {
+        monitor.cache.apply_filtered(event, object, filtered);
     }
     monitor.synced = synced;
-    Ok(())
+}
+
+/// The listing as `binding` sees it, filtered in the jq sandbox (outside the state lock).
+async fn filter_listing(
+    shared: &Shared,
+    hook: &HookName,
+    binding: &KubernetesBinding,
+    objects: Vec<serde_json::Value>,
+) -> Result<Vec<(serde_json::Value, FilteredObject)>, String> {
+    let filtered = shared.jq.filter_objects(binding, &objects).await;
+    let filtered =
+        filtered.map_err(|e| format!("hook '{hook}': binding '{}': {e}", binding.name))?;
+    Ok(objects.into_iter().zip(filtered).collect())
 }
 
 /// Starts one binding's watch and loads its objects. Returns the Synchronization run to queue,
@@ -138,13 +151,19 @@ pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<T
             pending: Some(Vec::new()),
         },
     );
-    let started = shared.edges.kube.start(key, &binding).await;
+    let listed = shared.edges.kube.start(key, &binding).await;
+    let filtering = std::time::Instant::now();
+    let started = match listed {
+        Ok(objects) => filter_listing(shared, &key.hook, &binding, objects).await,
+        Err(e) => Err(e.to_string()),
+    };
+    let filter_time = filtering.elapsed();
     let mut st = shared.lock();
     let objects = match started {
         Ok(objects) => objects,
         Err(e) => {
             st.monitors.remove(key);
-            return Err(e.to_string());
+            return Err(e);
         }
     };
     let Some(monitor) = st.monitors.get_mut(key) else {
@@ -153,19 +172,11 @@ pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<T
             key.hook
         ));
     };
-    let filtered = objects.len() + monitor.pending.as_ref().map_or(0, Vec::len);
-    let started = std::time::Instant::now();
-    let loaded = load_monitor(monitor, objects, !runs);
+    let filtered = objects.len();
+    load_monitor(monitor, objects, !runs);
     let labels = MonitorLabels::of(key, monitor);
-    labels.jq_filter(&shared.metrics, filtered, started.elapsed());
+    labels.jq_filter(&shared.metrics, filtered, filter_time);
     labels.snapshot(&shared.metrics, monitor.cache.len());
-    if let Err(e) = loaded {
-        st.monitors.remove(key);
-        return Err(format!(
-            "hook '{}': binding '{}': {e}",
-            key.hook, binding.name
-        ));
-    }
     if !runs {
         return Ok(None);
     }
