@@ -108,9 +108,10 @@ impl JqError {
     }
 }
 
-/// The filter as quoted in errors: at most 200 characters.
+/// The filter as quoted in errors: at most 80 characters, so the reason after it survives the
+/// 256-byte quotes of hook problems.
 fn quote(source: &str) -> String {
-    shorten(source, 200)
+    shorten(source, 80)
 }
 
 /// At most `max` characters of `text`, with `…` when cut.
