@@ -6,17 +6,64 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::dirs::DirFlags;
 
+/// `--version`: the crate version, the git commit and the build date set by build.rs.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("ADDON_OPERATOR_GIT_COMMIT"),
+    ", built ",
+    env!("ADDON_OPERATOR_BUILD_DATE"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "addon-operator",
-    version,
-    about = "Installs and keeps cluster add-ons: Helm charts, hooks and values"
+    version = LONG_VERSION,
+    about = "Installs and keeps cluster add-ons: Helm charts, hooks and values",
+    after_help = "Without a command, addon-operator runs `start`."
 )]
 pub struct Cli {
     #[command(flatten)]
     pub log: LogArgs,
+    /// The command; none means `start` (as upstream)
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+impl Cli {
+    /// Parses the command line; without a command (`addon-operator`, `addon-operator --ha`)
+    /// it is parsed as `start` with the same flags, as upstream's default command.
+    pub fn parse_or_start(
+        args: Vec<std::ffi::OsString>,
+    ) -> Result<(LogArgs, Command), clap::Error> {
+        let first = Self::try_parse_from(&args);
+        let starts_with_flag = args
+            .get(1)
+            .is_some_and(|a| a.to_string_lossy().starts_with('-'));
+        match first {
+            Ok(Cli {
+                log,
+                command: Some(command),
+            }) => Ok((log, command)),
+            Ok(_) => Self::parse_as_start(args),
+            Err(e) if e.kind() == clap::error::ErrorKind::UnknownArgument && starts_with_flag => {
+                Self::parse_as_start(args)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn parse_as_start(args: Vec<std::ffi::OsString>) -> Result<(LogArgs, Command), clap::Error> {
+        let mut args = args.into_iter();
+        let with_start = args.next().into_iter().chain(["start".into()]).chain(args);
+        let cli = Self::try_parse_from(with_start)?;
+        let log = cli.log;
+        cli.command.map(|command| (log, command)).ok_or_else(|| {
+            use clap::CommandFactory;
+            Self::command().error(clap::error::ErrorKind::MissingSubcommand, "no command")
+        })
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -30,8 +77,17 @@ pub enum Command {
     /// Run one hook locally with a binding context, on the tree's values, and print what it
     /// changed (for module authors; no running operator needed)
     Hook(HookArgs),
-    /// Print the version.
+    /// Print the version, git commit and build date.
     Version,
+    /// Print a shell completion script: `source <(addon-operator completion bash)`
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `addon-operator man > addon-operator.1`
+    Man,
+    /// Change a running operator's runtime settings (debug API)
+    Debug(crate::debug_cli::DebugArgs),
     /// Show the task queues of a running operator (debug API)
     Queue(crate::debug_cli::QueueArgs),
     /// Show global hooks and values of a running operator (debug API)
@@ -154,6 +210,10 @@ pub struct HookArgs {
 pub enum HookCommand {
     /// Run one hook and print its binding context, its patches and the values after them
     Run(Box<HookRunArgs>),
+    /// Hooks of a running operator with their bindings (debug API)
+    List(crate::debug_cli::HookListArgs),
+    /// Kubernetes snapshots of one hook of a running operator (debug API)
+    Snapshot(crate::debug_cli::HookSnapshotArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -217,12 +277,55 @@ pub struct LogArgs {
     /// Log format
     #[arg(long, env = "LOG_TYPE", value_enum, default_value_t = LogType::Text, global = true)]
     pub log_type: LogType,
+    /// Leave the time out of log lines (when the log collector adds its own)
+    #[arg(long, env = "LOG_NO_TIME", num_args = 0..=1, default_value = "false", global = true,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub log_no_time: bool,
+    /// A hook's stdout/stderr lines holding JSON objects become log records of their own (their
+    /// level and msg, other keys as hook_<key>) instead of text lines
+    #[arg(long, env = "LOG_PROXY_HOOK_JSON", num_args = 0..=1, default_value = "false", global = true,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub log_proxy_hook_json: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogType {
     Text,
     Json,
+}
+
+/// The completion script of `shell` for the whole command line.
+pub fn completion(shell: clap_complete::Shell) -> String {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "addon-operator", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The man page (roff) of the command line, with a section per subcommand.
+pub fn man_page() -> anyhow::Result<String> {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(command.clone())
+        .render(&mut out)
+        .map_err(|e| anyhow::anyhow!("render the man page: {e}"))?;
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("addon-operator {}", sub.get_name());
+        let sub = sub.clone().display_name(name.clone()).bin_name(name);
+        let man = clap_mangen::Man::new(sub);
+        let _ = writeln_roff(&mut out, &man);
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Appends a subcommand's NAME/SYNOPSIS/DESCRIPTION/OPTIONS as a section of the main page.
+fn writeln_roff(out: &mut Vec<u8>, man: &clap_mangen::Man) -> std::io::Result<()> {
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    man.render_options_section(out)?;
+    man.render_subcommands_section(out)
 }
 
 /// Runs a command's async body on a multi-thread tokio runtime.
@@ -272,7 +375,7 @@ mod tests {
             "json",
         ])
         .unwrap();
-        let Command::Check(args) = cli.command else {
+        let Some(Command::Check(args)) = cli.command else {
             panic!("not check")
         };
         assert_eq!(args.dirs.working_dir, Some(PathBuf::from("/w")));

@@ -403,13 +403,13 @@ fn log_line(log: &LogFields, stream: &'static str, line: &[u8]) {
         Some((cut, _)) => &text[..cut],
         None => text,
     };
-    tracing::info!(
-        hook = %log.hook,
-        module = %log.module,
-        binding = %log.binding,
-        output = stream,
-        "{text}"
-    );
+    let line = crate::logging::HookLine {
+        hook: &log.hook,
+        module: &log.module,
+        binding: &log.binding,
+        output: stream,
+    };
+    crate::logging::hook_output(line, text);
 }
 
 /// Collects both readers; pipes still open after [`OUTPUT_DRAIN`] (a background child holds them)

@@ -204,7 +204,7 @@ impl HookExecutor for ProcessHooks {
                 .await
                 .map_err(|e| failure(&e))?;
             let usage = &run.process.usage;
-            tracing::info!(
+            tracing::debug!(
                 hook = %req.hook.name,
                 binding = req.binding,
                 exit = %run.process.exit,

@@ -6,6 +6,7 @@ mod check;
 mod embedded;
 mod ha;
 mod hook_run;
+mod logs;
 mod render;
 mod start;
 mod support;
