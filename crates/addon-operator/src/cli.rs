@@ -364,6 +364,26 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    fn parse(args: &[&str]) -> Result<(LogArgs, Command), clap::Error> {
+        Cli::parse_or_start(args.iter().map(Into::into).collect())
+    }
+
+    #[test]
+    fn without_a_command_the_operator_starts_with_the_given_flags() {
+        let (_, command) = parse(&["addon-operator"]).unwrap();
+        assert!(matches!(command, Command::Start(_)));
+        let (log, command) = parse(&["addon-operator", "--log-type", "json", "--ha"]).unwrap();
+        let Command::Start(args) = command else {
+            panic!("not start")
+        };
+        assert!(args.ha);
+        assert_eq!(log.log_type, LogType::Json);
+        let (_, command) = parse(&["addon-operator", "check"]).unwrap();
+        assert!(matches!(command, Command::Check(_)));
+        let err = parse(&["addon-operator", "--no-such-flag"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
+    }
+
     #[test]
     fn check_accepts_working_dir_and_json_output() {
         let cli = Cli::try_parse_from([

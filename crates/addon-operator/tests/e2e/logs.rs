@@ -261,3 +261,88 @@ fn broken_output_never_hangs_or_crashes() {
         }
     }
 }
+
+#[test]
+fn the_log_level_changes_at_run_time_through_the_debug_socket() {
+    if !require_tool("bash") {
+        return;
+    }
+    let root = chatty_tree(0);
+    let mut child = operator(root.path(), &["--log-type", "json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let before = read_until(&mut stderr, |l| l.contains(r#""msg":"ready""#));
+    assert!(!before.iter().any(|l| l.contains(r#""level":"debug""#)));
+    let socket = root.path().join("debug.socket");
+    let debug = |args: &[&str]| {
+        let out = Command::new(binary())
+            .args(["debug", "log-level"])
+            .args(args)
+            .arg("--debug-unix-socket")
+            .arg(&socket)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(debug(&[]), "info\n");
+    assert_eq!(debug(&["debug"]), "log.level set to debug\n");
+    assert_eq!(debug(&[]), "debug\n");
+    // the next schedule run logs its task start at debug level
+    read_until(&mut stderr, |l| {
+        l.contains(r#""level":"debug""#) && l.contains("task started")
+    });
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(10)).is_some());
+}
+
+#[test]
+fn no_command_means_start_and_version_completion_and_man_print() {
+    let root = chatty_tree(0);
+    // `addon-operator --working-dir ...` without `start`
+    let plain = operator(root.path(), &[]);
+    let args: Vec<_> = plain.get_args().skip(1).map(|a| a.to_owned()).collect();
+    let mut child = Command::new(binary())
+        .args(args)
+        .envs(plain.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    read_until(&mut stderr, |l| l.contains(" ready modules=0"));
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(10)).is_some_and(|s| s.success()));
+
+    let version = crate::support::run_ok(&["--version"]);
+    let re_like = version.trim_end();
+    assert!(
+        re_like.starts_with(&format!(
+            "addon-operator {} (commit ",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{version}"
+    );
+    assert!(
+        re_like.contains(", built 20") && re_like.ends_with("Z)"),
+        "{version}"
+    );
+    assert_eq!(crate::support::run_ok(&["version"]), version);
+
+    for shell in ["bash", "zsh", "fish"] {
+        let script = crate::support::run_ok(&["completion", shell]);
+        assert!(script.contains("addon-operator"), "{shell}");
+        assert!(script.contains("log-level"), "{shell}: flags are completed");
+    }
+    let man = crate::support::run_ok(&["man"]);
+    assert!(man.starts_with(".ie"), "roff");
+    assert!(man.contains(".TH addon-operator 1"));
+    assert!(
+        man.contains("addon\\-operator start"),
+        "a section per command"
+    );
+}
