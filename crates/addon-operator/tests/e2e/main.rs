@@ -8,5 +8,6 @@ mod ha;
 mod hook_run;
 mod logs;
 mod render;
+mod ship;
 mod start;
 mod support;
