@@ -291,7 +291,7 @@ impl KubeEvents for NoCluster {
 
 impl ObjectPatches for NoCluster {
     fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>> {
-        tracing::info!(
+        tracing::debug!(
             operations = ops.len(),
             "local mode: the hook's Kubernetes operations are validated, not applied"
         );
