@@ -162,7 +162,12 @@ fn hooks_table(hooks: &Value) -> String {
     let (w0, w1) = (width(0), width(1));
     std::iter::once(&header)
         .chain(&rows)
-        .map(|r| format!("{:w0$}  {:w1$}  {}", r[0], r[1], r[2]).trim_end().to_string() + "\n")
+        .map(|r| {
+            format!("{:w0$}  {:w1$}  {}", r[0], r[1], r[2])
+                .trim_end()
+                .to_string()
+                + "\n"
+        })
         .collect()
 }
 
