@@ -185,15 +185,15 @@ fn parse_hook_record(text: &str) -> Option<HookRecord> {
     let serde_json::Value::Object(mut map) = serde_json::from_str(text.trim()).ok()? else {
         return None;
     };
-    let level = match map.remove("level") {
+    let level = match map.shift_remove("level") {
         Some(serde_json::Value::String(l)) => hook_level(&l),
         _ => Level::INFO,
     };
-    let msg = match map.remove("msg") {
+    let msg = match map.shift_remove("msg") {
         Some(serde_json::Value::String(m)) => m,
         _ => "hook result".to_string(),
     };
-    map.remove("time");
+    map.shift_remove("time");
     let rest = serde_json::Value::Object(map).to_string();
     Some(HookRecord { level, msg, rest })
 }

@@ -59,9 +59,9 @@ fn now_rfc3339() -> String {
 /// unset `hook` of a global task) are left out; a proxied hook record is spread as `hook_<key>`.
 pub fn record(level: &str, mut fields: Map<String, Value>, time: Option<String>) -> String {
     let msg = fields
-        .remove("message")
+        .shift_remove("message")
         .unwrap_or(Value::String(String::new()));
-    let proxied = fields.remove(PROXY_FIELD);
+    let proxied = fields.shift_remove(PROXY_FIELD);
     let mut out = Map::new();
     out.insert("level".into(), Value::String(level.into()));
     out.insert("msg".into(), msg);
@@ -156,6 +156,42 @@ mod tests {
             json!({"level": "warn", "msg": "hook result", "hook": "hooks/a", "hook_foo": "baz", "proxyJsonLog": true})
         );
         assert!(line.get("time").is_none());
+    }
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn span_fields_are_flattened_into_the_event_and_empty_ones_left_out() {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+            .event_format(UpstreamJson { with_time: false })
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let span =
+                tracing::info_span!("task", queue = "main", task.kind = "ModuleRun", hook = "");
+            let _entered = span.enter();
+            tracing::warn!(module = "echo-server", duration_ms = 5u64, "task failed");
+        });
+        let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            text,
+            "{\"level\":\"warn\",\"msg\":\"task failed\",\"queue\":\"main\",\"task.kind\":\"ModuleRun\",\"module\":\"echo-server\",\"duration_ms\":5}\n"
+        );
     }
 
     #[test]
