@@ -35,11 +35,14 @@ fn git(args: &[&str]) -> Option<String> {
     Some(text.trim().to_string()).filter(|t| !t.is_empty())
 }
 
-/// `HEAD` and the branch ref it points to, so a new commit refreshes the version.
+/// `HEAD`, the branch ref it points to and `packed-refs`, so a new commit refreshes the version
+/// (paths that do not exist are left out: cargo would rerun the script on every build).
 fn git_paths() -> Vec<String> {
     let mut paths = Vec::new();
-    if let Some(head) = git(&["rev-parse", "--git-path", "HEAD"]) {
-        paths.push(head);
+    for file in ["HEAD", "packed-refs"] {
+        if let Some(path) = git(&["rev-parse", "--git-path", file]) {
+            paths.push(path);
+        }
     }
     if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"])
         && let Some(reference) = git(&["rev-parse", "--git-path", &branch])
