@@ -294,6 +294,19 @@ pub enum LogType {
     Json,
 }
 
+/// Writes `text` to stdout as it is. A closed stdout or broken pipe (`| head`) loses the text
+/// instead of panicking like `print!`.
+pub fn print_out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// Writes `text` and a newline to stderr, never panicking (see [`print_out`]).
+pub fn print_err(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
+
 /// The completion script of `shell` for the whole command line.
 pub fn completion(shell: clap_complete::Shell) -> String {
     use clap::CommandFactory;

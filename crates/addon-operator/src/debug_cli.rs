@@ -1,7 +1,6 @@
 //! Client side of the debug API: `addon-operator queue|global|module|hook|debug|raw ...` ask a
 //! running operator over its unix socket and print the answer.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -259,7 +258,7 @@ fn print_log_level(socket: &Path) -> anyhow::Result<ExitCode> {
     let doc: serde_json::Value = serde_json::from_str(&body)
         .map_err(|e| anyhow::anyhow!("/config/list.json is not JSON: {e}"))?;
     let level = doc["log.level"].as_str().unwrap_or("unknown");
-    let _ = writeln!(std::io::stdout(), "{level}");
+    crate::cli::print_out(&format!("{level}\n"));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -344,8 +343,7 @@ fn run_request(socket: &Path, method: hyper::Method, route: &str) -> anyhow::Res
     if !body.ends_with('\n') {
         body.push('\n');
     }
-    // a closed stdout (`| head -1`) is not an error of the command
-    let _ = std::io::stdout().write_all(body.as_bytes());
+    crate::cli::print_out(&body);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,6 +1,5 @@
 //! The `addon-operator` binary: parses the command line and hands over to the chosen command.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use addon_operator::cli::{Cli, Command, HookCommand};
@@ -19,7 +18,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             // never panics: a closed or broken stderr only loses the message
-            let _ = writeln!(std::io::stderr(), "addon-operator: {err:#}");
+            addon_operator::cli::print_err(&format!("addon-operator: {err:#}"));
             ExitCode::FAILURE
         }
     }
@@ -57,6 +56,6 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 
 /// Writes `text` to stdout; a closed stdout (`| head`) is not an error.
 fn print(text: &str) -> anyhow::Result<ExitCode> {
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    addon_operator::cli::print_out(text);
     Ok(ExitCode::SUCCESS)
 }

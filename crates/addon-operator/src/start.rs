@@ -168,13 +168,14 @@ fn identity(args: &StartArgs) -> String {
 
 /// Prints every problem that stops `what` (e.g. "start") and gives exit code 1.
 pub(crate) fn fail(what: &str, errors: &[String]) -> ExitCode {
-    eprintln!(
+    let mut text = format!(
         "addon-operator: cannot {what}, {} problem(s):",
         errors.len()
     );
     for e in errors {
-        eprintln!("  {e}");
+        text.push_str(&format!("\n  {e}"));
     }
+    crate::cli::print_err(&text);
     ExitCode::FAILURE
 }
 

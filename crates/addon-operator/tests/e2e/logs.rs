@@ -346,3 +346,36 @@ fn no_command_means_start_and_version_completion_and_man_print() {
         "a section per command"
     );
 }
+
+#[test]
+fn commands_printing_to_a_closed_pipe_exit_normally_instead_of_panicking() {
+    if !require_tool("bash") {
+        return;
+    }
+    let root = chatty_tree(0);
+    let dir = root.path().to_str().unwrap();
+    write(
+        &root.path().join("global-hooks/broken"),
+        "#!/bin/sh\necho not-json\n",
+        true,
+    );
+    let cases: [(&[&str], Option<i32>); 3] = [
+        (&["check", "--working-dir", dir], Some(1)),
+        (&["check", "--working-dir", dir, "-o", "json"], Some(1)),
+        (&["start", "--working-dir", dir, "--tmp-dir", dir], Some(1)),
+    ];
+    for (args, expected) in cases {
+        let mut child = Command::new(binary())
+            .args(args)
+            .env("PATH", path_with_tools())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // both readers go away before the command prints anything
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        let status = exit_within(&mut child, Duration::from_secs(30)).expect("exits");
+        assert_eq!(status.code(), expected, "{args:?}: 101 would be a panic");
+    }
+}
