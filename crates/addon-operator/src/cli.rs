@@ -271,8 +271,8 @@ pub enum OutputFormat {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct LogArgs {
-    /// Log level: error, warn, info, debug, trace
-    #[arg(long, env = "LOG_LEVEL", default_value = "info", global = true)]
+    /// Log level: error, warn, info, debug, trace (or a filter such as `info,addon_operator::helm=debug`)
+    #[arg(long, env = "LOG_LEVEL", default_value = "info", global = true, value_parser = parse_log_level)]
     pub log_level: String,
     /// Log format
     #[arg(long, env = "LOG_TYPE", value_enum, default_value_t = LogType::Text, global = true)]
@@ -350,6 +350,20 @@ pub fn block_on<T>(body: impl std::future::Future<Output = T>) -> anyhow::Result
     Ok(runtime.block_on(body))
 }
 
+/// A log level name (upstream's `warning` and `fatal` too) or a `RUST_LOG`-style filter with `=`.
+pub fn parse_log_level(text: &str) -> Result<String, String> {
+    let level = text.trim().to_ascii_lowercase();
+    match level.as_str() {
+        "error" | "warn" | "info" | "debug" | "trace" => Ok(level),
+        "warning" => Ok("warn".into()),
+        "fatal" => Ok("error".into()),
+        _ if text.contains('=') => Ok(text.trim().to_string()),
+        _ => Err(format!(
+            "unknown log level '{text}' (expected error, warn, info, debug, trace, or a filter such as info,addon_operator::helm=debug)"
+        )),
+    }
+}
+
 /// Parses Go-style durations (`500ms`, `30s`, `1m30s`, `1h`), like the Go operator's flags.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     addon_core::hook_config::parse_go_duration(text.trim())
@@ -369,6 +383,19 @@ mod tests {
         assert!(parse_duration("2").is_err(), "a unit is required");
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("s").is_err());
+    }
+
+    #[test]
+    fn log_levels_are_names_or_filters() {
+        assert_eq!(parse_log_level("DEBUG").unwrap(), "debug");
+        assert_eq!(parse_log_level("warning").unwrap(), "warn");
+        assert_eq!(parse_log_level("fatal").unwrap(), "error");
+        assert_eq!(
+            parse_log_level("info,addon_operator::helm=debug").unwrap(),
+            "info,addon_operator::helm=debug"
+        );
+        let err = parse_log_level("verbose").unwrap_err();
+        assert!(err.contains("unknown log level 'verbose'"), "{err}");
     }
 
     #[test]
