@@ -7,17 +7,64 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::dirs::DirFlags;
 use crate::upstream_flags::shell_operator_default;
 
+/// `--version`: the crate version, the git commit and the build date set by build.rs.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("ADDON_OPERATOR_GIT_COMMIT"),
+    ", built ",
+    env!("ADDON_OPERATOR_BUILD_DATE"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "addon-operator",
-    version,
-    about = "Installs and keeps cluster add-ons: Helm charts, hooks and values"
+    version = LONG_VERSION,
+    about = "Installs and keeps cluster add-ons: Helm charts, hooks and values",
+    after_help = "Without a command, addon-operator runs `start`."
 )]
 pub struct Cli {
     #[command(flatten)]
     pub log: LogArgs,
+    /// The command; none means `start` (as upstream)
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+impl Cli {
+    /// Parses the command line; without a command (`addon-operator`, `addon-operator --ha`)
+    /// it is parsed as `start` with the same flags, as upstream's default command.
+    pub fn parse_or_start(
+        args: Vec<std::ffi::OsString>,
+    ) -> Result<(LogArgs, Command), clap::Error> {
+        let first = Self::try_parse_from(&args);
+        let starts_with_flag = args
+            .get(1)
+            .is_some_and(|a| a.to_string_lossy().starts_with('-'));
+        match first {
+            Ok(Cli {
+                log,
+                command: Some(command),
+            }) => Ok((log, command)),
+            Ok(_) => Self::parse_as_start(args),
+            Err(e) if e.kind() == clap::error::ErrorKind::UnknownArgument && starts_with_flag => {
+                Self::parse_as_start(args)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn parse_as_start(args: Vec<std::ffi::OsString>) -> Result<(LogArgs, Command), clap::Error> {
+        let mut args = args.into_iter();
+        let with_start = args.next().into_iter().chain(["start".into()]).chain(args);
+        let cli = Self::try_parse_from(with_start)?;
+        let log = cli.log;
+        cli.command.map(|command| (log, command)).ok_or_else(|| {
+            use clap::CommandFactory;
+            Self::command().error(clap::error::ErrorKind::MissingSubcommand, "no command")
+        })
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -31,11 +78,20 @@ pub enum Command {
     /// Run one hook locally with a binding context, on the tree's values, and print what it
     /// changed (for module authors; no running operator needed)
     Hook(HookArgs),
-    /// Print the version.
+    /// Print the version, git commit and build date.
     Version,
     /// Evaluate jq filters for the operator (its sandbox child process; internal)
     #[command(hide = true)]
     JqSandbox(JqSandboxArgs),
+    /// Print a shell completion script: `source <(addon-operator completion bash)`
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `addon-operator man > addon-operator.1`
+    Man,
+    /// Change a running operator's runtime settings (debug API)
+    Debug(crate::debug_cli::DebugArgs),
     /// Show the task queues of a running operator (debug API)
     Queue(crate::debug_cli::QueueArgs),
     /// Show global hooks and values of a running operator (debug API)
@@ -195,6 +251,10 @@ pub struct HookArgs {
 pub enum HookCommand {
     /// Run one hook and print its binding context, its patches and the values after them
     Run(Box<HookRunArgs>),
+    /// Hooks of a running operator with their bindings (debug API)
+    List(crate::debug_cli::HookListArgs),
+    /// Kubernetes snapshots of one hook of a running operator (debug API)
+    Snapshot(crate::debug_cli::HookSnapshotArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -252,12 +312,21 @@ pub enum OutputFormat {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct LogArgs {
-    /// Log level: error, warn, info, debug, trace
-    #[arg(long, env = "LOG_LEVEL", default_value = "info", global = true)]
+    /// Log level: error, warn, info, debug, trace (or a filter such as `info,addon_operator::helm=debug`)
+    #[arg(long, env = "LOG_LEVEL", default_value = "info", global = true, value_parser = parse_log_level)]
     pub log_level: String,
     /// Log format
     #[arg(long, env = "LOG_TYPE", value_enum, default_value_t = LogType::Text, global = true)]
     pub log_type: LogType,
+    /// Leave the time out of log lines (when the log collector adds its own)
+    #[arg(long, env = "LOG_NO_TIME", num_args = 0..=1, default_value = "false", global = true,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub log_no_time: bool,
+    /// A hook's stdout/stderr lines holding JSON objects become log records of their own (their
+    /// level and msg, other keys as hook_<key>) instead of text lines
+    #[arg(long, env = "LOG_PROXY_HOOK_JSON", num_args = 0..=1, default_value = "false", global = true,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub log_proxy_hook_json: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -266,39 +335,51 @@ pub enum LogType {
     Json,
 }
 
-impl Cli {
-    /// Parses the command line; without a subcommand (`addon-operator`, or only flags) the
-    /// command is `start`, as in the Go operator.
-    pub fn parse_with_default_start() -> Self {
-        Self::parse_from(with_default_start(std::env::args_os().collect()))
-    }
+/// Writes `text` to stdout as it is. A closed stdout or broken pipe (`| head`) loses the text
+/// instead of panicking like `print!`.
+pub fn print_out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
-/// Inserts `start` after the program name when no subcommand is given.
-fn with_default_start(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+/// Writes `text` and a newline to stderr, never panicking (see [`print_out`]).
+pub fn print_err(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
+
+/// The completion script of `shell` for the whole command line.
+pub fn completion(shell: clap_complete::Shell) -> String {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "addon-operator", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The man page (roff) of the command line, with a section per subcommand.
+pub fn man_page() -> anyhow::Result<String> {
     use clap::CommandFactory;
     let command = Cli::command();
-    let first = args.get(1).and_then(|a| a.to_str()).map(str::to_string);
-    let is_subcommand = |name: &str| {
-        command
-            .get_subcommands()
-            .any(|c| c.get_name() == name || c.get_all_aliases().any(|a| a == name))
-            || name == "help"
-    };
-    let names_a_subcommand = args
-        .iter()
-        .skip(1)
-        .filter_map(|a| a.to_str())
-        .any(is_subcommand);
-    let needs_start = match first.as_deref() {
-        None => true,
-        Some("-h" | "--help" | "-V" | "--version") => false,
-        Some(arg) => arg.starts_with('-') && !names_a_subcommand,
-    };
-    if needs_start {
-        args.insert(1.min(args.len()), "start".into());
+    let mut out = Vec::new();
+    clap_mangen::Man::new(command.clone())
+        .render(&mut out)
+        .map_err(|e| anyhow::anyhow!("render the man page: {e}"))?;
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("addon-operator {}", sub.get_name());
+        let sub = sub.clone().display_name(name.clone()).bin_name(name);
+        let man = clap_mangen::Man::new(sub);
+        let _ = writeln_roff(&mut out, &man);
     }
-    args
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Appends a subcommand's NAME/SYNOPSIS/DESCRIPTION/OPTIONS as a section of the main page.
+fn writeln_roff(out: &mut Vec<u8>, man: &clap_mangen::Man) -> std::io::Result<()> {
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    man.render_options_section(out)?;
+    man.render_subcommands_section(out)
 }
 
 /// Runs a command's async body on a multi-thread tokio runtime.
@@ -308,6 +389,20 @@ pub fn block_on<T>(body: impl std::future::Future<Output = T>) -> anyhow::Result
         .build()
         .map_err(|e| anyhow::anyhow!("start the async runtime: {e}"))?;
     Ok(runtime.block_on(body))
+}
+
+/// A log level name (upstream's `warning` and `fatal` too) or a `RUST_LOG`-style filter with `=`.
+pub fn parse_log_level(text: &str) -> Result<String, String> {
+    let level = text.trim().to_ascii_lowercase();
+    match level.as_str() {
+        "error" | "warn" | "info" | "debug" | "trace" => Ok(level),
+        "warning" => Ok("warn".into()),
+        "fatal" => Ok("error".into()),
+        _ if text.contains('=') => Ok(text.trim().to_string()),
+        _ => Err(format!(
+            "unknown log level '{text}' (expected error, warn, info, debug, trace, or a filter such as info,addon_operator::helm=debug)"
+        )),
+    }
 }
 
 /// Parses Go-style durations (`500ms`, `30s`, `1m30s`, `1h`), like the Go operator's flags.
@@ -332,39 +427,66 @@ mod tests {
     }
 
     #[test]
+    fn log_levels_are_names_or_filters() {
+        assert_eq!(parse_log_level("DEBUG").unwrap(), "debug");
+        assert_eq!(parse_log_level("warning").unwrap(), "warn");
+        assert_eq!(parse_log_level("fatal").unwrap(), "error");
+        assert_eq!(
+            parse_log_level("info,addon_operator::helm=debug").unwrap(),
+            "info,addon_operator::helm=debug"
+        );
+        let err = parse_log_level("verbose").unwrap_err();
+        assert!(err.contains("unknown log level 'verbose'"), "{err}");
+    }
+
+    #[test]
     fn command_line_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
     }
 
+    fn parse(args: &[&str]) -> Result<(LogArgs, Command), clap::Error> {
+        Cli::parse_or_start(args.iter().map(Into::into).collect())
+    }
+
+    #[test]
+    fn without_a_command_the_operator_starts_with_the_given_flags() {
+        let (_, command) = parse(&["addon-operator"]).unwrap();
+        assert!(matches!(command, Command::Start(_)));
+        let (log, command) = parse(&["addon-operator", "--log-type", "json", "--ha"]).unwrap();
+        let Command::Start(args) = command else {
+            panic!("not start")
+        };
+        assert!(args.ha);
+        assert_eq!(log.log_type, LogType::Json);
+        let (_, command) = parse(&["addon-operator", "check"]).unwrap();
+        assert!(matches!(command, Command::Check(_)));
+        let err = parse(&["addon-operator", "--no-such-flag"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
+    }
+
     #[test]
     fn start_is_the_default_command() {
-        let parse = |args: &[&str]| {
-            let args = args.iter().map(std::ffi::OsString::from).collect();
-            Cli::try_parse_from(with_default_start(args)).unwrap()
-        };
-        assert!(matches!(
-            parse(&["addon-operator"]).command,
-            Command::Start(_)
-        ));
-        let cli = parse(&[
+        let parse = |args: &[&str]| parse(args).unwrap().1;
+        assert!(matches!(parse(&["addon-operator"]), Command::Start(_)));
+        let command = parse(&[
             "addon-operator",
             "--namespace",
             "ns",
             "--helm-history-max",
             "3",
         ]);
-        let Command::Start(args) = cli.command else {
+        let Command::Start(args) = command else {
             panic!("not start")
         };
         assert_eq!(args.namespace, "ns");
         assert_eq!(args.upstream.helm_history_max, 3);
         assert!(matches!(
-            parse(&["addon-operator", "check"]).command,
+            parse(&["addon-operator", "check"]),
             Command::Check(_)
         ));
-        let cli = parse(&["addon-operator", "--log-level", "debug", "check"]);
-        assert!(matches!(cli.command, Command::Check(_)));
+        let command = parse(&["addon-operator", "--log-level", "debug", "check"]);
+        assert!(matches!(command, Command::Check(_)));
     }
 
     #[test]
@@ -378,7 +500,7 @@ mod tests {
             "json",
         ])
         .unwrap();
-        let Command::Check(args) = cli.command else {
+        let Some(Command::Check(args)) = cli.command else {
             panic!("not check")
         };
         assert_eq!(args.dirs.working_dir, Some(PathBuf::from("/w")));

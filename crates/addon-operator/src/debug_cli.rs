@@ -1,5 +1,5 @@
-//! Client side of the debug API: `addon-operator queue|global|module|raw ...` ask a running operator
-//! over its unix socket and print the answer.
+//! Client side of the debug API: `addon-operator queue|global|module|hook|debug|raw ...` ask a
+//! running operator over its unix socket and print the answer.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -166,6 +166,102 @@ pub struct ModuleNameArgs {
     pub output: OutputArg,
 }
 
+/// `addon-operator hook list`
+#[derive(Debug, Clone, clap::Args)]
+pub struct HookListArgs {
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+}
+
+/// `addon-operator hook snapshot NAME [--module M]`
+#[derive(Debug, Clone, clap::Args)]
+pub struct HookSnapshotArgs {
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    /// The hook's name as `hook list` shows it (e.g. `hooks/watch-configmap`)
+    pub name: String,
+    /// The hook's module; without it the hook is a global hook
+    #[arg(long)]
+    pub module: Option<String>,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Yaml)]
+    pub output: Format,
+}
+
+impl HookListArgs {
+    /// The route this command asks for.
+    pub fn route(&self) -> String {
+        format!("/hook/list.{}", self.output.extension())
+    }
+}
+
+impl HookSnapshotArgs {
+    /// The route this command asks for.
+    pub fn route(&self) -> String {
+        let query = self
+            .module
+            .as_ref()
+            .map_or_else(String::new, |m| format!("?module={m}"));
+        let name = self.name.trim_matches('/');
+        format!("/hook/{name}/snapshots.{}{query}", self.output.extension())
+    }
+}
+
+/// `addon-operator debug ...`
+#[derive(Debug, Clone, clap::Args)]
+pub struct DebugArgs {
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    #[command(subcommand)]
+    pub command: DebugCommand,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum DebugCommand {
+    /// Show the log level, or set it (error, warn, info, debug, trace) until the next restart
+    LogLevel {
+        /// The new level; without it the current one is printed
+        level: Option<String>,
+    },
+    /// Runtime settings that `log-level` changes, e.g. `log.level`
+    Config {
+        #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
+        output: Format,
+    },
+}
+
+impl DebugArgs {
+    /// Runs the command: a GET for reading, a POST to `/config/set` for changing.
+    pub fn run(&self) -> anyhow::Result<ExitCode> {
+        let socket = &self.socket.debug_unix_socket;
+        match &self.command {
+            DebugCommand::LogLevel { level: None } => print_log_level(socket),
+            DebugCommand::LogLevel { level: Some(level) } => {
+                let route = format!("/config/set?name=log.level&value={}", level.trim());
+                run_request(socket, hyper::Method::POST, &route)
+            }
+            DebugCommand::Config { output } => {
+                run_cli(socket, &format!("/config/list.{}", output.extension()))
+            }
+        }
+    }
+}
+
+/// Prints the `log.level` entry of `/config/list.json`.
+fn print_log_level(socket: &Path) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(DebugClientError::Runtime)?;
+    let body = runtime.block_on(get(socket, "/config/list.json"))?;
+    let doc: serde_json::Value = serde_json::from_str(&body)
+        .map_err(|e| anyhow::anyhow!("/config/list.json is not JSON: {e}"))?;
+    let level = doc["log.level"].as_str().unwrap_or("unknown");
+    crate::cli::print_out(&format!("{level}\n"));
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `addon-operator raw PATH`
 #[derive(Debug, Clone, clap::Args)]
 pub struct RawArgs {
@@ -235,20 +331,37 @@ fn named_route(args: &ModuleNameArgs, what: &str) -> String {
 
 /// Runs a debug client command: GET `route` over `socket`, print the body to stdout.
 pub fn run_cli(socket: &Path, route: &str) -> anyhow::Result<ExitCode> {
+    run_request(socket, hyper::Method::GET, route)
+}
+
+fn run_request(socket: &Path, method: hyper::Method, route: &str) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(DebugClientError::Runtime)?;
-    let body = runtime.block_on(get(socket, route))?;
-    print!("{body}");
+    let mut body = runtime.block_on(request(socket, method, route))?;
     if !body.ends_with('\n') {
-        println!();
+        body.push('\n');
     }
+    crate::cli::print_out(&body);
     Ok(ExitCode::SUCCESS)
 }
 
 /// GET `path` from the debug API on `socket`; non-2xx answers are errors carrying the body.
 pub async fn get(socket: &Path, path: &str) -> Result<String, DebugClientError> {
+    request(socket, hyper::Method::GET, path).await
+}
+
+/// POST `path` (parameters in the query) to the debug API on `socket`.
+pub async fn post(socket: &Path, path: &str) -> Result<String, DebugClientError> {
+    request(socket, hyper::Method::POST, path).await
+}
+
+async fn request(
+    socket: &Path,
+    method: hyper::Method,
+    path: &str,
+) -> Result<String, DebugClientError> {
     let stream = UnixStream::connect(socket)
         .await
         .map_err(|source| DebugClientError::Connect {
@@ -264,7 +377,9 @@ pub async fn get(socket: &Path, path: &str) -> Result<String, DebugClientError> 
         .await
         .map_err(request_error)?;
     let driver = tokio::spawn(connection);
-    let request = hyper::Request::get(path)
+    let request = hyper::Request::builder()
+        .method(method)
+        .uri(path)
         .header(hyper::header::HOST, "localhost")
         .body(Empty::<Bytes>::new())
         .map_err(|source| DebugClientError::BuildRequest {
@@ -308,6 +423,14 @@ mod tests {
         Queue(QueueArgs),
         Global(GlobalArgs),
         Module(ModuleArgs),
+        #[command(subcommand)]
+        Hook(Hook),
+    }
+
+    #[derive(Debug, clap::Subcommand)]
+    enum Hook {
+        List(HookListArgs),
+        Snapshot(HookSnapshotArgs),
     }
 
     fn route(args: &[&str]) -> String {
@@ -318,6 +441,8 @@ mod tests {
             Command::Queue(a) => a.route(),
             Command::Global(a) => a.route(),
             Command::Module(a) => a.route(),
+            Command::Hook(Hook::List(a)) => a.route(),
+            Command::Hook(Hook::Snapshot(a)) => a.route(),
         }
     }
 
@@ -350,6 +475,16 @@ mod tests {
         assert_eq!(
             route(&["module", "resource-monitor"]),
             "/module/resource-monitor.yaml"
+        );
+        assert_eq!(route(&["hook", "list"]), "/hook/list.text");
+        assert_eq!(route(&["hook", "list", "-o", "json"]), "/hook/list.json");
+        assert_eq!(
+            route(&["hook", "snapshot", "hooks/watch", "--module", "echo-server"]),
+            "/hook/hooks/watch/snapshots.yaml?module=echo-server"
+        );
+        assert_eq!(
+            route(&["hook", "snapshot", "hooks/global", "-o", "json"]),
+            "/hook/hooks/global/snapshots.json"
         );
     }
 

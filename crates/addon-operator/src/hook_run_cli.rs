@@ -95,10 +95,8 @@ async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
     ) {
         Ok(mut report) => {
             report["bindingContext"] = context_json;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&report).unwrap_or_default()
-            );
+            let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+            crate::cli::print_out(&format!("{text}\n"));
             Ok(ExitCode::SUCCESS)
         }
         Err(problem) => Ok(fail(what, &[problem])),

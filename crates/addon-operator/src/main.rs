@@ -7,12 +7,34 @@ use addon_operator::debug_cli;
 use addon_operator::debug_cli::ModuleCommand;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_with_default_start();
-    addon_operator::logging::init(&cli.log);
-    let result = match cli.command {
+    let (log, command) = match Cli::parse_or_start(std::env::args_os().collect()) {
+        Ok(parsed) => parsed,
+        Err(e) => e.exit(),
+    };
+    addon_operator::logging::init(&log);
+    let result = run(command);
+    addon_operator::logging::flush();
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            // never panics: a closed or broken stderr only loses the message
+            addon_operator::cli::print_err(&format!("addon-operator: {err:#}"));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Check(args) => addon_operator::check::run_cli(&args),
         Command::Hook(args) => match &args.command {
             HookCommand::Run(run) => addon_operator::hook_run_cli::run_cli(run),
+            HookCommand::List(list) => {
+                debug_cli::run_cli(&list.socket.debug_unix_socket, &list.route())
+            }
+            HookCommand::Snapshot(snap) => {
+                debug_cli::run_cli(&snap.socket.debug_unix_socket, &snap.route())
+            }
         },
         Command::Start(args) => addon_operator::start::run_cli(&args),
         Command::Queue(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
@@ -23,16 +45,18 @@ fn main() -> ExitCode {
         },
         Command::Raw(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.path),
         Command::JqSandbox(args) => addon_operator::jq_sandbox::run_child(args.memory_limit_bytes),
-        Command::Version => {
-            println!("addon-operator {}", env!("CARGO_PKG_VERSION"));
-            Ok(ExitCode::SUCCESS)
-        }
-    };
-    match result {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("addon-operator: {err:#}");
-            ExitCode::FAILURE
-        }
+        Command::Debug(args) => args.run(),
+        Command::Version => print(&format!(
+            "addon-operator {}\n",
+            addon_operator::cli::LONG_VERSION
+        )),
+        Command::Completion { shell } => print(&addon_operator::cli::completion(shell)),
+        Command::Man => print(&addon_operator::cli::man_page()?),
     }
+}
+
+/// Writes `text` to stdout; a closed stdout (`| head`) is not an error.
+fn print(text: &str) -> anyhow::Result<ExitCode> {
+    addon_operator::cli::print_out(text);
+    Ok(ExitCode::SUCCESS)
 }

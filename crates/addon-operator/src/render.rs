@@ -80,7 +80,7 @@ async fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     }
     match helm.manifest(module.as_str()) {
         Some(manifest) => {
-            print!("{manifest}");
+            crate::cli::print_out(&manifest);
             Ok(ExitCode::SUCCESS)
         }
         None => Ok(fail(

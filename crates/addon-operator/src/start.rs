@@ -90,7 +90,8 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     let status = Arc::new(StartupStatus::new("starting"));
     serve_http(args, &metrics, &status, &shutdown).await;
     let (kube_tx, kube_events) = mpsc::unbounded_channel();
-    let (mut edges, client) = edges(args, &cluster, kube_tx, cancel_hooks.clone(), &metrics).await?;
+    let (mut edges, client) =
+        edges(args, &cluster, kube_tx, cancel_hooks.clone(), &metrics).await?;
     if args.ha && client.is_none() {
         let problem = "--ha needs a cluster (--kube-config, in-cluster, or --embedded-cluster)";
         return Ok(fail("start", &[problem.into()]));
@@ -238,13 +239,14 @@ fn identity(args: &StartArgs) -> String {
 
 /// Prints every problem that stops `what` (e.g. "start") and gives exit code 1.
 pub(crate) fn fail(what: &str, errors: &[String]) -> ExitCode {
-    eprintln!(
+    let mut text = format!(
         "addon-operator: cannot {what}, {} problem(s):",
         errors.len()
     );
     for e in errors {
-        eprintln!("  {e}");
+        text.push_str(&format!("\n  {e}"));
     }
+    crate::cli::print_err(&text);
     ExitCode::FAILURE
 }
 

@@ -24,7 +24,7 @@ pub fn run_cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
         OutputFormat::Json => serde_json::to_string_pretty(&report).context("render the report")?,
         OutputFormat::Text => report.to_text(),
     };
-    println!("{text}");
+    crate::cli::print_out(&format!("{text}\n"));
     Ok(if report.is_valid() {
         ExitCode::SUCCESS
     } else {

@@ -503,13 +503,13 @@ fn log_line(log: &LogFields, stream: &'static str, line: &Line) {
     } else {
         String::new()
     };
-    tracing::info!(
-        hook = %log.hook,
-        module = %log.module,
-        binding = %log.binding,
-        output = stream,
-        "{text}{marker}"
-    );
+    let line = crate::logging::HookLine {
+        hook: &log.hook,
+        module: &log.module,
+        binding: &log.binding,
+        output: stream,
+    };
+    crate::logging::hook_output(line, &format!("{text}{marker}"));
 }
 
 /// Collects both readers; pipes still open after [`OUTPUT_DRAIN`] (a background child holds them)

@@ -1,4 +1,5 @@
-//! The debug API (upstream routes): queues, global and module values, chosen format by extension.
+//! The debug API (upstream routes): queues, global and module values, hooks and their snapshots,
+//! runtime settings (`log.level`), chosen format by extension.
 //! Routing is a pure function of the path and query so every route is testable without sockets.
 
 use std::collections::HashMap;
@@ -8,7 +9,7 @@ use addon_core::names::ModuleName;
 use addon_core::queue::QueueDump;
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::http::{StatusCode, Uri, header};
+use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
@@ -30,6 +31,10 @@ pub const ROUTES: &[&str] = &[
     "/module/{name}/config.{json|yaml|text}?global=true",
     "/module/{name}/patches.{json|yaml|text}",
     "/module/{name}/snapshots.{json|yaml|text}",
+    "/hook/list.{json|yaml|text}",
+    "/hook/{name}/snapshots.{json|yaml|text}?module={module}",
+    "/config/list.{json|yaml|text}",
+    "POST /config/set?name=log.level&value={error|warn|info|debug|trace}",
 ];
 
 /// An answer of the debug API.
@@ -76,14 +81,122 @@ pub fn handle(status: &dyn StatusSource, path: &str, query: &HashMap<String, Str
             "queue" => queue(status, name, format, flag(query, "showEmpty")),
             "global" => global(status, name, format),
             "module" => module_wide(status, name, format),
+            "hook" if name == "list" => hook_list(status, format),
+            "config" if name == "list" => Some(config_list(format)),
             _ => None,
         }),
         ["module", module, last] => with_format(last, |name, format| {
             module_route(status, module, name, format, flag(query, "global"))
         }),
+        ["hook", hook @ .., last] if !hook.is_empty() => with_format(last, |name, format| {
+            (name == "snapshots")
+                .then(|| hook_snapshots(status, &hook.join("/"), query.get("module"), format))
+        }),
         _ => None,
     }
     .unwrap_or_else(|| Reply::not_found(format!("no route {path}")))
+}
+
+/// Answers `POST path?query`: `/config/set?name=log.level&value=debug` changes the log level.
+pub fn handle_post(path: &str, query: &HashMap<String, String>) -> Reply {
+    if path.trim_end_matches('/') != "/config/set" {
+        return Reply::not_found(format!("no route POST {path}"));
+    }
+    let (Some(name), Some(value)) = (query.get("name"), query.get("value")) else {
+        return Reply::text(400, "Error: 'name' and 'value' are required");
+    };
+    if name != "log.level" {
+        return Reply::text(
+            400,
+            format!("Error: unknown runtime setting '{name}' (known: log.level)"),
+        );
+    }
+    match crate::logging::set_level(value) {
+        Ok(()) => Reply::text(
+            200,
+            format!("log.level set to {}", value.trim().to_ascii_lowercase()),
+        ),
+        Err(e) => Reply::text(400, format!("Error: {e}")),
+    }
+}
+
+/// Runtime settings, as upstream's `config list`.
+fn config_list(format: Format) -> Reply {
+    let level = crate::logging::level().unwrap_or_else(|| "unknown".into());
+    match format {
+        Format::Text => Reply::ok(format, format!("log.level: {level}\n")),
+        _ => Reply::ok(format, format.render(&json!({ "log.level": level }))),
+    }
+}
+
+fn hook_list(status: &dyn StatusSource, format: Format) -> Option<Reply> {
+    let Some(hooks) = status.hooks() else {
+        return Some(Reply::not_found(
+            "hook list is not available in this version",
+        ));
+    };
+    Some(match format {
+        Format::Text => Reply::ok(format, hooks_table(&hooks)),
+        _ => Reply::ok(format, format.render(&json!({ "hooks": hooks }))),
+    })
+}
+
+/// `HOOK  MODULE  BINDINGS` with aligned columns; `-` for a global hook's module.
+fn hooks_table(hooks: &Value) -> String {
+    let rows: Vec<[String; 3]> = hooks
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| {
+            let text = |v: &Value| v.as_str().unwrap_or("-").to_string();
+            let bindings = h["bindings"].as_array().into_iter().flatten();
+            let bindings: Vec<String> = bindings.map(text).collect();
+            [text(&h["name"]), text(&h["module"]), bindings.join(", ")]
+        })
+        .collect();
+    let header = ["HOOK".to_string(), "MODULE".into(), "BINDINGS".into()];
+    let width = |i: usize| {
+        let longest = rows.iter().map(|r| r[i].len()).max().unwrap_or(0);
+        longest.max(header[i].len())
+    };
+    let (w0, w1) = (width(0), width(1));
+    std::iter::once(&header)
+        .chain(&rows)
+        .map(|r| {
+            format!("{:w0$}  {:w1$}  {}", r[0], r[1], r[2])
+                .trim_end()
+                .to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+fn hook_snapshots(
+    status: &dyn StatusSource,
+    hook: &str,
+    module: Option<&String>,
+    format: Format,
+) -> Reply {
+    let known = status.hooks().unwrap_or(Value::Null);
+    let exists = known.as_array().into_iter().flatten().any(|h| {
+        h["name"].as_str() == Some(hook) && h["module"].as_str() == module.map(String::as_str)
+    });
+    let owner = module.map_or_else(
+        || "global hook".to_string(),
+        |m| format!("module '{m}': hook"),
+    );
+    if !exists {
+        return Reply::not_found(format!("{owner} '{hook}' not found"));
+    }
+    let all = match module {
+        Some(m) => status.module_snapshots(m),
+        None => status.global_snapshots(),
+    };
+    let Some(all) = all else {
+        return Reply::not_found("hook snapshots are not available in this version");
+    };
+    let doc = all.get(hook).cloned().unwrap_or_else(|| json!({}));
+    Reply::ok(format, format.render(&doc))
 }
 
 fn with_format(segment: &str, route: impl FnOnce(&str, Format) -> Option<Reply>) -> Option<Reply> {
@@ -159,6 +272,10 @@ fn module_wide(status: &dyn StatusSource, name: &str, format: Format) -> Option<
         "list" => {
             let mut modules = status.enabled_modules();
             modules.sort();
+            if format == Format::Text {
+                let lines: String = modules.iter().map(|m| format!("{m}\n")).collect();
+                return Some(Reply::ok(format, lines));
+            }
             let doc = json!({ "enabledModules": modules });
             Some(Reply::ok(format, format.render(&doc)))
         }
@@ -235,10 +352,15 @@ pub fn router(status: Arc<dyn StatusSource>) -> Router {
 
 async fn serve_route(
     State(status): State<Arc<dyn StatusSource>>,
+    method: Method,
     uri: Uri,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let reply = handle(status.as_ref(), uri.path(), &query);
+    let reply = if method == Method::POST {
+        handle_post(uri.path(), &query)
+    } else {
+        handle(status.as_ref(), uri.path(), &query)
+    };
     let code = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (
         code,

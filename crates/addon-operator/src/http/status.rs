@@ -128,6 +128,12 @@ pub trait StatusSource: Send + Sync {
     fn resource_monitor(&self) -> Option<Value> {
         None
     }
+
+    /// Every hook: `[{"name", "module" (absent for global hooks), "bindings": ["onStartup: 10", ...]}]`,
+    /// global hooks first, then module hooks in module order.
+    fn hooks(&self) -> Option<Value> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -146,7 +146,7 @@ impl ObjectPatcher {
         for (index, op) in ops.iter().enumerate() {
             let description = description(op);
             match self.execute(op).await {
-                Ok(()) => tracing::info!(operation = %description, "kubernetes operation applied"),
+                Ok(()) => tracing::debug!(operation = %description, "kubernetes operation applied"),
                 Err(source) => failures.push(OperationError {
                     index,
                     description,

@@ -240,7 +240,7 @@ impl HookExecutor for ProcessHooks {
                 .await
                 .map_err(|e| failure(&e))?;
             let usage = &run.process.usage;
-            tracing::info!(
+            tracing::debug!(
                 hook = %req.hook.name,
                 binding = req.binding,
                 exit = %run.process.exit,
@@ -327,7 +327,7 @@ impl KubeEvents for NoCluster {
 
 impl ObjectPatches for NoCluster {
     fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>> {
-        tracing::info!(
+        tracing::debug!(
             operations = ops.len(),
             "local mode: the hook's Kubernetes operations are validated, not applied"
         );

@@ -120,6 +120,29 @@ impl StatusSource for RuntimeHandle {
         let module = self.module_name(module)?;
         Some(self.snapshots_of(Some(&module)))
     }
+
+    fn hooks(&self) -> Option<Value> {
+        let st = self.shared.lock();
+        let describe = |module: Option<&ModuleName>, hook: &super::state::HookDef| {
+            let mut entry = Map::new();
+            entry.insert("name".into(), hook.name().to_string().into());
+            if let Some(module) = module {
+                entry.insert("module".into(), module.to_string().into());
+            }
+            entry.insert("bindings".into(), hook.config.binding_summary().into());
+            Value::Object(entry)
+        };
+        let global = st.global_hooks.iter().map(|h| describe(None, h));
+        let modules = st
+            .module_order
+            .iter()
+            .filter_map(|m| Some((m, st.module(m)?)));
+        let module_hooks = modules.flat_map(|(m, state)| state.hooks.iter().map(move |h| (m, h)));
+        let all: Vec<Value> = global
+            .chain(module_hooks.map(|(m, h)| describe(Some(m), h)))
+            .collect();
+        Some(Value::Array(all))
+    }
 }
 
 impl RuntimeHandle {

@@ -161,7 +161,7 @@ async fn run_task(shared: &Shared, queue: &QueueName, id: TaskId, task: Task) {
     );
     async {
         let started = tokio::time::Instant::now();
-        tracing::info!(task = %task.description(), "task started");
+        tracing::debug!(task = %task.description(), "task started");
         let outcome = handlers::handle(shared, queue, &task).await;
         let elapsed = started.elapsed();
         apply(shared, queue, id, &task, outcome, elapsed);
@@ -232,7 +232,8 @@ fn apply(
                 metrics.queue_action(queue.as_str(), "AddFirst", started.elapsed());
             }
             st.queued_at.extend(added.into_iter().map(|id| (id, now)));
-            tracing::info!(duration_ms = elapsed.as_millis() as u64, "task done");
+            let duration_ms = elapsed.as_millis() as u64;
+            tracing::info!(task = %task.description(), duration_ms, "task done");
             for (name, t) in tail {
                 shared.push(&mut st, &name, t);
             }

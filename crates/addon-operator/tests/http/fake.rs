@@ -100,4 +100,11 @@ impl StatusSource for FakeStatus {
         self.with_snapshots
             .then(|| json!({"hooks/pods": {"pods": []}}))
     }
+
+    fn hooks(&self) -> Option<Value> {
+        Some(json!([
+            {"name": "global-hooks/hook.sh", "bindings": ["onStartup: 1", "schedule: every-minute (*/1 * * * *)"]},
+            {"name": "hooks/pods", "module": "module-alpha", "bindings": ["kubernetes: pods (Pod)"]},
+        ]))
+    }
 }

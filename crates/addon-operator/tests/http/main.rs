@@ -6,5 +6,6 @@
 mod client;
 mod debug_api;
 mod debug_cli;
+mod debug_hooks;
 mod fake;
 mod server;

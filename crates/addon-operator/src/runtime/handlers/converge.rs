@@ -176,8 +176,13 @@ pub fn finish(shared: &Shared, before: &str) -> Outcome {
     } else {
         "OperatorStartup"
     };
-    if let Some(started) = st.converge_started.take() {
-        shared.metrics.converge(activation, started.elapsed());
+    let elapsed = st.converge_started.take().map(|started| started.elapsed());
+    if let Some(elapsed) = elapsed {
+        shared.metrics.converge(activation, elapsed);
+    }
+    if !st.first_converge_done {
+        let duration_ms = elapsed.unwrap_or_default().as_millis() as u64;
+        tracing::info!(modules = st.enabled.len(), duration_ms, "ready");
     }
     st.first_converge_done = true;
     Outcome::done()

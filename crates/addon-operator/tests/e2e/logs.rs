@@ -1,0 +1,381 @@
+//! `start`'s log output: upstream JSON keys, `--log-no-time`, `--log-proxy-hook-json`, the `ready`
+//! line, a quiet steady state, and no hang or crash when stderr/stdout are closed or broken pipes.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{binary, path_with_tools, require_tool, write};
+
+/// A tree with one global hook: onStartup plus a schedule every second; each run prints a JSON
+/// record and `lines` plain lines.
+fn chatty_tree(lines: usize) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let hook = format!(
+        r#"#!/usr/bin/env bash
+if [ "$1" = "--config" ]; then
+  echo '{{"configVersion":"v1","onStartup":1,"schedule":[{{"name":"tick","crontab":"* * * * * *"}}]}}'
+  exit 0
+fi
+echo '{{"level":"warn","msg":"from the hook","time":"ignored","disk":"low"}}'
+for i in $(seq 1 {lines}); do echo "plain line $i"; done
+"#
+    );
+    write(&root.path().join("global-hooks/chatty"), &hook, true);
+    std::fs::create_dir_all(root.path().join("modules")).unwrap();
+    root
+}
+
+fn operator(root: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(binary());
+    cmd.arg("start")
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--tmp-dir")
+        .arg(root.join("tmp"))
+        .arg("--debug-unix-socket")
+        .arg(root.join("debug.socket"))
+        .args(["--prometheus-listen-address", "127.0.0.1"])
+        .args(["--prometheus-listen-port", "0"])
+        .args(extra)
+        .env("PATH", path_with_tools())
+        .env("LOG_LEVEL", "info")
+        .env_remove("RUST_LOG")
+        .env_remove("ADDON_OPERATOR_MODULES_DIR")
+        .env_remove("MODULES_DIR")
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn sigterm(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Waits for the child to exit after SIGTERM; `None` when it is still running after `limit`
+/// (it is then killed so the test does not leak it).
+fn exit_within(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// Reads stderr lines until one satisfies `done` (at most 30 s), returning all lines read.
+fn read_until(
+    stderr: &mut BufReader<ChildStderr>,
+    mut done: impl FnMut(&str) -> bool,
+) -> Vec<String> {
+    let started = Instant::now();
+    let mut lines = Vec::new();
+    while started.elapsed() < Duration::from_secs(30) {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        let finished = done(&line);
+        lines.push(line.trim_end().to_string());
+        if finished {
+            return lines;
+        }
+    }
+    panic!("the awaited line never came; log:\n{}", lines.join("\n"));
+}
+
+fn json_lines(lines: &[String]) -> Vec<Value> {
+    lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+#[test]
+fn json_logs_have_upstream_keys_and_proxy_hook_records() {
+    if !require_tool("bash") {
+        return;
+    }
+    let root = chatty_tree(1);
+    let args = ["--log-type", "json", "--log-proxy-hook-json"];
+    let mut child = operator(root.path(), &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let lines = json_lines(&read_until(&mut stderr, |l| l.contains(r#""msg":"ready""#)));
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(10)).is_some());
+    for line in &lines {
+        let keys: Vec<&String> = line.as_object().unwrap().keys().collect();
+        assert_eq!(keys[0], "level", "{line}");
+        assert_eq!(keys[1], "msg", "{line}");
+        assert_eq!(keys.last().unwrap().as_str(), "time", "{line}");
+        let level = line["level"].as_str().unwrap();
+        assert!(["info", "warn", "error"].contains(&level), "{line}");
+        let time = line["time"].as_str().unwrap();
+        assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok(), "{line}");
+    }
+    let proxied = lines
+        .iter()
+        .find(|l| l["msg"] == "from the hook")
+        .expect("the hook's JSON record is logged");
+    assert_eq!(proxied["level"], "warn");
+    assert_eq!(proxied["hook_disk"], "low");
+    assert_eq!(proxied["proxyJsonLog"], true);
+    assert_eq!(proxied["hook"], "chatty");
+    assert_eq!(proxied["binding"], "onStartup");
+    assert_eq!(proxied["output"], "stdout");
+    assert!(proxied.get("hook_time").is_none(), "{proxied}");
+    let plain = lines.iter().find(|l| l["msg"] == "plain line 1").unwrap();
+    assert!(plain.get("proxyJsonLog").is_none(), "{plain}");
+    let ready = lines.last().unwrap();
+    assert_eq!(ready["modules"], 0);
+    assert!(ready["duration_ms"].is_u64(), "{ready}");
+}
+
+#[test]
+fn no_time_leaves_the_time_out_and_steady_state_prints_one_line_per_task() {
+    if !require_tool("bash") {
+        return;
+    }
+    let root = chatty_tree(0);
+    let args = ["--log-type", "json", "--log-no-time"];
+    let mut child = operator(root.path(), &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    read_until(&mut stderr, |l| l.contains(r#""msg":"ready""#));
+    // three schedule runs after the first converge
+    let mut ticks = 0;
+    let steady = read_until(&mut stderr, |l| {
+        ticks += usize::from(l.contains("schedule"));
+        ticks >= 3
+    });
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(10)).is_some());
+    let steady = json_lines(&steady);
+    for line in &steady {
+        assert!(line.get("time").is_none(), "{line}");
+    }
+    // besides what the hook itself prints, one line per task: "task done"
+    let operator_lines: Vec<&Value> = steady
+        .iter()
+        .filter(|l| l.get("output").is_none())
+        .collect();
+    assert!(operator_lines.len() >= 3, "{steady:#?}");
+    assert!(
+        operator_lines.iter().all(|l| l["msg"] == "task done"),
+        "{operator_lines:#?}"
+    );
+}
+
+/// How the operator's stdio is broken in [`broken_output_never_hangs_or_crashes`].
+#[derive(Debug, Clone, Copy)]
+enum Broken {
+    /// stderr is a pipe whose reader goes away after two lines (`2>&1 | head -2`).
+    StderrPipe,
+    /// stdout is a pipe closed before start, stderr as well after two lines.
+    BothPipes,
+    /// stderr is closed (`2>&-`).
+    StderrClosed,
+}
+
+fn spawn_broken(root: &Path, log_type: &str, how: Broken) -> Child {
+    let args = ["--log-type", log_type];
+    match how {
+        Broken::StderrPipe | Broken::BothPipes => {
+            let mut child = operator(root, &args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let stdout = child.stdout.take();
+            if matches!(how, Broken::BothPipes) {
+                drop(stdout);
+            }
+            let mut stderr = BufReader::new(child.stderr.take().unwrap());
+            let mut seen = 0;
+            read_until(&mut stderr, |_| {
+                seen += 1;
+                seen >= 2
+            });
+            drop(stderr);
+            child
+        }
+        Broken::StderrClosed => {
+            let mut wrapped = Command::new("sh");
+            let cmd = operator(root, &args);
+            wrapped
+                .arg("-c")
+                .arg(r#"exec "$0" "$@" 2>&-"#)
+                .arg(cmd.get_program())
+                .args(cmd.get_args())
+                .env("PATH", path_with_tools())
+                .stdout(Stdio::null());
+            wrapped.spawn().unwrap()
+        }
+    }
+}
+
+#[test]
+fn broken_output_never_hangs_or_crashes() {
+    if !require_tool("bash") {
+        return;
+    }
+    const ROUNDS: usize = 3;
+    for round in 0..ROUNDS {
+        for log_type in ["json", "text"] {
+            for how in [Broken::StderrPipe, Broken::BothPipes, Broken::StderrClosed] {
+                let root = chatty_tree(200);
+                let mut child = spawn_broken(root.path(), log_type, how);
+                // let it log into the broken output for a while: hooks, tasks, schedules
+                std::thread::sleep(Duration::from_millis(1500));
+                assert!(
+                    child.try_wait().unwrap().is_none(),
+                    "round {round}, {log_type}, {how:?}: died before SIGTERM"
+                );
+                sigterm(&child);
+                let status = exit_within(&mut child, Duration::from_secs(10));
+                let status = status.unwrap_or_else(|| {
+                    panic!("round {round}, {log_type}, {how:?}: still running 10 s after SIGTERM")
+                });
+                assert!(
+                    status.success(),
+                    "round {round}, {log_type}, {how:?}: {status}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_log_level_changes_at_run_time_through_the_debug_socket() {
+    if !require_tool("bash") {
+        return;
+    }
+    let root = chatty_tree(0);
+    let mut child = operator(root.path(), &["--log-type", "json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let before = read_until(&mut stderr, |l| l.contains(r#""msg":"ready""#));
+    assert!(!before.iter().any(|l| l.contains(r#""level":"debug""#)));
+    let socket = root.path().join("debug.socket");
+    let debug = |args: &[&str]| {
+        let out = Command::new(binary())
+            .args(["debug", "log-level"])
+            .args(args)
+            .arg("--debug-unix-socket")
+            .arg(&socket)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(debug(&[]), "info\n");
+    assert_eq!(debug(&["debug"]), "log.level set to debug\n");
+    assert_eq!(debug(&[]), "debug\n");
+    // the next schedule run logs its task start at debug level
+    read_until(&mut stderr, |l| {
+        l.contains(r#""level":"debug""#) && l.contains("task started")
+    });
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(10)).is_some());
+}
+
+#[test]
+fn no_command_means_start_and_version_completion_and_man_print() {
+    let root = chatty_tree(0);
+    // `addon-operator --working-dir ...` without `start`
+    let plain = operator(root.path(), &[]);
+    let args: Vec<_> = plain.get_args().skip(1).map(|a| a.to_owned()).collect();
+    let mut child = Command::new(binary())
+        .args(args)
+        .envs(plain.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    read_until(&mut stderr, |l| l.contains(" ready modules=0"));
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(10)).is_some_and(|s| s.success()));
+
+    let version = crate::support::run_ok(&["--version"]);
+    let re_like = version.trim_end();
+    assert!(
+        re_like.starts_with(&format!(
+            "addon-operator {} (commit ",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{version}"
+    );
+    assert!(
+        re_like.contains(", built 20") && re_like.ends_with("Z)"),
+        "{version}"
+    );
+    assert_eq!(crate::support::run_ok(&["version"]), version);
+
+    for shell in ["bash", "zsh", "fish"] {
+        let script = crate::support::run_ok(&["completion", shell]);
+        assert!(script.contains("addon-operator"), "{shell}");
+        assert!(script.contains("log-level"), "{shell}: flags are completed");
+    }
+    let man = crate::support::run_ok(&["man"]);
+    assert!(man.starts_with(".ie"), "roff");
+    assert!(man.contains(".TH addon-operator 1"));
+    assert!(
+        man.contains("addon\\-operator start"),
+        "a section per command"
+    );
+}
+
+#[test]
+fn commands_printing_to_a_closed_pipe_exit_normally_instead_of_panicking() {
+    if !require_tool("bash") {
+        return;
+    }
+    let root = chatty_tree(0);
+    let dir = root.path().to_str().unwrap();
+    write(
+        &root.path().join("global-hooks/broken"),
+        "#!/bin/sh\necho not-json\n",
+        true,
+    );
+    let cases: [(&[&str], Option<i32>); 3] = [
+        (&["check", "--working-dir", dir], Some(1)),
+        (&["check", "--working-dir", dir, "-o", "json"], Some(1)),
+        (&["start", "--working-dir", dir, "--tmp-dir", dir], Some(1)),
+    ];
+    for (args, expected) in cases {
+        let mut child = Command::new(binary())
+            .args(args)
+            .env("PATH", path_with_tools())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // both readers go away before the command prints anything
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        let status = exit_within(&mut child, Duration::from_secs(30)).expect("exits");
+        assert_eq!(status.code(), expected, "{args:?}: 101 would be a panic");
+    }
+}
