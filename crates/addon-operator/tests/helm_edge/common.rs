@@ -60,6 +60,7 @@ impl Env {
             .await
             .expect("emulator starts");
         let dir = tempfile::tempdir().expect("temp dir");
+        let binary = counting_wrapper(&binary, dir.path());
         let kubeconfig = dir.path().join("kubeconfig");
         emu.write_kubeconfig(&kubeconfig)
             .expect("kubeconfig written");
@@ -75,6 +76,15 @@ impl Env {
             client,
             driver: driver.into(),
         })
+    }
+
+    /// Every helm command line the edge ran so far (one per process), in order.
+    pub fn helm_calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("helm-calls"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 
     /// A module directory named `name` with the standard templates; `chart_yaml` decides
@@ -176,6 +186,21 @@ impl Env {
             api.create(&PostParams::default(), &ns).await.unwrap();
         }
     }
+}
+
+/// A script that appends its arguments to `<dir>/helm-calls`, then runs the real helm.
+fn counting_wrapper(helm: &Path, dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("helm-wrapper");
+    let log = dir.join("helm-calls");
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+        log.display(),
+        helm.display()
+    );
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
 }
 
 /// A kube-rs client from kubeconfig text.
