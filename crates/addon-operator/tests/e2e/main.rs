@@ -7,6 +7,7 @@ mod check;
 mod embedded;
 mod ha;
 mod hook_run;
+mod idle;
 mod render;
 mod start;
 mod support;
