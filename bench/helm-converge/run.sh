@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# First converge of N modules with one-ConfigMap charts, against the same kube-emulator:
+#   baseline: a bash loop of `helm upgrade --install` x N (what a person would script);
+#   operator: `addon-operator start` from launch until /readyz says the startup converge is done.
+# Rounds are interleaved (baseline, operator, baseline, ...) so machine load hits both alike; each
+# round uses fresh namespaces. Every helm process of both sides goes through a wrapper that counts it.
+# Then the idle phase: the last operator keeps running IDLE_SECONDS with the resource monitor every
+# MONITOR_INTERVAL, and the helm processes it spawns are counted (per minute).
+# Usage: bench/helm-converge/run.sh [N=50] [ROUNDS=3]
+# Env: ADDON_OPERATOR_BIN, KUBE_EMULATOR_BIN (default target/release/...), HELM (default helm from
+#      .tools/bin or PATH), IDLE_SECONDS (60), MONITOR_INTERVAL (10s).
+# Build first: cargo build --release -p addon-operator -p kube-emulator
+set -euo pipefail
+n=${1:-50}
+rounds=${2:-3}
+idle=${IDLE_SECONDS:-60}
+monitor=${MONITOR_INTERVAL:-10s}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+bin=${ADDON_OPERATOR_BIN:-$root/target/release/addon-operator}
+emu_bin=${KUBE_EMULATOR_BIN:-$root/target/release/kube-emulator}
+export PATH="$root/.tools/bin:$PATH"
+helm=${HELM:-$(command -v helm)}
+work=$(mktemp -d)
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+
+now() { date +%s.%N; }
+
+# a helm that counts its processes in $work/calls.<side>
+for side in base op; do
+  printf '#!/bin/sh\necho "$*" >> %s/calls.%s\nexec %s "$@"\n' "$work" "$side" "$helm" > "$work/helm-$side"
+  chmod +x "$work/helm-$side"
+done
+
+# the tree: N modules, each a chart with one ConfigMap
+mkdir -p "$work/tree/global-hooks" "$work/tree/modules"
+: > "$work/tree/modules/values.yaml"
+for i in $(seq -w 1 "$n"); do
+  m="$work/tree/modules/$i-mod$i"
+  mkdir -p "$m/templates"
+  printf 'apiVersion: v2\nname: mod%s\nversion: 0.1.0\n' "$i" > "$m/Chart.yaml"
+  printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  a: "1"\n' > "$m/templates/cm.yaml"
+  echo "mod${i}Enabled: true" >> "$work/tree/modules/values.yaml"
+done
+printf 'global: |\n  a: 1\n' > "$work/tree/config.yaml"
+
+"$emu_bin" --port 0 --kubeconfig "$work/kubeconfig" > "$work/emulator.log" 2>&1 &
+pids+=($!)
+until [ -s "$work/kubeconfig" ]; do sleep 0.05; done
+export KUBECONFIG="$work/kubeconfig"
+export HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" HELM_DATA_HOME="$work/helm/data"
+
+baseline() { # $1: namespace
+  local s; s=$(now)
+  for i in $(seq -w 1 "$n"); do
+    "$work/helm-base" upgrade --install "mod$i" "$work/tree/modules/$i-mod$i" -n "$1" --create-namespace \
+      --history-max 10 > /dev/null
+  done
+  echo "$(now) - $s" | bc
+}
+
+operator_start() { # $1: namespace, $2: port, $3: monitor interval; prints the pid
+  ADDON_OPERATOR_NAMESPACE="$1" "$bin" start --working-dir "$work/tree" --config-file "$work/tree/config.yaml" \
+    --helm-binary "$work/helm-op" --tmp-dir "$work/run-$1" --prometheus-listen-address 127.0.0.1 \
+    --prometheus-listen-port "$2" --debug-unix-socket "$work/debug-$1.socket" --log-level warn \
+    --resources-monitor-interval "$3" > "$work/operator-$1.log" 2>&1 &
+  echo $!
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+echo "modules: $n (one ConfigMap each), rounds: $rounds, helm: $($helm version --template '{{.Version}}')"
+echo "round  baseline_s  operator_s  ratio(baseline/operator)  helm_procs(base/op)"
+last_pid=""
+for r in $(seq 1 "$rounds"); do
+  : > "$work/calls.base"; : > "$work/calls.op"
+  b=$(baseline "base$r")
+  [ -n "$last_pid" ] && kill "$last_pid" && wait "$last_pid" 2>/dev/null || true
+  port=$(free_port)
+  s=$(now)
+  pid=$(operator_start "op$r" "$port" "$monitor")
+  pids+=("$pid")
+  until curl -sf "http://127.0.0.1:$port/readyz" > /dev/null; do
+    kill -0 "$pid" 2>/dev/null || { cat "$work/operator-op$r.log"; exit 1; }
+    sleep 0.02
+  done
+  o=$(echo "$(now) - $s" | bc)
+  last_pid=$pid
+  printf '%5s  %10.2f  %10.2f  %24.2f  %s/%s\n' "$r" "$b" "$o" "$(echo "$b / $o" | bc -l)" \
+    "$(wc -l < "$work/calls.base")" "$(wc -l < "$work/calls.op")"
+done
+
+: > "$work/calls.op"
+sleep "$idle"
+procs=$(wc -l < "$work/calls.op")
+echo "idle: $procs helm processes in ${idle}s with the resource monitor every $monitor over $n chart modules" \
+  "($(echo "$procs * 60 / $idle" | bc -l | xargs printf '%.1f') per minute)"
