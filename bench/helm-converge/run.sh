@@ -63,7 +63,7 @@ operator_start() { # $1: namespace, $2: port, $3: monitor interval; prints the p
   ADDON_OPERATOR_NAMESPACE="$1" "$bin" start --working-dir "$work/tree" --config-file "$work/tree/config.yaml" \
     --helm-binary "$work/helm-op" --tmp-dir "$work/run-$1" --prometheus-listen-address 127.0.0.1 \
     --prometheus-listen-port "$2" --debug-unix-socket "$work/debug-$1.socket" --log-level warn \
-    --resources-monitor-interval "$3" > "$work/operator-$1.log" 2>&1 &
+    --resources-monitor-interval "$3" --kube-config "$work/kubeconfig" > "$work/operator-$1.log" 2>&1 &
   echo $!
 }
 
@@ -86,9 +86,11 @@ for r in $(seq 1 "$rounds"); do
   done
   o=$(echo "$(now) - $s" | bc)
   last_pid=$pid
+  sleep 0.5 # a helm process still starting when /readyz turned 200 would show here
   printf '%5s  %10.2f  %10.2f  %24.2f  %s/%s\n' "$r" "$b" "$o" "$(echo "$b / $o" | bc -l)" \
     "$(wc -l < "$work/calls.base")" "$(wc -l < "$work/calls.op")"
 done
+echo "operator's helm processes in the last round: $(cut -d' ' -f1 "$work/calls.op" | sort | uniq -c | xargs)"
 
 : > "$work/calls.op"
 sleep "$idle"
