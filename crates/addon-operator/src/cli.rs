@@ -100,6 +100,12 @@ pub struct StartArgs {
     /// The helm binary (3.x or 4.x)
     #[arg(long, env = "HELM_BINARY", default_value = "helm")]
     pub helm_binary: PathBuf,
+    /// Revisions helm keeps per release (helm's `--history-max`); 0 keeps every revision
+    #[arg(long, env = "HELM_HISTORY_MAX", default_value_t = 10)]
+    pub helm_history_max: u32,
+    /// How long helm may take for an upgrade or uninstall (helm's `--timeout`)
+    #[arg(long, env = "HELM_TIMEOUT", default_value = "20m", value_parser = parse_duration)]
+    pub helm_timeout: std::time::Duration,
     /// A Helm release in the namespace that is not a module's and is never purged at startup
     #[arg(long, env = "HELM_IGNORE_RELEASE", default_value = "")]
     pub helm_ignore_release: String,
@@ -270,6 +276,22 @@ mod tests {
     fn command_line_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn helm_history_and_timeout_default_like_upstream_and_can_be_set() {
+        let start = |extra: &[&str]| {
+            let argv = ["addon-operator", "start"].iter().chain(extra).copied();
+            match Cli::try_parse_from(argv).unwrap().command {
+                Command::Start(args) => (args.helm_history_max, args.helm_timeout),
+                _ => panic!("not start"),
+            }
+        };
+        assert_eq!(start(&[]), (10, Duration::from_secs(1200)));
+        assert_eq!(
+            start(&["--helm-history-max", "3", "--helm-timeout", "5m"]),
+            (3, Duration::from_secs(300))
+        );
     }
 
     #[test]

@@ -300,6 +300,8 @@ async fn edges(
     );
     helm_settings.kubeconfig = kubeconfig;
     helm_settings.extra_env = extra_env;
+    helm_settings.history_max = args.helm_history_max;
+    helm_settings.timeout = args.helm_timeout;
     let helm = BinaryHelm::new(helm_settings)
         .await
         .context("prepare helm")?;
