@@ -78,6 +78,19 @@ impl Env {
         })
     }
 
+    /// Polls `should_upgrade` until it says yes (for changes made behind the edge's back, which
+    /// reach it through its storage watch); false if it still says no after 30 s.
+    pub async fn eventually_needs_upgrade(&self, req: &UpgradeRequest) -> bool {
+        use addon_operator::helm::Helm;
+        for _ in 0..600 {
+            if self.helm.should_upgrade(req).await.unwrap() {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        false
+    }
+
     /// Every helm command line the edge ran so far (one per process), in order.
     pub fn helm_calls(&self) -> Vec<String> {
         std::fs::read_to_string(self.dir.path().join("helm-calls"))

@@ -62,4 +62,6 @@ with_each_helm! {
         => a_decision_is_one_cache_read_and_no_helm_process;
     crate::storage::an_upgrade_reads_the_release_once_and_spawns_one_helm
         => an_upgrade_reads_the_release_once_and_spawns_one_helm;
+    crate::storage::a_revision_written_by_another_helm_reaches_the_decision_through_the_watch
+        => a_revision_written_by_another_helm_reaches_the_decision_through_the_watch;
 }

@@ -94,6 +94,40 @@ pub async fn an_upgrade_reads_the_release_once_and_spawns_one_helm(env: Env) {
     );
 }
 
+pub async fn a_revision_written_by_another_helm_reaches_the_decision_through_the_watch(env: Env) {
+    let module = env.module("web", true);
+    let req = env.request(&module, "hello", "sum-1");
+    env.helm.upgrade(&req).await.unwrap();
+    let lists = env.helm.storage_counters().unwrap().1;
+
+    // another client upgrades the release with other values (and no checksum)
+    let out = tokio::process::Command::new(env.dir.path().join("helm-wrapper"))
+        .args(["upgrade", "web"])
+        .arg(&module)
+        .args(["-n", NS, "--set", "web.greeting=other,web.replicas=1"])
+        .env("KUBECONFIG", env.dir.path().join("kubeconfig"))
+        .env("HELM_CONFIG_HOME", env.dir.path().join("other-helm"))
+        .env("HELM_CACHE_HOME", env.dir.path().join("other-helm"))
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    assert!(
+        env.eventually_needs_upgrade(&req).await,
+        "v2 has no checksum"
+    );
+    assert_eq!(
+        env.helm.storage_counters().unwrap().1,
+        lists,
+        "seen without a list"
+    );
+}
+
 #[tokio::test]
 async fn config_map_storage_is_read_without_a_helm_process_too() {
     for name in ["helm3", "helm4"] {
