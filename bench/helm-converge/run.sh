@@ -7,7 +7,8 @@
 # Then the idle phase: the last operator keeps running IDLE_SECONDS with the resource monitor every
 # MONITOR_INTERVAL, and the helm processes it spawns are counted (per minute).
 # Usage: bench/helm-converge/run.sh [N=50] [ROUNDS=3]
-# Env: ADDON_OPERATOR_BIN, KUBE_EMULATOR_BIN (default target/release/...), HELM (default helm from
+# Env: BEFORE_BIN (another operator binary, e.g. an older build, measured in the same rounds),
+#      ADDON_OPERATOR_BIN, KUBE_EMULATOR_BIN (default target/release/...), HELM (default helm from
 #      .tools/bin or PATH), IDLE_SECONDS (60), MONITOR_INTERVAL (10s).
 # Build first: cargo build --release -p addon-operator -p kube-emulator
 set -euo pipefail
@@ -27,7 +28,7 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$wo
 now() { date +%s.%N; }
 
 # a helm that counts its processes in $work/calls.<side>
-for side in base op; do
+for side in base op old; do
   printf '#!/bin/sh\necho "$*" >> %s/calls.%s\nexec %s "$@"\n' "$work" "$side" "$helm" > "$work/helm-$side"
   chmod +x "$work/helm-$side"
 done
@@ -59,41 +60,60 @@ baseline() { # $1: namespace
   echo "$(now) - $s" | bc
 }
 
-operator_start() { # $1: namespace, $2: port, $3: monitor interval; prints the pid
-  ADDON_OPERATOR_NAMESPACE="$1" "$bin" start --working-dir "$work/tree" --config-file "$work/tree/config.yaml" \
-    --helm-binary "$work/helm-op" --tmp-dir "$work/run-$1" --prometheus-listen-address 127.0.0.1 \
-    --prometheus-listen-port "$2" --debug-unix-socket "$work/debug-$1.socket" --log-level warn \
-    --resources-monitor-interval "$3" --kube-config "$work/kubeconfig" > "$work/operator-$1.log" 2>&1 &
+operator_start() { # $1: binary, $2: side (helm wrapper), $3: namespace, $4: port; prints the pid
+  ADDON_OPERATOR_NAMESPACE="$3" "$1" start --working-dir "$work/tree" --config-file "$work/tree/config.yaml" \
+    --helm-binary "$work/helm-$2" --tmp-dir "$work/run-$3" --prometheus-listen-address 127.0.0.1 \
+    --prometheus-listen-port "$4" --debug-unix-socket "$work/debug-$3.socket" --log-level warn \
+    --resources-monitor-interval "$monitor" --kube-config "$work/kubeconfig" > "$work/operator-$3.log" 2>&1 &
   echo $!
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-echo "modules: $n (one ConfigMap each), rounds: $rounds, helm: $($helm version --template '{{.Version}}')"
-echo "round  baseline_s  operator_s  ratio(baseline/operator)  helm_procs(base/op)"
-last_pid=""
-for r in $(seq 1 "$rounds"); do
-  : > "$work/calls.base"; : > "$work/calls.op"
-  b=$(baseline "base$r")
-  [ -n "$last_pid" ] && kill "$last_pid" && wait "$last_pid" 2>/dev/null || true
-  port=$(free_port)
-  s=$(now)
-  pid=$(operator_start "op$r" "$port" "$monitor")
-  pids+=("$pid")
+declare -A running=()
+converge() { # $1: binary, $2: side, $3: namespace; sets $elapsed, keeps the operator running
+  [ -n "${running[$2]:-}" ] && { kill "${running[$2]}" 2>/dev/null || true; sleep 0.5; }
+  : > "$work/calls.$2"
+  local port pid s; port=$(free_port); s=$(now)
+  pid=$(operator_start "$1" "$2" "$3" "$port")
+  pids+=("$pid"); running[$2]=$pid
   until curl -sf "http://127.0.0.1:$port/readyz" > /dev/null; do
-    kill -0 "$pid" 2>/dev/null || { cat "$work/operator-op$r.log"; exit 1; }
+    kill -0 "$pid" 2>/dev/null || { cat "$work/operator-$3.log"; exit 1; }
     sleep 0.02
   done
-  o=$(echo "$(now) - $s" | bc)
-  last_pid=$pid
+  elapsed=$(echo "$(now) - $s" | bc)
   sleep 0.5 # a helm process still starting when /readyz turned 200 would show here
-  printf '%5s  %10.2f  %10.2f  %24.2f  %s/%s\n' "$r" "$b" "$o" "$(echo "$b / $o" | bc -l)" \
-    "$(wc -l < "$work/calls.base")" "$(wc -l < "$work/calls.op")"
-done
-echo "operator's helm processes in the last round: $(cut -d' ' -f1 "$work/calls.op" | sort | uniq -c | xargs)"
+}
 
-: > "$work/calls.op"
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+sides=op
+[ -n "${BEFORE_BIN:-}" ] && sides="op old"
+echo "modules: $n (one ConfigMap each), rounds: $rounds, helm: $($helm version --template '{{.Version}}')"
+echo "operator: $bin${BEFORE_BIN:+; before: $BEFORE_BIN}"
+printf 'round  baseline_s'; for side in $sides; do printf '  %s_s  ratio  helm_procs' "$side"; done; echo
+for r in $(seq 1 "$rounds"); do
+  : > "$work/calls.base"
+  b=$(baseline "base$r")
+  line=$(printf '%5s  %10.2f' "$r" "$b")
+  for side in $sides; do
+    [ "$side" = op ] && binary=$bin || binary=$BEFORE_BIN
+    converge "$binary" "$side" "$side$r"
+    ratio=$(echo "$b / $elapsed" | bc -l)
+    echo "$ratio" >> "$work/ratios.$side"
+    line+=$(printf '  %6.2f  %5.2f  %3s' "$elapsed" "$ratio" "$(wc -l < "$work/calls.$side")")
+  done
+  echo "$line   (baseline: $(wc -l < "$work/calls.base") helm processes)"
+done
+for side in $sides; do
+  echo "$side: median ratio baseline/operator $(median < "$work/ratios.$side" | xargs printf '%.2f');" \
+    "helm processes of the last converge: $(cut -d' ' -f1 "$work/calls.$side" | sort | uniq -c | xargs)"
+  : > "$work/calls.$side"
+done
+
 sleep "$idle"
-procs=$(wc -l < "$work/calls.op")
-echo "idle: $procs helm processes in ${idle}s with the resource monitor every $monitor over $n chart modules" \
-  "($(echo "$procs * 60 / $idle" | bc -l | xargs printf '%.1f') per minute)"
+for side in $sides; do
+  procs=$(wc -l < "$work/calls.$side")
+  echo "$side idle: $procs helm processes in ${idle}s, resource monitor every $monitor, $n chart modules" \
+    "($(echo "$procs * 60 / $idle" | bc -l | xargs printf '%.1f') per minute: $(cut -d' ' -f1 "$work/calls.$side" | sort | uniq -c | xargs))"
+done
