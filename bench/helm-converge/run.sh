@@ -71,8 +71,12 @@ operator_start() { # $1: binary, $2: side (helm wrapper), $3: namespace, $4: por
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 declare -A running=()
+stop_operators() { # the previous round's operators, so their monitors do not load this round
+  for pid in "${running[@]}"; do kill "$pid" 2>/dev/null || true; done
+  running=(); sleep 0.5
+}
+
 converge() { # $1: binary, $2: side, $3: namespace; sets $elapsed, keeps the operator running
-  [ -n "${running[$2]:-}" ] && { kill "${running[$2]}" 2>/dev/null || true; sleep 0.5; }
   : > "$work/calls.$2"
   local port pid s; port=$(free_port); s=$(now)
   pid=$(operator_start "$1" "$2" "$3" "$port")
@@ -93,11 +97,13 @@ echo "modules: $n (one ConfigMap each), rounds: $rounds, helm: $($helm version -
 echo "operator: $bin${BEFORE_BIN:+; before: $BEFORE_BIN}"
 printf 'round  baseline_s'; for side in $sides; do printf '  %s_s  ratio  helm_procs' "$side"; done; echo
 for r in $(seq 1 "$rounds"); do
+  stop_operators
   : > "$work/calls.base"
   b=$(baseline "base$r")
   line=$(printf '%5s  %10.2f' "$r" "$b")
   for side in $sides; do
     [ "$side" = op ] && binary=$bin || binary=$BEFORE_BIN
+    [ "$side" = old ] && stop_operators
     converge "$binary" "$side" "$side$r"
     ratio=$(echo "$b / $elapsed" | bc -l)
     echo "$ratio" >> "$work/ratios.$side"
@@ -111,6 +117,13 @@ for side in $sides; do
   : > "$work/calls.$side"
 done
 
+# idle: one operator of each side, started afresh and converged above, nothing else running
+stop_operators
+for side in $sides; do
+  [ "$side" = op ] && binary=$bin || binary=$BEFORE_BIN
+  converge "$binary" "$side" "$side$((rounds + 1))"
+  : > "$work/calls.$side"
+done
 sleep "$idle"
 for side in $sides; do
   procs=$(wc -l < "$work/calls.$side")
