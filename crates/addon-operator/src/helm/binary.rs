@@ -43,7 +43,8 @@ pub struct HelmSettings {
     pub history_max: u32,
     /// `--timeout` of upgrade and uninstall (helm waits this long for hooks).
     pub timeout: Duration,
-    /// Time limit of the read-only helm commands (`version`, `list`, `status`).
+    /// Time limit of the read-only helm commands (`version`, and `list`/`status` with the
+    /// `memory` or `sql` driver) and of the first list of helm's storage a decision waits for.
     pub query_timeout: Duration,
     /// Extra environment of every helm process, set last.
     pub extra_env: Vec<(String, String)>,
