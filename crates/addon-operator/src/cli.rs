@@ -490,6 +490,28 @@ mod tests {
     }
 
     #[test]
+    fn helm_history_and_timeout_default_like_upstream_and_can_be_set() {
+        let start = |extra: &[&str]| {
+            let argv: Vec<&str> = ["addon-operator", "start"]
+                .iter()
+                .chain(extra)
+                .copied()
+                .collect();
+            match parse(&argv).unwrap().1 {
+                Command::Start(args) => {
+                    (args.upstream.helm_history_max, args.upstream.helm_timeout)
+                }
+                _ => panic!("not start"),
+            }
+        };
+        assert_eq!(start(&[]), (10, Duration::from_secs(1200)));
+        assert_eq!(
+            start(&["--helm-history-max", "3", "--helm-timeout", "5m"]),
+            (3, Duration::from_secs(300))
+        );
+    }
+
+    #[test]
     fn check_accepts_working_dir_and_json_output() {
         let cli = Cli::try_parse_from([
             "addon-operator",

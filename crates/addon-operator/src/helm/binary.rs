@@ -1,24 +1,30 @@
 //! Helm against a cluster: the `helm` binary (3.x or 4.x) installs, upgrades and uninstalls
-//! releases; the Kubernetes API tells which objects of a release are absent.
+//! releases; the Kubernetes API tells the state of every release (helm's storage, watched) and
+//! which objects of a release are absent.
 
 mod argv;
 mod chart;
 mod cluster;
 mod command;
 mod release;
+mod release_cache;
+mod storage;
 mod version;
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 
 use self::argv::Target;
 pub use self::cluster::ClusterError;
-use self::cluster::Storage;
+use self::cluster::{Kinds, ManifestObject, Storage, manifest_objects};
 use self::command::{Output, RunError, Runner};
-use self::release::{ReleaseState, is_not_found, names_from_list_json};
+use self::release::{ReleaseState, is_in_progress, is_not_found, names_from_list_json};
+use self::storage::StorageWatch;
 pub use self::version::HelmVersion;
 use super::{Drift, Helm, HelmError, UpgradeRequest};
 
@@ -37,7 +43,8 @@ pub struct HelmSettings {
     pub history_max: u32,
     /// `--timeout` of upgrade and uninstall (helm waits this long for hooks).
     pub timeout: Duration,
-    /// Time limit of the read-only helm commands (`version`, `list`, `status`).
+    /// Time limit of the read-only helm commands (`version`, and `list`/`status` with the
+    /// `memory` or `sql` driver) and of the first list of helm's storage a decision waits for.
     pub query_timeout: Duration,
     /// Extra environment of every helm process, set last.
     pub extra_env: Vec<(String, String)>,
@@ -99,6 +106,19 @@ pub struct BinaryHelm {
     runner: Runner,
     version: HelmVersion,
     client: kube::Client,
+    /// Helm's storage, watched; `None` for the `memory` and `sql` drivers (then `helm status`).
+    storage: Option<StorageWatch>,
+    /// Kinds of manifest objects already discovered.
+    kinds: Kinds,
+    /// release → the state the last decision that asked for an upgrade read, for the upgrade
+    /// that follows it (so a module run reads the release once).
+    decided: Mutex<HashMap<String, Option<ReleaseState>>>,
+}
+
+/// The latest revision of a release and the objects of its manifest.
+struct Current {
+    state: ReleaseState,
+    objects: Arc<Vec<ManifestObject>>,
 }
 
 impl BinaryHelm {
@@ -117,10 +137,16 @@ impl BinaryHelm {
         );
         let version = detect_version(&runner, settings.query_timeout).await?;
         let client = cluster::client(settings.kubeconfig.as_deref()).await?;
+        let driver = runner.driver();
+        let namespace = non_empty_namespace(&settings.namespace);
+        let storage = Storage::from_driver(&driver)
+            .map(|kind| StorageWatch::start(client.clone(), kind, namespace));
         tracing::info!(
             binary = %settings.binary.display(),
             helm_version = %version,
             namespace = %settings.namespace,
+            driver,
+            storage_watched = storage.is_some(),
             "using the helm binary"
         );
         Ok(Self {
@@ -128,7 +154,16 @@ impl BinaryHelm {
             runner,
             version,
             client,
+            storage,
+            kinds: Kinds::default(),
+            decided: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// `(decisions read from the watched storage, targeted storage lists)` since construction;
+    /// `None` when the storage driver is out of reach of the API (`memory`, `sql`).
+    pub fn storage_counters(&self) -> Option<(u64, u64)> {
+        self.storage.as_ref().map(StorageWatch::counters)
     }
 
     /// The detected helm version.
@@ -137,11 +172,7 @@ impl BinaryHelm {
     }
 
     fn namespace(&self) -> &str {
-        if self.settings.namespace.is_empty() {
-            "default"
-        } else {
-            &self.settings.namespace
-        }
+        non_empty_namespace(&self.settings.namespace)
     }
 
     /// Runs helm; a failure to start or a timeout becomes `HelmError` for `operation`.
@@ -193,8 +224,27 @@ impl BinaryHelm {
         self.settings.timeout + Duration::from_secs(30)
     }
 
-    /// The latest revision of `release`, or `None` when there is no release.
-    async fn state(&self, release: &str) -> Result<Option<ReleaseState>, HelmError> {
+    /// The latest revision of `release`, or `None` when there is no release: one read of the
+    /// watched storage (or one `helm status` when the driver is out of the API's reach).
+    async fn current(&self, release: &str) -> Result<Option<Current>, HelmError> {
+        let Some(storage) = &self.storage else {
+            return Ok(self.status(release).await?.map(|state| Current {
+                objects: Arc::new(manifest_objects(&state.manifest)),
+                state,
+            }));
+        };
+        let latest = storage
+            .latest(release, self.settings.query_timeout)
+            .await
+            .map_err(|e| read_failed(release, &e))?;
+        Ok(latest.map(|latest| Current {
+            state: latest.state(),
+            objects: latest.objects,
+        }))
+    }
+
+    /// `helm status` of `release`, for the drivers whose storage the API cannot read.
+    async fn status(&self, release: &str) -> Result<Option<ReleaseState>, HelmError> {
         let argv = argv::status(release, self.namespace());
         let out = self
             .run("status", release, &argv, self.settings.query_timeout)
@@ -212,6 +262,22 @@ impl BinaryHelm {
                 release: release.to_string(),
                 message: format!("unexpected `helm status -o json` output: {e}"),
             })
+    }
+
+    /// Re-reads `release` from the storage after one of our helm commands changed it; a failure
+    /// only delays the change until the watch delivers it.
+    async fn refresh(&self, release: &str) {
+        if let Some(storage) = &self.storage
+            && let Err(error) = storage.refresh(release).await
+        {
+            tracing::warn!(module = %release, release, error = %error_chain(&error), "cannot re-read the release after a helm command; waiting for the watch");
+        }
+    }
+
+    fn decided(&self) -> std::sync::MutexGuard<'_, HashMap<String, Option<ReleaseState>>> {
+        self.decided
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Logs helm's stderr and turns it into the error.
@@ -240,38 +306,58 @@ impl BinaryHelm {
 
     async fn should_upgrade_now(&self, req: &UpgradeRequest) -> Result<bool, HelmError> {
         let release = req.release.as_str();
-        let Some(state) = self.state(release).await? else {
-            tracing::info!(module = %release, release, "helm upgrade needed: no release");
-            return Ok(true);
+        let current = self.current(release).await?;
+        let reason = self.upgrade_reason(req, current.as_ref()).await?;
+        let Some(reason) = reason else {
+            self.decided().remove(release);
+            tracing::debug!(module = %release, release, "helm upgrade not needed");
+            return Ok(false);
         };
-        if let Some(reason) = state.upgrade_reason(&req.checksum) {
-            tracing::info!(module = %release, release, %reason, "helm upgrade needed");
-            return Ok(true);
-        }
-        let absent = cluster::first_absent(&self.client, &state.manifest, self.namespace())
-            .await
-            .map_err(|e| self.cluster_failed(release, e))?;
-        if let Some(resource) = absent {
-            tracing::info!(module = %release, release, %resource, "helm upgrade needed: resource absent");
-            return Ok(true);
-        }
-        tracing::debug!(module = %release, release, "helm upgrade not needed");
-        Ok(false)
+        tracing::info!(module = %release, release, %reason, "helm upgrade needed");
+        self.decided()
+            .insert(release.to_string(), current.map(|c| c.state));
+        Ok(true)
     }
 
-    /// The resource monitor's question: why the release drifted, if it did.
+    /// Why `req` needs an upgrade given the release's latest revision, or `None`.
+    async fn upgrade_reason(
+        &self,
+        req: &UpgradeRequest,
+        current: Option<&Current>,
+    ) -> Result<Option<String>, HelmError> {
+        let Some(current) = current else {
+            return Ok(Some("no release".to_string()));
+        };
+        if let Some(reason) = current.state.upgrade_reason(&req.checksum) {
+            return Ok(Some(reason));
+        }
+        let absent = cluster::first_absent(
+            &self.client,
+            &self.kinds,
+            &current.objects,
+            self.namespace(),
+        )
+        .await
+        .map_err(|e| self.cluster_failed(&req.release, e))?;
+        Ok(absent.map(|resource| format!("resource {resource} is absent")))
+    }
+
+    /// The resource monitor's question: why the release drifted, if it did (from the release
+    /// cache and metadata-only lists, never a helm process).
     async fn drift_now(&self, req: &UpgradeRequest) -> Result<Option<Drift>, HelmError> {
         let release = req.release.as_str();
-        let Some(state) = self.state(release).await? else {
+        let Some(current) = self.current(release).await? else {
             return Ok(Some(Drift::Other));
         };
+        let state = &current.state;
         if state.status != "deployed" {
-            return Ok(Some(Drift::UnexpectedStatus(state.status)));
+            return Ok(Some(Drift::UnexpectedStatus(state.status.clone())));
         }
         if state.upgrade_reason(&req.checksum).is_some() {
             return Ok(Some(Drift::Other));
         }
-        let absent = cluster::absent(&self.client, &state.manifest, self.namespace(), false)
+        let (kinds, objects) = (&self.kinds, &current.objects);
+        let absent = cluster::absent(&self.client, kinds, objects, self.namespace(), false)
             .await
             .map_err(|e| self.cluster_failed(release, e))?;
         Ok((!absent.is_empty()).then_some(Drift::AbsentResources(absent)))
@@ -281,12 +367,17 @@ impl BinaryHelm {
     /// ("another operation is in progress"); like the Go operator, drop that revision from helm's
     /// storage (Secret or ConfigMap) so helm continues from the revision before it (or installs
     /// afresh). With the `memory` or `sql` driver the release is left to helm's error.
-    async fn unstick(&self, release: &str) -> Result<(), HelmError> {
-        let Some(state) = self.state(release).await? else {
-            return Ok(());
+    async fn unstick(&self, release: &str) -> Result<bool, HelmError> {
+        let decided = self.decided().remove(release);
+        let state = match decided {
+            Some(state) => state,
+            None => self.current(release).await?.map(|c| c.state),
+        };
+        let Some(state) = state else {
+            return Ok(false);
         };
         if !state.is_pending() {
-            return Ok(());
+            return Ok(false);
         }
         let driver = self.runner.driver();
         let Some(storage) = Storage::from_driver(&driver) else {
@@ -297,7 +388,7 @@ impl BinaryHelm {
                 driver,
                 "release is stuck and its storage driver is out of reach; not unsticking it"
             );
-            return Ok(());
+            return Ok(false);
         };
         tracing::warn!(
             module = %release,
@@ -306,15 +397,16 @@ impl BinaryHelm {
             revision = state.revision,
             "release is stuck; deleting its latest revision before the upgrade"
         );
-        cluster::delete_revision(
+        let deleted = cluster::delete_revision(
             &self.client,
             storage,
             self.namespace(),
             release,
             state.revision,
         )
-        .await
-        .map_err(|e| HelmError::Command {
+        .await;
+        self.refresh(release).await;
+        deleted.map(|()| true).map_err(|e| HelmError::Command {
             operation: "upgrade",
             release: release.to_string(),
             message: error_chain(&e),
@@ -324,6 +416,29 @@ impl BinaryHelm {
     async fn upgrade_now(&self, req: &UpgradeRequest) -> Result<(), HelmError> {
         let release = req.release.as_str();
         self.unstick(release).await?;
+        let started = std::time::Instant::now();
+        let mut out = self.run_upgrade(req).await?;
+        if !out.success && is_in_progress(&out.stderr) && self.unstick(release).await? {
+            // the decision read the release before the watch delivered its stuck revision
+            out = self.run_upgrade(req).await?;
+        }
+        if !out.success {
+            return Err(self.failed("upgrade", release, out));
+        }
+        tracing::info!(
+            module = %release,
+            release,
+            checksum = %req.checksum,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "helm upgrade done"
+        );
+        Ok(())
+    }
+
+    /// One `helm upgrade --install` with the chart and values of `req`; the release is re-read
+    /// from the storage afterwards, whatever the outcome.
+    async fn run_upgrade(&self, req: &UpgradeRequest) -> Result<Output, HelmError> {
+        let release = req.release.as_str();
         let chart = self.prepare_chart(req).await?;
         let files = chart::write_values(
             &self.settings.tmp_dir,
@@ -338,28 +453,18 @@ impl BinaryHelm {
             chart.path(),
             &[files.values.path(), files.checksum.path()],
         );
-        let started = std::time::Instant::now();
-        let out = self
-            .run("upgrade", release, &argv, self.long_limit())
-            .await?;
-        if !out.success {
-            return Err(self.failed("upgrade", release, out));
-        }
-        tracing::info!(
-            module = %release,
-            release,
-            checksum = %req.checksum,
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "helm upgrade done"
-        );
-        Ok(())
+        let out = self.run("upgrade", release, &argv, self.long_limit()).await;
+        self.refresh(release).await;
+        out
     }
 
     async fn uninstall_now(&self, release: &str) -> Result<(), HelmError> {
         let argv = argv::uninstall(self.target(), release);
         let out = self
             .run("uninstall", release, &argv, self.long_limit())
-            .await?;
+            .await;
+        self.refresh(release).await;
+        let out = out?;
         if out.success {
             tracing::info!(module = %release, release, "helm release uninstalled");
             return Ok(());
@@ -372,6 +477,14 @@ impl BinaryHelm {
     }
 
     async fn list(&self) -> Result<Vec<String>, HelmError> {
+        if let Some(storage) = &self.storage {
+            return storage
+                .names(self.settings.query_timeout)
+                .await
+                .map_err(|e| HelmError::List {
+                    message: error_chain(&e),
+                });
+        }
         let argv = argv::list(self.namespace(), self.version);
         let out = self
             .runner
@@ -413,6 +526,22 @@ async fn detect_version(runner: &Runner, limit: Duration) -> Result<HelmVersion,
         });
     }
     Ok(version)
+}
+
+fn non_empty_namespace(namespace: &str) -> &str {
+    if namespace.is_empty() {
+        "default"
+    } else {
+        namespace
+    }
+}
+
+fn read_failed(release: &str, error: &dyn std::error::Error) -> HelmError {
+    HelmError::Command {
+        operation: "read release",
+        release: release.to_string(),
+        message: error_chain(error),
+    }
 }
 
 fn write_failed(release: &str, what: &str, error: &std::io::Error) -> HelmError {

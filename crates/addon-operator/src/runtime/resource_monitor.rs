@@ -1,6 +1,7 @@
-//! Auto-healing: every few minutes, asks Helm whether the release of each running module with a
-//! chart still matches (release deployed, no object of its manifest missing) and queues a module
-//! run ('helm resources absent') for the ones that drifted.
+//! Auto-healing: every few minutes, asks the Helm edge whether the release of each running module
+//! with a chart still matches (release deployed, no object of its manifest missing; with a cluster
+//! this reads the watched release storage and metadata-only lists, no helm process) and queues a
+//! module run ('helm resources absent') for the ones that drifted.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -11,6 +11,7 @@ mod config_race;
 mod embedded;
 mod ha;
 mod hook_run;
+mod idle;
 mod logs;
 mod metrics;
 mod processes;

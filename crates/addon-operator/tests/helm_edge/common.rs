@@ -60,6 +60,7 @@ impl Env {
             .await
             .expect("emulator starts");
         let dir = tempfile::tempdir().expect("temp dir");
+        let binary = counting_wrapper(&binary, dir.path());
         let kubeconfig = dir.path().join("kubeconfig");
         emu.write_kubeconfig(&kubeconfig)
             .expect("kubeconfig written");
@@ -75,6 +76,28 @@ impl Env {
             client,
             driver: driver.into(),
         })
+    }
+
+    /// Polls `should_upgrade` until it says yes (for changes made behind the edge's back, which
+    /// reach it through its storage watch); false if it still says no after 30 s.
+    pub async fn eventually_needs_upgrade(&self, req: &UpgradeRequest) -> bool {
+        use addon_operator::helm::Helm;
+        for _ in 0..600 {
+            if self.helm.should_upgrade(req).await.unwrap() {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    /// Every helm command line the edge ran so far (one per process), in order.
+    pub fn helm_calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("helm-calls"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 
     /// A module directory named `name` with the standard templates; `chart_yaml` decides
@@ -176,6 +199,21 @@ impl Env {
             api.create(&PostParams::default(), &ns).await.unwrap();
         }
     }
+}
+
+/// A script that appends its arguments to `<dir>/helm-calls`, then runs the real helm.
+fn counting_wrapper(helm: &Path, dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("helm-wrapper");
+    let log = dir.join("helm-calls");
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+        log.display(),
+        helm.display()
+    );
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
 }
 
 /// A kube-rs client from kubeconfig text.

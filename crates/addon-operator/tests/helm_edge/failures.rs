@@ -39,7 +39,10 @@ pub async fn a_failed_last_revision_needs_an_upgrade(env: Env) {
 
     env.write_revision("web", 2, "failed").await;
 
-    assert!(env.helm.should_upgrade(&req).await.unwrap());
+    assert!(
+        env.eventually_needs_upgrade(&req).await,
+        "the watch delivers v2"
+    );
     env.helm.upgrade(&req).await.unwrap();
     assert!(!env.helm.should_upgrade(&req).await.unwrap());
 }

@@ -7,6 +7,7 @@ mod common;
 mod failures;
 mod lifecycle;
 mod startup;
+mod storage;
 
 /// One `#[tokio::test]` per scenario and helm binary: `helm3::<scenario>`, `helm4::<scenario>`.
 macro_rules! with_each_helm {
@@ -55,4 +56,12 @@ with_each_helm! {
         => a_release_stuck_in_pending_install_is_installed_afresh;
     crate::absent::absent_cluster_scoped_objects_and_kinds_no_longer_served_are_detected
         => absent_cluster_scoped_objects_and_kinds_no_longer_served_are_detected;
+    crate::storage::helm_stores_a_release_as_base64_of_gzip_inside_the_secret
+        => helm_stores_a_release_as_base64_of_gzip_inside_the_secret;
+    crate::storage::a_decision_is_one_cache_read_and_no_helm_process
+        => a_decision_is_one_cache_read_and_no_helm_process;
+    crate::storage::an_upgrade_reads_the_release_once_and_spawns_one_helm
+        => an_upgrade_reads_the_release_once_and_spawns_one_helm;
+    crate::storage::a_revision_written_by_another_helm_reaches_the_decision_through_the_watch
+        => a_revision_written_by_another_helm_reaches_the_decision_through_the_watch;
 }

@@ -1,11 +1,11 @@
-//! The Kubernetes API side of the Helm edge: which objects of a release's manifest are absent,
-//! and removing the storage Secret of a stuck release revision.
+//! The Kubernetes API side of the Helm edge: which objects of a release's manifest are absent
+//! (metadata-only lists), and removing the storage object of a stuck release revision.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::{ApiCapabilities, Scope};
 use serde::Deserialize;
@@ -32,8 +32,8 @@ pub enum ClusterError {
         #[source]
         source: kube::Error,
     },
-    #[error("cannot get {object}")]
-    Get {
+    #[error("cannot list the objects of the kind of {object}")]
+    List {
         object: String,
         #[source]
         source: kube::Error,
@@ -55,7 +55,7 @@ impl ClusterError {
             }
             Self::Client(_) => "kube_client",
             Self::Discover { .. } => "kube_discovery",
-            Self::Get { .. } => "kube_get",
+            Self::List { .. } => "kube_list",
             Self::DeleteRevision { .. } => "kube_delete",
         }
     }
@@ -155,36 +155,71 @@ fn describe(obj: &ManifestObject, namespace: Option<&str>) -> String {
     }
 }
 
-/// The first object of `manifest` that does not exist in the cluster, as `ns/Kind/name`.
-/// A kind the API server does not know (e.g. its CRD is gone) counts as absent.
+/// Kinds already found by discovery, so a decision sends no discovery request for them.
+#[derive(Default)]
+pub(crate) struct Kinds(
+    std::sync::Mutex<HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>>,
+);
+
+impl Kinds {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The API resource of an object's kind; `None` when the server does not serve it (not
+    /// remembered, so a CRD created later is found).
+    async fn resolve(
+        &self,
+        client: &kube::Client,
+        obj: &ManifestObject,
+    ) -> Result<Option<(ApiResource, ApiCapabilities)>, ClusterError> {
+        let gvk = obj.gvk();
+        if let Some(found) = self.lock().get(&gvk) {
+            return Ok(Some(found.clone()));
+        }
+        let found = discover(client, obj).await?;
+        if let Some(found) = &found {
+            self.lock().insert(gvk, found.clone());
+        }
+        Ok(found)
+    }
+
+    fn forget(&self, gvk: &GroupVersionKind) {
+        self.lock().remove(gvk);
+    }
+}
+
+/// The first of `objects` that does not exist in the cluster, as `ns/Kind/name`.
 pub(crate) async fn first_absent(
     client: &kube::Client,
-    manifest: &str,
+    kinds: &Kinds,
+    objects: &[ManifestObject],
     release_namespace: &str,
 ) -> Result<Option<String>, ClusterError> {
-    let found = absent(client, manifest, release_namespace, true).await?;
+    let found = absent(client, kinds, objects, release_namespace, true).await?;
     Ok(found.into_iter().next())
 }
 
-/// The objects of `manifest` that do not exist in the cluster, as `ns/Kind/name` (only the
-/// first one when `first_only`). A kind the API server does not know counts as absent.
+/// The `objects` that do not exist in the cluster, as `ns/Kind/name` (only the first one when
+/// `first_only`), from one metadata-only list per kind and namespace (never a GET per object).
+/// A kind the API server does not serve (e.g. its CRD is gone) counts as absent.
 pub(crate) async fn absent(
     client: &kube::Client,
-    manifest: &str,
+    kinds: &Kinds,
+    objects: &[ManifestObject],
     release_namespace: &str,
     first_only: bool,
 ) -> Result<Vec<String>, ClusterError> {
     let mut missing = Vec::new();
-    let mut kinds: HashMap<GroupVersionKind, Option<(ApiResource, ApiCapabilities)>> =
+    let mut listed: HashMap<(GroupVersionKind, Option<String>), Option<HashSet<String>>> =
         HashMap::new();
-    for obj in manifest_objects(manifest) {
-        let gvk = obj.gvk();
-        if !kinds.contains_key(&gvk) {
-            let found = discover(client, &obj).await?;
-            kinds.insert(gvk.clone(), found);
-        }
-        let Some(Some((resource, caps))) = kinds.get(&gvk) else {
-            missing.push(describe(&obj, obj.metadata.namespace.as_deref()));
+    for obj in objects {
+        let Some((resource, caps)) = kinds.resolve(client, obj).await? else {
+            missing.push(describe(obj, obj.metadata.namespace.as_deref()));
             if first_only {
                 break;
             }
@@ -194,24 +229,25 @@ pub(crate) async fn absent(
             Scope::Namespaced => Some(
                 obj.metadata
                     .namespace
-                    .as_deref()
-                    .unwrap_or(release_namespace),
+                    .clone()
+                    .unwrap_or_else(|| release_namespace.to_string()),
             ),
             Scope::Cluster => None,
         };
-        let api: Api<DynamicObject> = match namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
-            None => Api::all_with(client.clone(), resource),
-        };
-        let object = describe(&obj, namespace);
-        let exists = api
-            .get_opt(&obj.metadata.name)
-            .await
-            .map_err(|source| ClusterError::Get {
-                object: object.clone(),
-                source,
-            })?;
-        if exists.is_none() {
+        let object = describe(obj, namespace.as_deref());
+        let key = (obj.gvk(), namespace);
+        if !listed.contains_key(&key) {
+            let names = list_names(client, &resource, key.1.as_deref(), &object).await?;
+            if names.is_none() {
+                kinds.forget(&key.0);
+            }
+            listed.insert(key.clone(), names);
+        }
+        let present = listed
+            .get(&key)
+            .and_then(Option::as_ref)
+            .is_some_and(|names| names.contains(&obj.metadata.name));
+        if !present {
             missing.push(object);
             if first_only {
                 break;
@@ -219,6 +255,33 @@ pub(crate) async fn absent(
         }
     }
     Ok(missing)
+}
+
+/// Names of the objects of a kind (in a namespace), metadata only; `None` when the kind is no
+/// longer served.
+async fn list_names(
+    client: &kube::Client,
+    resource: &ApiResource,
+    namespace: Option<&str>,
+    object: &str,
+) -> Result<Option<HashSet<String>>, ClusterError> {
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+        None => Api::all_with(client.clone(), resource),
+    };
+    match api.list_metadata(&ListParams::default()).await {
+        Ok(list) => Ok(Some(
+            list.items
+                .into_iter()
+                .filter_map(|item| item.metadata.name)
+                .collect(),
+        )),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(None),
+        Err(source) => Err(ClusterError::List {
+            object: object.to_string(),
+            source,
+        }),
+    }
 }
 
 /// The API resource of an object's kind; `None` when the server does not serve it.

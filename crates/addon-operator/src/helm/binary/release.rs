@@ -1,5 +1,5 @@
-//! What `helm status -o json` and `helm list -o json` say about releases, and the pure part of the
-//! upgrade decision.
+//! What a Helm release (`helm status -o json` or a storage revision) and `helm list -o json`
+//! say, and the pure part of the upgrade decision.
 
 use serde::Deserialize;
 
@@ -44,7 +44,12 @@ struct ListItem {
 impl ReleaseState {
     /// Parses the output of `helm status RELEASE -o json` (same shape in helm 3 and 4).
     pub fn from_status_json(text: &str) -> Result<Self, serde_json::Error> {
-        let status: StatusJson = serde_json::from_str(text)?;
+        Self::from_status_slice(text.as_bytes())
+    }
+
+    /// Parses a release as JSON bytes: `helm status -o json`, or a decoded storage revision.
+    pub fn from_status_slice(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        let status: StatusJson = serde_json::from_slice(bytes)?;
         let checksum = status
             .config
             .as_ref()
@@ -92,6 +97,11 @@ pub(crate) fn names_from_list_json(text: &str) -> Result<Vec<String>, serde_json
 /// Whether helm's stderr says the release does not exist.
 pub(crate) fn is_not_found(stderr: &str) -> bool {
     stderr.contains("release: not found")
+}
+
+/// Whether helm refused an upgrade because the latest revision is `pending-*`.
+pub(crate) fn is_in_progress(stderr: &str) -> bool {
+    stderr.contains("another operation (install/upgrade/rollback) is in progress")
 }
 
 #[cfg(test)]
@@ -162,5 +172,9 @@ mod tests {
             "Error: uninstall: Release not loaded: nope: release: not found"
         ));
         assert!(!is_not_found("Error: connection refused"));
+        assert!(is_in_progress(
+            "Error: UPGRADE FAILED: another operation (install/upgrade/rollback) is in progress"
+        ));
+        assert!(!is_in_progress("Error: connection refused"));
     }
 }

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# First converge of N modules with one-ConfigMap charts, against the same kube-emulator:
+#   baseline: a bash loop of `helm upgrade --install` x N (what a person would script);
+#   operator: `addon-operator start` from launch until /readyz says the startup converge is done.
+# Rounds are interleaved (baseline, operator, baseline, ...) so machine load hits both alike; each
+# round uses fresh namespaces. Every helm process of both sides goes through a wrapper that counts it.
+# Then the idle phase: the last operator keeps running IDLE_SECONDS with the resource monitor every
+# MONITOR_INTERVAL, and the helm processes it spawns are counted (per minute).
+# Usage: bench/helm-converge/run.sh [N=50] [ROUNDS=3]
+# Env: BEFORE_BIN (another operator binary, e.g. an older build, measured in the same rounds),
+#      ADDON_OPERATOR_BIN, KUBE_EMULATOR_BIN (default target/release/...), HELM (default helm from
+#      .tools/bin or PATH), IDLE_SECONDS (60), MONITOR_INTERVAL (10s).
+# Build first: cargo build --release -p addon-operator -p kube-emulator
+set -euo pipefail
+n=${1:-50}
+rounds=${2:-3}
+idle=${IDLE_SECONDS:-60}
+monitor=${MONITOR_INTERVAL:-10s}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+bin=${ADDON_OPERATOR_BIN:-$root/target/release/addon-operator}
+emu_bin=${KUBE_EMULATOR_BIN:-$root/target/release/kube-emulator}
+export PATH="$root/.tools/bin:$PATH"
+helm=${HELM:-$(command -v helm)}
+work=$(mktemp -d)
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+
+now() { date +%s.%N; }
+
+# a helm that counts its processes in $work/calls.<side>
+for side in base op old; do
+  printf '#!/bin/sh\necho "$*" >> %s/calls.%s\nexec %s "$@"\n' "$work" "$side" "$helm" > "$work/helm-$side"
+  chmod +x "$work/helm-$side"
+done
+
+# the tree: N modules, each a chart with one ConfigMap
+mkdir -p "$work/tree/global-hooks" "$work/tree/modules"
+: > "$work/tree/modules/values.yaml"
+for i in $(seq -w 1 "$n"); do
+  m="$work/tree/modules/$i-mod$i"
+  mkdir -p "$m/templates"
+  printf 'apiVersion: v2\nname: mod%s\nversion: 0.1.0\n' "$i" > "$m/Chart.yaml"
+  printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  a: "1"\n' > "$m/templates/cm.yaml"
+  echo "mod${i}Enabled: true" >> "$work/tree/modules/values.yaml"
+done
+printf 'global: |\n  a: 1\n' > "$work/tree/config.yaml"
+
+"$emu_bin" --port 0 --kubeconfig "$work/kubeconfig" > "$work/emulator.log" 2>&1 &
+pids+=($!)
+until [ -s "$work/kubeconfig" ]; do sleep 0.05; done
+export KUBECONFIG="$work/kubeconfig"
+export HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" HELM_DATA_HOME="$work/helm/data"
+
+baseline() { # $1: namespace
+  local s; s=$(now)
+  for i in $(seq -w 1 "$n"); do
+    "$work/helm-base" upgrade --install "mod$i" "$work/tree/modules/$i-mod$i" -n "$1" --create-namespace \
+      --history-max 10 > /dev/null
+  done
+  echo "$(now) - $s" | bc
+}
+
+operator_start() { # $1: binary, $2: side (helm wrapper), $3: namespace, $4: port; prints the pid
+  ADDON_OPERATOR_NAMESPACE="$3" "$1" start --working-dir "$work/tree" --config-file "$work/tree/config.yaml" \
+    --helm-binary "$work/helm-$2" --tmp-dir "$work/run-$3" --prometheus-listen-address 127.0.0.1 \
+    --prometheus-listen-port "$4" --debug-unix-socket "$work/debug-$3.socket" --log-level warn \
+    --resources-monitor-interval "$monitor" --kube-config "$work/kubeconfig" > "$work/operator-$3.log" 2>&1 &
+  echo $!
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+declare -A running=()
+stop_operators() { # the previous round's operators, so their monitors do not load this round
+  for pid in "${running[@]}"; do kill "$pid" 2>/dev/null || true; done
+  running=(); sleep 0.5
+}
+
+converge() { # $1: binary, $2: side, $3: namespace; sets $elapsed, keeps the operator running
+  : > "$work/calls.$2"
+  local port pid s; port=$(free_port); s=$(now)
+  pid=$(operator_start "$1" "$2" "$3" "$port")
+  pids+=("$pid"); running[$2]=$pid
+  until curl -sf "http://127.0.0.1:$port/readyz" > /dev/null; do
+    kill -0 "$pid" 2>/dev/null || { cat "$work/operator-$3.log"; exit 1; }
+    sleep 0.02
+  done
+  elapsed=$(echo "$(now) - $s" | bc)
+  sleep 0.5 # a helm process still starting when /readyz turned 200 would show here
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+sides=op
+[ -n "${BEFORE_BIN:-}" ] && sides="op old"
+echo "modules: $n (one ConfigMap each), rounds: $rounds, helm: $($helm version --template '{{.Version}}')"
+echo "operator: $bin${BEFORE_BIN:+; before: $BEFORE_BIN}"
+printf 'round  baseline_s'; for side in $sides; do printf '  %s_s  ratio  helm_procs' "$side"; done; echo
+for r in $(seq 1 "$rounds"); do
+  stop_operators
+  : > "$work/calls.base"
+  b=$(baseline "base$r")
+  line=$(printf '%5s  %10.2f' "$r" "$b")
+  for side in $sides; do
+    [ "$side" = op ] && binary=$bin || binary=$BEFORE_BIN
+    [ "$side" = old ] && stop_operators
+    converge "$binary" "$side" "$side$r"
+    ratio=$(echo "$b / $elapsed" | bc -l)
+    echo "$ratio" >> "$work/ratios.$side"
+    line+=$(printf '  %6.2f  %5.2f  %3s' "$elapsed" "$ratio" "$(wc -l < "$work/calls.$side")")
+  done
+  echo "$line   (baseline: $(wc -l < "$work/calls.base") helm processes)"
+done
+for side in $sides; do
+  echo "$side: median ratio baseline/operator $(median < "$work/ratios.$side" | xargs printf '%.2f');" \
+    "helm processes of the last converge: $(cut -d' ' -f1 "$work/calls.$side" | sort | uniq -c | xargs)"
+  : > "$work/calls.$side"
+done
+
+# idle: one operator of each side, started afresh and converged above, nothing else running
+stop_operators
+for side in $sides; do
+  [ "$side" = op ] && binary=$bin || binary=$BEFORE_BIN
+  converge "$binary" "$side" "$side$((rounds + 1))"
+  : > "$work/calls.$side"
+done
+sleep "$idle"
+for side in $sides; do
+  procs=$(wc -l < "$work/calls.$side")
+  echo "$side idle: $procs helm processes in ${idle}s, resource monitor every $monitor, $n chart modules" \
+    "($(echo "$procs * 60 / $idle" | bc -l | xargs printf '%.1f') per minute: $(cut -d' ' -f1 "$work/calls.$side" | sort | uniq -c | xargs))"
+done
