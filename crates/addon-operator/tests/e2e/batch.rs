@@ -2,12 +2,12 @@
 //! their hooks, `start` runs each with its binding contexts and applies its values patches.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Running, binary, path_with_tools, require_tool, run, write};
+use crate::support::{Running, require_tool, run, start_command, write};
 
 /// A batch executable in shell: two hooks and a readiness hook.
 const BATCH: &str = r#"#!/bin/sh
@@ -115,21 +115,9 @@ fn start_runs_batch_hooks_with_their_contexts_and_patches() {
     tree(root);
     let hook_log = root.join("hooks.log");
     let log = root.join("operator.log");
-    let child = Command::new(binary())
-        .arg("start")
+    let child = start_command(root.join("tmp"), root.join("debug.socket"))
         .arg("--working-dir")
         .arg(root)
-        .arg("--tmp-dir")
-        .arg(root.join("tmp"))
-        .args([
-            "--prometheus-listen-address",
-            "127.0.0.1",
-            "--prometheus-listen-port",
-            "0",
-        ])
-        .arg("--debug-unix-socket")
-        .arg(root.join("debug.socket"))
-        .env("PATH", path_with_tools())
         .env("HOOK_LOG", &hook_log)
         .env_remove("ADDON_OPERATOR_MODULES_DIR")
         .env_remove("MODULES_DIR")

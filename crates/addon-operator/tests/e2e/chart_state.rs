@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::ListParams;
 use kube_emulator::{Emulator, EmulatorConfig};
 
-use crate::support::{Running, binary, path_with_tools, require_tool};
+use crate::support::{Running, require_tool, start_command};
 
 const MODULE: &str = "modules/010-crontabs";
 
@@ -20,20 +20,12 @@ fn example_dir() -> PathBuf {
 }
 
 fn operator(root: &Path, run: usize) -> Running {
-    let child = Command::new(binary())
-        .arg("start")
+    let child = start_command(root.join("tmp"), root.join("debug.socket"))
         .arg("--working-dir")
         .arg(root.join("tree"))
         .arg("--kube-config")
         .arg(root.join("kubeconfig"))
-        .arg("--tmp-dir")
-        .arg(root.join("tmp"))
-        .args(["--prometheus-listen-address", "127.0.0.1"])
-        .args(["--prometheus-listen-port", "0"])
-        .arg("--debug-unix-socket")
-        .arg(root.join("debug.socket"))
         .env("HOOK_LOG", root.join("hooks.log"))
-        .env("PATH", path_with_tools())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(root.join(format!("operator-{run}.log"))).unwrap())
         .spawn()

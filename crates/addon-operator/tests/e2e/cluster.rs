@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 
-use crate::support::{Running, binary, path_with_tools};
+use crate::support::{Running, path_with_tools, start_command};
 
 /// An emulator (with the tokio runtime that serves it) and its kubeconfig.
 pub struct Cluster {
@@ -61,26 +61,14 @@ impl Cluster {
 /// `addon-operator start` on `root` against `cluster` (namespace `default`), logging to
 /// `root/operator.log`, with short retry delays.
 pub fn start_operator(root: &Path, cluster: &Cluster, extra: &[&str]) -> Running {
-    let child = Command::new(binary())
-        .arg("start")
+    let child = start_command(root.join("tmp"), root.join("debug.socket"))
         .arg("--working-dir")
         .arg(root)
         .arg("--kube-config")
         .arg(&cluster.kubeconfig)
         .args(["--namespace", "default"])
-        .arg("--tmp-dir")
-        .arg(root.join("tmp"))
         .args(["--retry-initial-delay", "200ms", "--retry-max-delay", "2s"])
-        .args([
-            "--prometheus-listen-address",
-            "127.0.0.1",
-            "--prometheus-listen-port",
-            "0",
-        ])
-        .arg("--debug-unix-socket")
-        .arg(root.join("debug.socket"))
         .args(extra)
-        .env("PATH", path_with_tools())
         .env("STATE_DIR", root)
         .env("LOG_LEVEL", "info")
         .env_remove("ADDON_OPERATOR_MODULES_DIR")

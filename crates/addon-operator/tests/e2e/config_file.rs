@@ -1,10 +1,10 @@
 //! `--config-file` written by a hook's config patch: the text of every untouched section, comments
 //! included, stays byte for byte; the operator ignores its own write and reloads on a later edit.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::{Running, binary, path_with_tools, require_tool, write};
+use crate::support::{Running, require_tool, start_command, write};
 
 const CONFIG: &str = "\
 # Config of the laptop cluster.
@@ -54,20 +54,12 @@ fn a_config_patch_rewrites_only_its_section_of_the_file() {
     let config = root.join("config.yaml");
     write(&config, CONFIG, false);
     let log = root.join("operator.log");
-    let child = Command::new(binary())
-        .arg("start")
+    let child = start_command(root.join("tmp"), root.join("debug.socket"))
         .arg("--working-dir")
         .arg(root)
         .arg("--config-file")
         .arg(&config)
-        .arg("--tmp-dir")
-        .arg(root.join("tmp"))
-        .args(["--prometheus-listen-address", "127.0.0.1"])
-        .args(["--prometheus-listen-port", "0"])
-        .arg("--debug-unix-socket")
-        .arg(root.join("debug.socket"))
         .env("RUNS_LOG", root.join("runs.log"))
-        .env("PATH", path_with_tools())
         .env("LOG_LEVEL", "debug")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())

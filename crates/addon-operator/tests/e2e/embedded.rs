@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Running, binary, demo_dir, path_with_tools, require_tool};
+use crate::support::{Running, demo_dir, path_with_tools, require_tool, start_command};
 
 fn copy_dir(from: &Path, to: &Path) {
     let status = Command::new("cp")
@@ -53,25 +53,13 @@ fn demo_runs_on_the_embedded_cluster_and_config_edits_reach_the_cluster() {
     let tree = tmp.path().join("demo");
     copy_dir(&demo_dir(), &tree);
     let log = tmp.path().join("operator.log");
-    let child = Command::new(binary())
-        .arg("start")
+    let child = start_command(tmp.path().join("run"), tmp.path().join("debug.socket"))
         .arg("--working-dir")
         .arg(&tree)
         .arg("--config-file")
         .arg(tree.join("config.yaml"))
         .arg("--embedded-cluster")
         .args(["--resources-monitor-interval", "1s"])
-        .arg("--tmp-dir")
-        .arg(tmp.path().join("run"))
-        .args([
-            "--prometheus-listen-address",
-            "127.0.0.1",
-            "--prometheus-listen-port",
-            "0",
-        ])
-        .arg("--debug-unix-socket")
-        .arg(tmp.path().join("debug.socket"))
-        .env("PATH", path_with_tools())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()

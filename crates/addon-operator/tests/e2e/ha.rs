@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use kube_emulator::{Emulator, EmulatorConfig};
 
-use crate::support::{Running, binary, path_with_tools, write};
+use crate::support::{Running, start_command, write};
 
 fn operator(root: &std::path::Path, kubeconfig: &std::path::Path, pod: &str) -> Running {
     operator_with_lease(root, kubeconfig, pod, "3s")
@@ -18,30 +18,21 @@ fn operator_with_lease(
     pod: &str,
     lease: &str,
 ) -> Running {
-    let child = Command::new(binary())
-        .arg("start")
-        .arg("--working-dir")
-        .arg(root)
-        .arg("--kube-config")
-        .arg(kubeconfig)
-        .args(["--ha", "--ha-lease-duration", lease])
-        .arg("--tmp-dir")
-        .arg(root.join(format!("tmp-{pod}")))
-        .args([
-            "--prometheus-listen-address",
-            "127.0.0.1",
-            "--prometheus-listen-port",
-            "0",
-        ])
-        .arg("--debug-unix-socket")
-        .arg(root.join(format!("{pod}.socket")))
-        .env("ADDON_OPERATOR_POD", pod)
-        .env("HOOK_LOG", root.join("hooks.log"))
-        .env("PATH", path_with_tools())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(root.join(format!("{pod}.log"))).unwrap())
-        .spawn()
-        .unwrap();
+    let child = start_command(
+        root.join(format!("tmp-{pod}")),
+        root.join(format!("{pod}.socket")),
+    )
+    .arg("--working-dir")
+    .arg(root)
+    .arg("--kube-config")
+    .arg(kubeconfig)
+    .args(["--ha", "--ha-lease-duration", lease])
+    .env("ADDON_OPERATOR_POD", pod)
+    .env("HOOK_LOG", root.join("hooks.log"))
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(root.join(format!("{pod}.log"))).unwrap())
+    .spawn()
+    .unwrap();
     Running(child)
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Running, binary, path_with_tools, require_tool, write};
+use crate::support::{Running, path_with_tools, require_tool, start_command, write};
 
 const MODULES: [&str; 3] = ["alpha", "beta", "gamma"];
 
@@ -90,8 +90,7 @@ fn an_idle_operator_runs_no_helm_and_a_deleted_object_costs_one_upgrade() {
     let calls = tmp.path().join("helm-calls");
     let helm = counting_helm(tmp.path(), &calls);
     let log = tmp.path().join("operator.log");
-    let child = Command::new(binary())
-        .arg("start")
+    let child = start_command(tmp.path().join("run"), tmp.path().join("debug.socket"))
         .arg("--working-dir")
         .arg(&root)
         .arg("--config-file")
@@ -100,13 +99,6 @@ fn an_idle_operator_runs_no_helm_and_a_deleted_object_costs_one_upgrade() {
         .args(["--resources-monitor-interval", "1s"])
         .arg("--helm-binary")
         .arg(&helm)
-        .arg("--tmp-dir")
-        .arg(tmp.path().join("run"))
-        .args(["--prometheus-listen-address", "127.0.0.1"])
-        .args(["--prometheus-listen-port", "0"])
-        .arg("--debug-unix-socket")
-        .arg(tmp.path().join("debug.socket"))
-        .env("PATH", path_with_tools())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()

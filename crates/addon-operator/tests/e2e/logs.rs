@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{binary, path_with_tools, require_tool, write};
+use crate::support::{binary, path_with_tools, require_tool, start_command, write};
 
 /// A tree with one global hook: onStartup plus a schedule every second; each run prints a JSON
 /// record and `lines` plain lines.
@@ -30,18 +30,10 @@ for i in $(seq 1 {lines}); do echo "plain line $i"; done
 }
 
 fn operator(root: &Path, extra: &[&str]) -> Command {
-    let mut cmd = Command::new(binary());
-    cmd.arg("start")
-        .arg("--working-dir")
+    let mut cmd = start_command(root.join("tmp"), root.join("debug.socket"));
+    cmd.arg("--working-dir")
         .arg(root)
-        .arg("--tmp-dir")
-        .arg(root.join("tmp"))
-        .arg("--debug-unix-socket")
-        .arg(root.join("debug.socket"))
-        .args(["--prometheus-listen-address", "127.0.0.1"])
-        .args(["--prometheus-listen-port", "0"])
         .args(extra)
-        .env("PATH", path_with_tools())
         .env("LOG_LEVEL", "info")
         .env_remove("RUST_LOG")
         .env_remove("ADDON_OPERATOR_MODULES_DIR")

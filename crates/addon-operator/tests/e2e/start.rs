@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{binary, path_with_tools, require_tool, write};
+use crate::support::{binary, path_with_tools, require_tool, start_command, write};
 
 /// A running operator on a temp tree.
 struct Operator {
@@ -18,25 +18,13 @@ struct Operator {
 impl Operator {
     fn start(root: tempfile::TempDir, extra: &[&str]) -> Self {
         let log = root.path().join("operator.log");
-        let mut cmd = Command::new(binary());
-        cmd.arg("start")
-            .arg("--working-dir")
+        let mut cmd = start_command(root.path().join("tmp"), root.path().join("debug.socket"));
+        cmd.arg("--working-dir")
             .arg(root.path())
             .arg("--config-file")
             .arg(root.path().join("config.yaml"))
-            .arg("--tmp-dir")
-            .arg(root.path().join("tmp"))
             .args(["--retry-initial-delay", "200ms", "--retry-max-delay", "1s"])
-            .args([
-                "--prometheus-listen-address",
-                "127.0.0.1",
-                "--prometheus-listen-port",
-                "0",
-            ])
-            .arg("--debug-unix-socket")
-            .arg(root.path().join("debug.socket"))
             .args(extra)
-            .env("PATH", path_with_tools())
             .env("HOOK_LOG", root.path().join("hooks.log"))
             .env("SEEN_DIR", root.path().join("seen"))
             .env("LOG_LEVEL", "info")

@@ -94,3 +94,19 @@ impl Drop for Running {
         let _ = self.0.wait();
     }
 }
+
+/// `addon-operator start` with what every end-to-end start sets: hook files in `tmp`, metrics on
+/// a free loopback port, the debug socket at `socket`, and the project's tools on `PATH`. Callers
+/// add the tree, the cluster and their own flags.
+pub fn start_command(tmp: impl AsRef<Path>, socket: impl AsRef<Path>) -> Command {
+    let mut cmd = Command::new(binary());
+    cmd.arg("start")
+        .arg("--tmp-dir")
+        .arg(tmp.as_ref())
+        .args(["--prometheus-listen-address", "127.0.0.1"])
+        .args(["--prometheus-listen-port", "0"])
+        .arg("--debug-unix-socket")
+        .arg(socket.as_ref())
+        .env("PATH", path_with_tools());
+    cmd
+}
