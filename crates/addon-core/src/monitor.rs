@@ -103,6 +103,16 @@ impl MonitorCache {
         self.entries.len()
     }
 
+    /// What a binding that does not keep full objects needs of `object` once filtered: `kind`,
+    /// `metadata.namespace` and `metadata.name` (see [`ObjectId::of`]).
+    pub fn identity_of(object: &Value) -> Value {
+        let id = ObjectId::of(object);
+        serde_json::json!({
+            "kind": id.kind,
+            "metadata": {"namespace": id.namespace, "name": id.name},
+        })
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -209,5 +219,61 @@ mod tests {
         let names: Vec<_> = items.iter().map(|i| i.id.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(*items[0].filter_result.clone().unwrap(), json!("a"));
+    }
+
+    #[test]
+    fn a_binding_fed_identities_after_filtering_shows_the_same_snapshot() {
+        let binding = binding("  jqFilter: .metadata.labels\n  keepFullObjectsInMemory: false\n");
+        let objects = [pod("b", "x", "1"), pod("a", "y", "1")];
+        let filtered: Vec<_> = objects
+            .iter()
+            .map(|o| binding.filter_object(o).unwrap())
+            .collect();
+        let mut full = MonitorCache::new(&binding);
+        full.reset_filtered(objects.iter().cloned().zip(filtered.clone()).collect());
+        let mut lean = MonitorCache::new(&binding);
+        lean.reset_filtered(
+            objects
+                .iter()
+                .map(MonitorCache::identity_of)
+                .zip(filtered)
+                .collect(),
+        );
+        assert_eq!(lean.items(), full.items());
+        let identity = MonitorCache::identity_of(&objects[0]);
+        assert_eq!(
+            identity,
+            json!({"kind": "Pod", "metadata": {"namespace": "ns", "name": "b"}})
+        );
+    }
+
+    #[test]
+    fn a_lean_binding_keeps_no_object_body() {
+        let mut cache = MonitorCache::new(&binding(
+            "  jqFilter: .metadata.name\n  keepFullObjectsInMemory: false\n",
+        ));
+        let mut big = pod("a", "x", "1");
+        big["data"] = json!({"payload": "x".repeat(4096)});
+        cache.reset(vec![big.clone()]).unwrap();
+        let fired = cache.apply(WatchEvent::Modified, big).unwrap();
+        assert!(fired.is_none());
+        let kept = format!("{:?}", cache.entries);
+        assert!(!kept.contains("payload") && kept.len() < 1024, "{kept}");
+    }
+
+    #[test]
+    fn a_full_binding_shares_one_copy_between_cache_and_snapshot() {
+        let mut cache = MonitorCache::new(&binding("  keepFullObjectsInMemory: true\n"));
+        cache.reset(vec![pod("a", "x", "1")]).unwrap();
+        let snapshot = cache.items();
+        let kept = cache
+            .entries
+            .values()
+            .next()
+            .and_then(|e| e.item.object.clone());
+        let (Some(kept), Some(shown)) = (kept, snapshot[0].object.clone()) else {
+            panic!("the full object is kept");
+        };
+        assert!(Arc::ptr_eq(&kept, &shown));
     }
 }

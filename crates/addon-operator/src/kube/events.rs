@@ -171,10 +171,13 @@ impl KubeWatches {
         self.monitors.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Starts the watches; the initial objects go to `pages` a page at a time when given, else
+    /// they are returned.
     async fn start_watches(
         &self,
         key: &MonitorKey,
         binding: &KubernetesBinding,
+        pages: Option<&mpsc::Sender<Vec<Value>>>,
     ) -> Result<Vec<Value>, WatchError> {
         // One watch per key: a new start replaces the running one.
         self.abort(key);
@@ -194,9 +197,10 @@ impl KubeWatches {
         };
         let mut objects = Vec::new();
         let mut listed = Vec::new();
+        let mut count = 0;
         for scope in scopes {
             // The watcher's own (paged) list is the first snapshot: one list per start.
-            let (started, found) = match watch.first_list(scope).await {
+            let (started, found) = match watch.first_list(scope, pages).await {
                 Ok(first) => first,
                 Err(e) => {
                     if e.is_not_found() {
@@ -207,6 +211,7 @@ impl KubeWatches {
                     return Err(e);
                 }
             };
+            count += started.known.len();
             objects.extend(found);
             listed.push(started);
         }
@@ -225,7 +230,7 @@ impl KubeWatches {
             old.iter().for_each(AbortHandle::abort);
         }
         tracing::info!(hook = %key.hook, binding = %binding.name, kind = %resolved.resource.kind,
-            objects = objects.len(), "kubernetes binding watch started");
+            objects = count, "kubernetes binding watch started");
         Ok(objects)
     }
 
@@ -322,6 +327,9 @@ pub(super) struct Watch {
     metrics: Option<Arc<Metrics>>,
 }
 
+/// Objects per page of an initial list (the watcher's default `limit`).
+const PAGE: usize = 500;
+
 /// A watch stream of one scope.
 type WatchStream = BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>;
 
@@ -362,9 +370,15 @@ impl Watch {
     }
 
     /// Starts the watch of `scope` and reads its initial list (paged by the watcher), which
-    /// becomes the first snapshot. The first error fails the start.
-    async fn first_list(&self, scope: Scope) -> Result<(Started, Vec<Value>), WatchError> {
+    /// becomes the first snapshot: sent to `pages` a page at a time when given, else returned.
+    /// The first error fails the start.
+    async fn first_list(
+        &self,
+        scope: Scope,
+        pages: Option<&mpsc::Sender<Vec<Value>>>,
+    ) -> Result<(Started, Vec<Value>), WatchError> {
         let mut stream = self.stream(scope.api);
+        let mut known = KnownObjects::default();
         let mut objects = Vec::new();
         loop {
             let event = stream.try_next().await.map_err(|e| WatchError::List {
@@ -372,13 +386,26 @@ impl Watch {
                 scope: scope.name.clone(),
                 source: client_error(e),
             })?;
-            match event {
-                Some(watcher::Event::InitApply(o)) => objects.extend(self.convert(o)),
-                Some(watcher::Event::InitDone) | None => break,
-                Some(_) => {}
+            let done = match event {
+                Some(watcher::Event::InitApply(o)) => {
+                    objects.extend(self.convert(o));
+                    false
+                }
+                Some(watcher::Event::InitDone) | None => true,
+                Some(_) => false,
+            };
+            if let Some(pages) = pages
+                && (done || objects.len() >= PAGE)
+            {
+                known.extend(&objects);
+                // a closed receiver means the caller gave up on the listing
+                let _ = pages.send(std::mem::take(&mut objects)).await;
+            }
+            if done {
+                break;
             }
         }
-        let known = KnownObjects::new(&objects);
+        known.extend(&objects);
         let started = Started {
             scope: scope.name,
             stream,
@@ -492,16 +519,23 @@ impl KubeEvents for KubeWatches {
         binding: &'a KubernetesBinding,
     ) -> BoxFuture<'a, Result<Vec<Value>, KubeError>> {
         Box::pin(async move {
-            self.start_watches(key, binding).await.map_err(|e| {
-                if matches!(e, WatchError::Resolve(DiscoveryError::UnknownKind { .. })) {
-                    tracing::debug!(kind = %binding.kind, "unknown kind; the runtime retries");
-                }
-                KubeError {
-                    kind: binding.kind.clone(),
-                    binding: binding.name.clone(),
-                    message: crate::check::error_chain(&e),
-                }
-            })
+            self.start_watches(key, binding, None)
+                .await
+                .map_err(|e| start_error(binding, &e))
+        })
+    }
+
+    fn start_paged<'a>(
+        &'a self,
+        key: &'a MonitorKey,
+        binding: &'a KubernetesBinding,
+        pages: mpsc::Sender<Vec<Value>>,
+    ) -> BoxFuture<'a, Result<(), KubeError>> {
+        Box::pin(async move {
+            self.start_watches(key, binding, Some(&pages))
+                .await
+                .map(drop)
+                .map_err(|e| start_error(binding, &e))
         })
     }
 
@@ -509,6 +543,17 @@ impl KubeEvents for KubeWatches {
         if self.abort(key) {
             tracing::info!(hook = %key.hook, binding = key.binding, "kubernetes binding watch stopped");
         }
+    }
+}
+
+fn start_error(binding: &KubernetesBinding, e: &WatchError) -> KubeError {
+    if matches!(e, WatchError::Resolve(DiscoveryError::UnknownKind { .. })) {
+        tracing::debug!(kind = %binding.kind, "unknown kind; the runtime retries");
+    }
+    KubeError {
+        kind: binding.kind.clone(),
+        binding: binding.name.clone(),
+        message: crate::check::error_chain(e),
     }
 }
 

@@ -81,6 +81,12 @@ impl KnownObjects {
         }
     }
 
+    /// Remembers more objects of the initial list.
+    pub fn extend(&mut self, objects: &[Value]) {
+        self.objects
+            .extend(objects.iter().map(|o| (identity(o), Seen::of(o))));
+    }
+
     pub fn len(&self) -> usize {
         self.objects.len()
     }
