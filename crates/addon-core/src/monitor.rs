@@ -11,10 +11,22 @@ use crate::binding_context::{ObjectAndFilterResult, ObjectId};
 use crate::hook_config::{FilteredObject, KubernetesBinding, WatchEvent};
 use crate::jq::JqError;
 
+/// One object, without its id (the map's key): the full object only when the binding keeps it.
 #[derive(Debug, Clone)]
 struct Entry {
-    item: ObjectAndFilterResult,
+    object: Option<Arc<Value>>,
+    filter_result: Option<Arc<Value>>,
     checksum: String,
+}
+
+impl Entry {
+    fn item(&self, id: &ObjectId) -> ObjectAndFilterResult {
+        ObjectAndFilterResult {
+            id: id.clone(),
+            object: self.object.clone(),
+            filter_result: self.filter_result.clone(),
+        }
+    }
 }
 
 /// The current objects of one binding.
@@ -52,10 +64,7 @@ impl MonitorCache {
     pub fn reset_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
         self.entries = objects
             .into_iter()
-            .map(|(object, filtered)| {
-                let entry = self.entry(object, filtered);
-                (entry.item.id.clone(), entry)
-            })
+            .map(|(object, filtered)| self.entry(object, filtered))
             .collect();
     }
 
@@ -78,16 +87,15 @@ impl MonitorCache {
         object: Value,
         filtered: FilteredObject,
     ) -> Option<ObjectAndFilterResult> {
-        let entry = self.entry(object, filtered);
-        let id = entry.item.id.clone();
+        let (id, entry) = self.entry(object, filtered);
+        let item = entry.item(&id);
         match event {
-            WatchEvent::Deleted => self.entries.remove(&id).map(|_| entry.item),
+            WatchEvent::Deleted => self.entries.remove(&id).map(|_| item),
             WatchEvent::Added | WatchEvent::Modified => {
                 let unchanged = self
                     .entries
                     .get(&id)
                     .is_some_and(|old| old.checksum == entry.checksum);
-                let item = entry.item.clone();
                 self.entries.insert(id, entry);
                 (!unchanged).then_some(item)
             }
@@ -96,7 +104,7 @@ impl MonitorCache {
 
     /// Every object, in (namespace, kind, name) order.
     pub fn items(&self) -> Vec<ObjectAndFilterResult> {
-        self.entries.values().map(|e| e.item.clone()).collect()
+        self.entries.iter().map(|(id, e)| e.item(id)).collect()
     }
 
     pub fn len(&self) -> usize {
@@ -117,20 +125,18 @@ impl MonitorCache {
         self.entries.is_empty()
     }
 
-    fn entry(&self, object: Value, filtered: FilteredObject) -> Entry {
+    fn entry(&self, object: Value, filtered: FilteredObject) -> (ObjectId, Entry) {
         let id = ObjectId::of(&object);
         let object = self
             .binding
             .keep_full_objects_in_memory
             .then(|| Arc::new(object));
-        Entry {
-            item: ObjectAndFilterResult {
-                id,
-                object,
-                filter_result: filtered.filter_result.map(Arc::new),
-            },
+        let entry = Entry {
+            object,
+            filter_result: filtered.filter_result.map(Arc::new),
             checksum: filtered.checksum,
-        }
+        };
+        (id, entry)
     }
 }
 
@@ -266,11 +272,7 @@ mod tests {
         let mut cache = MonitorCache::new(&binding("  keepFullObjectsInMemory: true\n"));
         cache.reset(vec![pod("a", "x", "1")]).unwrap();
         let snapshot = cache.items();
-        let kept = cache
-            .entries
-            .values()
-            .next()
-            .and_then(|e| e.item.object.clone());
+        let kept = cache.entries.values().next().and_then(|e| e.object.clone());
         let (Some(kept), Some(shown)) = (kept, snapshot[0].object.clone()) else {
             panic!("the full object is kept");
         };
