@@ -258,6 +258,7 @@ fn read_ref_files(openapi: &Path, errors: &mut Vec<LoadError>) -> BTreeMap<Strin
     files
 }
 
+
 /// A directory by identity (device, inode), so a symlinked directory is recognised.
 type DirId = (u64, u64);
 

@@ -90,8 +90,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     let status = Arc::new(StartupStatus::new("starting"));
     serve_http(args, &metrics, &status, &shutdown).await;
     let (kube_tx, kube_events) = mpsc::unbounded_channel();
-    let (mut edges, client) =
-        edges(args, &cluster, kube_tx, cancel_hooks.clone(), &metrics).await?;
+    let (mut edges, client) = edges(args, &cluster, kube_tx, cancel_hooks.clone(), &metrics).await?;
     if args.ha && client.is_none() {
         let problem = "--ha needs a cluster (--kube-config, in-cluster, or --embedded-cluster)";
         return Ok(fail("start", &[problem.into()]));

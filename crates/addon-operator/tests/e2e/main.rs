@@ -2,12 +2,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod batch;
 mod chart_state;
+mod batch;
 mod check;
-mod cluster;
 mod config_file;
 mod config_race;
+mod cluster;
 mod embedded;
 mod ha;
 mod hook_run;
