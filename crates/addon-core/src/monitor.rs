@@ -11,10 +11,22 @@ use crate::binding_context::{ObjectAndFilterResult, ObjectId};
 use crate::hook_config::{FilteredObject, KubernetesBinding, WatchEvent};
 use crate::jq::JqError;
 
+/// One object, without its id (the map's key): the full object only when the binding keeps it.
 #[derive(Debug, Clone)]
 struct Entry {
-    item: ObjectAndFilterResult,
+    object: Option<Arc<Value>>,
+    filter_result: Option<Arc<Value>>,
     checksum: String,
+}
+
+impl Entry {
+    fn item(&self, id: &ObjectId) -> ObjectAndFilterResult {
+        ObjectAndFilterResult {
+            id: id.clone(),
+            object: self.object.clone(),
+            filter_result: self.filter_result.clone(),
+        }
+    }
 }
 
 /// The current objects of one binding.
@@ -52,10 +64,7 @@ impl MonitorCache {
     pub fn reset_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
         self.entries = objects
             .into_iter()
-            .map(|(object, filtered)| {
-                let entry = self.entry(object, filtered);
-                (entry.item.id.clone(), entry)
-            })
+            .map(|(object, filtered)| self.entry(object, filtered))
             .collect();
     }
 
@@ -78,16 +87,15 @@ impl MonitorCache {
         object: Value,
         filtered: FilteredObject,
     ) -> Option<ObjectAndFilterResult> {
-        let entry = self.entry(object, filtered);
-        let id = entry.item.id.clone();
+        let (id, entry) = self.entry(object, filtered);
+        let item = entry.item(&id);
         match event {
-            WatchEvent::Deleted => self.entries.remove(&id).map(|_| entry.item),
+            WatchEvent::Deleted => self.entries.remove(&id).map(|_| item),
             WatchEvent::Added | WatchEvent::Modified => {
                 let unchanged = self
                     .entries
                     .get(&id)
                     .is_some_and(|old| old.checksum == entry.checksum);
-                let item = entry.item.clone();
                 self.entries.insert(id, entry);
                 (!unchanged).then_some(item)
             }
@@ -96,31 +104,39 @@ impl MonitorCache {
 
     /// Every object, in (namespace, kind, name) order.
     pub fn items(&self) -> Vec<ObjectAndFilterResult> {
-        self.entries.values().map(|e| e.item.clone()).collect()
+        self.entries.iter().map(|(id, e)| e.item(id)).collect()
     }
 
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// What a binding that does not keep full objects needs of `object` once filtered: `kind`,
+    /// `metadata.namespace` and `metadata.name` (see [`ObjectId::of`]).
+    pub fn identity_of(object: &Value) -> Value {
+        let id = ObjectId::of(object);
+        serde_json::json!({
+            "kind": id.kind,
+            "metadata": {"namespace": id.namespace, "name": id.name},
+        })
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    fn entry(&self, object: Value, filtered: FilteredObject) -> Entry {
+    fn entry(&self, object: Value, filtered: FilteredObject) -> (ObjectId, Entry) {
         let id = ObjectId::of(&object);
         let object = self
             .binding
             .keep_full_objects_in_memory
             .then(|| Arc::new(object));
-        Entry {
-            item: ObjectAndFilterResult {
-                id,
-                object,
-                filter_result: filtered.filter_result.map(Arc::new),
-            },
+        let entry = Entry {
+            object,
+            filter_result: filtered.filter_result.map(Arc::new),
             checksum: filtered.checksum,
-        }
+        };
+        (id, entry)
     }
 }
 
@@ -209,5 +225,57 @@ mod tests {
         let names: Vec<_> = items.iter().map(|i| i.id.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(*items[0].filter_result.clone().unwrap(), json!("a"));
+    }
+
+    #[test]
+    fn a_binding_fed_identities_after_filtering_shows_the_same_snapshot() {
+        let binding = binding("  jqFilter: .metadata.labels\n  keepFullObjectsInMemory: false\n");
+        let objects = [pod("b", "x", "1"), pod("a", "y", "1")];
+        let filtered: Vec<_> = objects
+            .iter()
+            .map(|o| binding.filter_object(o).unwrap())
+            .collect();
+        let mut full = MonitorCache::new(&binding);
+        full.reset_filtered(objects.iter().cloned().zip(filtered.clone()).collect());
+        let mut lean = MonitorCache::new(&binding);
+        lean.reset_filtered(
+            objects
+                .iter()
+                .map(MonitorCache::identity_of)
+                .zip(filtered)
+                .collect(),
+        );
+        assert_eq!(lean.items(), full.items());
+        let identity = MonitorCache::identity_of(&objects[0]);
+        assert_eq!(
+            identity,
+            json!({"kind": "Pod", "metadata": {"namespace": "ns", "name": "b"}})
+        );
+    }
+
+    #[test]
+    fn a_lean_binding_keeps_no_object_body() {
+        let mut cache = MonitorCache::new(&binding(
+            "  jqFilter: .metadata.name\n  keepFullObjectsInMemory: false\n",
+        ));
+        let mut big = pod("a", "x", "1");
+        big["data"] = json!({"payload": "x".repeat(4096)});
+        cache.reset(vec![big.clone()]).unwrap();
+        let fired = cache.apply(WatchEvent::Modified, big).unwrap();
+        assert!(fired.is_none());
+        let kept = format!("{:?}", cache.entries);
+        assert!(!kept.contains("payload") && kept.len() < 1024, "{kept}");
+    }
+
+    #[test]
+    fn a_full_binding_shares_one_copy_between_cache_and_snapshot() {
+        let mut cache = MonitorCache::new(&binding("  keepFullObjectsInMemory: true\n"));
+        cache.reset(vec![pod("a", "x", "1")]).unwrap();
+        let snapshot = cache.items();
+        let kept = cache.entries.values().next().and_then(|e| e.object.clone());
+        let (Some(kept), Some(shown)) = (kept, snapshot[0].object.clone()) else {
+            panic!("the full object is kept");
+        };
+        assert!(Arc::ptr_eq(&kept, &shown));
     }
 }

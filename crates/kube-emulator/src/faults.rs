@@ -1,6 +1,8 @@
-//! Fault injection for tests: drop open watches, fail the next requests.
+//! Fault injection for tests: drop open watches, fail the next requests; and counters of list
+//! requests tests can read.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::watch;
 
@@ -11,6 +13,8 @@ use crate::status::ApiError;
 pub struct Faults {
     drops: watch::Sender<u64>,
     failures: Mutex<(u32, u16)>,
+    /// List requests without `continue` (list starts), and those of them with a `limit`.
+    lists: [AtomicU64; 2],
 }
 
 impl Default for Faults {
@@ -18,6 +22,7 @@ impl Default for Faults {
         Self {
             drops: watch::channel(0).0,
             failures: Mutex::new((0, 500)),
+            lists: Default::default(),
         }
     }
 }
@@ -37,6 +42,22 @@ impl Faults {
     pub fn fail_next(&self, count: u32, code: u16) {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         *failures = (count, code);
+    }
+
+    /// Counts a list request (a later page, with `continue`, is not a new list).
+    pub fn count_list(&self, first_page: bool, limited: bool) {
+        if first_page {
+            self.lists[0].fetch_add(1, Ordering::Relaxed);
+            if limited {
+                self.lists[1].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// (lists started, of which paged with `limit`) so far.
+    pub fn lists(&self) -> (u64, u64) {
+        let read = |i: usize| self.lists[i].load(Ordering::Relaxed);
+        (read(0), read(1))
     }
 
     /// The injected failure for this request, if one is pending.

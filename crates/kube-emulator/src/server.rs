@@ -272,6 +272,12 @@ impl EmulatorHandle {
         self.faults.fail_next(count, code);
     }
 
+    /// List requests so far: (lists started, of which paged with `limit`); later pages of a
+    /// list are not counted.
+    pub fn list_starts(&self) -> (u64, u64) {
+        self.faults.lists()
+    }
+
     /// Forgets the watch history: resuming from any version seen so far gets `410 Gone`.
     pub fn expire_history(&self) {
         self.store.compact_history();

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use addon_core::hook_config::{KubernetesBinding, NamespaceSelector};
 use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -107,17 +108,6 @@ impl Selection {
         }
     }
 
-    fn list_params(&self) -> ListParams {
-        let mut lp = ListParams::default();
-        if let Some(l) = &self.labels {
-            lp = lp.labels(l);
-        }
-        if let Some(f) = &self.fields {
-            lp = lp.fields(f);
-        }
-        lp
-    }
-
     fn watcher_config(&self) -> watcher::Config {
         let mut config = watcher::Config::default();
         if let Some(l) = &self.labels {
@@ -147,10 +137,6 @@ pub(super) struct Scope {
 }
 
 impl Scope {
-    pub(super) fn name(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
-
     pub(super) fn namespaced(client: kube::Client, namespace: &str, ar: &ApiResource) -> Self {
         Self {
             api: Api::namespaced_with(client, namespace, ar),
@@ -185,10 +171,13 @@ impl KubeWatches {
         self.monitors.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Starts the watches; the initial objects go to `pages` a page at a time when given, else
+    /// they are returned.
     async fn start_watches(
         &self,
         key: &MonitorKey,
         binding: &KubernetesBinding,
+        pages: Option<&mpsc::Sender<Vec<Value>>>,
     ) -> Result<Vec<Value>, WatchError> {
         // One watch per key: a new start replaces the running one.
         self.abort(key);
@@ -197,13 +186,22 @@ impl KubeWatches {
             .resolve(binding.api_version.as_deref(), &binding.kind)
             .await
             .map_err(WatchError::Resolve)?;
-        let selection = Selection::of(binding);
         let scopes = self.scopes(binding, &resolved).await?;
+        let watch = Watch {
+            key: key.clone(),
+            binding: binding.name.clone(),
+            selection: Selection::of(binding),
+            resource: resolved.resource.clone(),
+            events: self.events.clone(),
+            metrics: self.metrics.clone(),
+        };
         let mut objects = Vec::new();
         let mut listed = Vec::new();
+        let mut count = 0;
         for scope in scopes {
-            let found = match list(&scope, &selection, &resolved.resource).await {
-                Ok(found) => found,
+            // The watcher's own (paged) list is the first snapshot: one list per start.
+            let (started, found) = match watch.first_list(scope, pages).await {
+                Ok(first) => first,
                 Err(e) => {
                     if e.is_not_found() {
                         // The resource went away (a CRD deleted): ask discovery again next time.
@@ -213,17 +211,10 @@ impl KubeWatches {
                     return Err(e);
                 }
             };
-            objects.extend(found.iter().cloned());
-            listed.push((scope, KnownObjects::new(&found)));
+            count += started.known.len();
+            objects.extend(found);
+            listed.push(started);
         }
-        let watch = Watch {
-            key: key.clone(),
-            binding: binding.name.clone(),
-            selection,
-            resource: resolved.resource.clone(),
-            events: self.events.clone(),
-            metrics: self.metrics.clone(),
-        };
         let handles = match namespace_labels(binding, &resolved) {
             Some(selector) => {
                 let client = self.resolver.client().clone();
@@ -232,14 +223,14 @@ impl KubeWatches {
             }
             None => listed
                 .into_iter()
-                .map(|(scope, known)| watch.clone().spawn(scope, known))
+                .map(|started| watch.clone().resume(started))
                 .collect(),
         };
         if let Some(old) = self.lock().insert(key.clone(), handles) {
             old.iter().for_each(AbortHandle::abort);
         }
         tracing::info!(hook = %key.hook, binding = %binding.name, kind = %resolved.resource.kind,
-            objects = objects.len(), "kubernetes binding watch started");
+            objects = count, "kubernetes binding watch started");
         Ok(objects)
     }
 
@@ -307,28 +298,6 @@ impl KubeWatches {
     }
 }
 
-async fn list(
-    scope: &Scope,
-    selection: &Selection,
-    ar: &ApiResource,
-) -> Result<Vec<Value>, WatchError> {
-    let list = scope
-        .api
-        .list(&selection.list_params())
-        .await
-        .map_err(|source| WatchError::List {
-            resource: ar.plural.clone(),
-            scope: scope.name.clone(),
-            source,
-        })?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter(|o| selection.selects(o))
-        .map(|o| to_json(o, ar))
-        .collect())
-}
-
 /// An object as hooks see it: with `apiVersion` and `kind` even when a list left them out.
 pub(crate) fn to_json(object: DynamicObject, ar: &ApiResource) -> Value {
     let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
@@ -358,16 +327,99 @@ pub(super) struct Watch {
     metrics: Option<Arc<Metrics>>,
 }
 
+/// Objects per page of an initial list (the watcher's default `limit`).
+const PAGE: usize = 500;
+
+/// A watch stream of one scope.
+type WatchStream = BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>;
+
+/// One scope's watch whose first list is done: the stream goes on from there.
+pub(super) struct Started {
+    scope: Option<String>,
+    stream: WatchStream,
+    known: KnownObjects,
+}
+
+impl Started {
+    pub(super) fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
+    }
+}
+
 impl Watch {
+    /// Watches `scope` from scratch: every object arrives as `Added`.
     pub(super) fn spawn(self, scope: Scope, known: KnownObjects) -> AbortHandle {
-        tokio::spawn(self.run(scope, known)).abort_handle()
+        let started = Started {
+            stream: self.stream(scope.api),
+            scope: scope.name,
+            known,
+        };
+        self.resume(started)
     }
 
-    async fn run(self, scope: Scope, mut known: KnownObjects) {
-        let mut stream = watcher(scope.api, self.selection.watcher_config())
+    /// Goes on watching after [`Watch::first_list`].
+    pub(super) fn resume(self, started: Started) -> AbortHandle {
+        tokio::spawn(self.run(started)).abort_handle()
+    }
+
+    fn stream(&self, api: Api<DynamicObject>) -> WatchStream {
+        watcher(api, self.selection.watcher_config())
             .default_backoff()
             .into_stream()
-            .boxed();
+            .boxed()
+    }
+
+    /// Starts the watch of `scope` and reads its initial list (paged by the watcher), which
+    /// becomes the first snapshot: sent to `pages` a page at a time when given, else returned.
+    /// The first error fails the start.
+    async fn first_list(
+        &self,
+        scope: Scope,
+        pages: Option<&mpsc::Sender<Vec<Value>>>,
+    ) -> Result<(Started, Vec<Value>), WatchError> {
+        let mut stream = self.stream(scope.api);
+        let mut known = KnownObjects::default();
+        let mut objects = Vec::new();
+        loop {
+            let event = stream.try_next().await.map_err(|e| WatchError::List {
+                resource: self.resource.plural.clone(),
+                scope: scope.name.clone(),
+                source: client_error(e),
+            })?;
+            let done = match event {
+                Some(watcher::Event::InitApply(o)) => {
+                    objects.extend(self.convert(o));
+                    false
+                }
+                Some(watcher::Event::InitDone) | None => true,
+                Some(_) => false,
+            };
+            if let Some(pages) = pages
+                && (done || objects.len() >= PAGE)
+            {
+                known.extend(&objects);
+                // a closed receiver means the caller gave up on the listing
+                let _ = pages.send(std::mem::take(&mut objects)).await;
+            }
+            if done {
+                break;
+            }
+        }
+        known.extend(&objects);
+        let started = Started {
+            scope: scope.name,
+            stream,
+            known,
+        };
+        Ok((started, objects))
+    }
+
+    async fn run(self, started: Started) {
+        let Started {
+            scope,
+            mut stream,
+            mut known,
+        } = started;
         loop {
             let item = match stream.try_next().await {
                 Ok(Some(item)) => item,
@@ -377,7 +429,7 @@ impl Watch {
                         metrics.kube_watch_error(watch_error_type(&error));
                     }
                     tracing::debug!(hook = %self.key.hook, binding = %self.binding,
-                        namespace = scope.name.as_deref().unwrap_or(""), %error,
+                        namespace = scope.as_deref().unwrap_or(""), %error,
                         "watch interrupted; it restarts by itself");
                     continue;
                 }
@@ -398,12 +450,14 @@ impl Watch {
         }
     }
 
+    fn convert(&self, object: DynamicObject) -> Option<Value> {
+        self.selection
+            .selects(&object)
+            .then(|| to_json(object, &self.resource))
+    }
+
     fn observed(&self, event: watcher::Event<DynamicObject>) -> Option<Observed> {
-        let convert = |o: DynamicObject| {
-            self.selection
-                .selects(&o)
-                .then(|| to_json(o, &self.resource))
-        };
+        let convert = |o: DynamicObject| self.convert(o);
         Some(match event {
             watcher::Event::Apply(o) => Observed::Apply(convert(o)?),
             watcher::Event::Delete(o) => Observed::Delete(convert(o)?),
@@ -411,6 +465,20 @@ impl Watch {
             watcher::Event::InitApply(o) => Observed::InitApply(convert(o)?),
             watcher::Event::InitDone => Observed::InitDone,
         })
+    }
+}
+
+/// The client error behind a watch error (for the start's error message).
+fn client_error(error: watcher::Error) -> kube::Error {
+    match error {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => e,
+        watcher::Error::WatchError(status) => kube::Error::Api(status),
+        other => kube::Error::Api(Box::new(kube::core::Status::failure(
+            &other.to_string(),
+            "WatchFailed",
+        ))),
     }
 }
 
@@ -451,16 +519,23 @@ impl KubeEvents for KubeWatches {
         binding: &'a KubernetesBinding,
     ) -> BoxFuture<'a, Result<Vec<Value>, KubeError>> {
         Box::pin(async move {
-            self.start_watches(key, binding).await.map_err(|e| {
-                if matches!(e, WatchError::Resolve(DiscoveryError::UnknownKind { .. })) {
-                    tracing::debug!(kind = %binding.kind, "unknown kind; the runtime retries");
-                }
-                KubeError {
-                    kind: binding.kind.clone(),
-                    binding: binding.name.clone(),
-                    message: crate::check::error_chain(&e),
-                }
-            })
+            self.start_watches(key, binding, None)
+                .await
+                .map_err(|e| start_error(binding, &e))
+        })
+    }
+
+    fn start_paged<'a>(
+        &'a self,
+        key: &'a MonitorKey,
+        binding: &'a KubernetesBinding,
+        pages: mpsc::Sender<Vec<Value>>,
+    ) -> BoxFuture<'a, Result<(), KubeError>> {
+        Box::pin(async move {
+            self.start_watches(key, binding, Some(&pages))
+                .await
+                .map(drop)
+                .map_err(|e| start_error(binding, &e))
         })
     }
 
@@ -468,6 +543,17 @@ impl KubeEvents for KubeWatches {
         if self.abort(key) {
             tracing::info!(hook = %key.hook, binding = key.binding, "kubernetes binding watch stopped");
         }
+    }
+}
+
+fn start_error(binding: &KubernetesBinding, e: &WatchError) -> KubeError {
+    if matches!(e, WatchError::Resolve(DiscoveryError::UnknownKind { .. })) {
+        tracing::debug!(kind = %binding.kind, "unknown kind; the runtime retries");
+    }
+    KubeError {
+        kind: binding.kind.clone(),
+        binding: binding.name.clone(),
+        message: crate::check::error_chain(e),
     }
 }
 

@@ -18,10 +18,57 @@ pub enum Observed {
     InitDone,
 }
 
-/// The last version of every object reported so far, by uid (or `namespace/name` without one).
+/// What is remembered of an object between events: its identity and version, never its body
+/// (the binding's cache keeps what the hook needs).
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    /// `apiVersion`, `kind`, and `metadata` `name`, `namespace`, `uid`, `resourceVersion`, as
+    /// found: what a deletion found only by a relist carries.
+    fields: [Option<Box<str>>; 6],
+}
+
+const TOP: [&str; 2] = ["apiVersion", "kind"];
+const META: [&str; 4] = ["name", "namespace", "uid", "resourceVersion"];
+
+impl Seen {
+    fn of(object: &Value) -> Self {
+        let text = |v: &Value| v.as_str().map(Box::from);
+        let mut fields: [Option<Box<str>>; 6] = Default::default();
+        for (i, f) in TOP.iter().enumerate() {
+            fields[i] = object.get(f).and_then(text);
+        }
+        for (i, f) in META.iter().enumerate() {
+            fields[TOP.len() + i] = object["metadata"].get(f).and_then(text);
+        }
+        Self { fields }
+    }
+
+    fn resource_version(&self) -> Option<&str> {
+        self.fields[5].as_deref()
+    }
+
+    /// The object reduced to its identity and version.
+    fn stub(&self) -> Value {
+        let pairs = |names: &[&str], values: &[Option<Box<str>>]| {
+            names
+                .iter()
+                .zip(values)
+                .filter_map(|(n, v)| Some((n.to_string(), Value::from(v.as_deref()?))))
+                .collect::<serde_json::Map<_, _>>()
+        };
+        let mut stub = pairs(&TOP, &self.fields[..2]);
+        stub.insert(
+            "metadata".to_string(),
+            Value::Object(pairs(&META, &self.fields[2..])),
+        );
+        Value::Object(stub)
+    }
+}
+
+/// The version of every object reported so far, by uid (or `namespace/name` without one).
 #[derive(Debug, Default)]
 pub struct KnownObjects {
-    objects: BTreeMap<String, Value>,
+    objects: BTreeMap<String, Seen>,
     relist: Option<Vec<Value>>,
 }
 
@@ -29,9 +76,15 @@ impl KnownObjects {
     /// Starts from the objects of the initial list (already returned to the runtime).
     pub fn new(objects: &[Value]) -> Self {
         Self {
-            objects: objects.iter().map(|o| (identity(o), o.clone())).collect(),
+            objects: objects.iter().map(|o| (identity(o), Seen::of(o))).collect(),
             relist: None,
         }
+    }
+
+    /// Remembers more objects of the initial list.
+    pub fn extend(&mut self, objects: &[Value]) {
+        self.objects
+            .extend(objects.iter().map(|o| (identity(o), Seen::of(o))));
     }
 
     pub fn len(&self) -> usize {
@@ -46,17 +99,23 @@ impl KnownObjects {
     pub fn observe(&mut self, observed: Observed) -> Vec<(WatchEvent, Value)> {
         match observed {
             Observed::Apply(object) => self.apply(object).into_iter().collect(),
-            Observed::Delete(object) => self.delete(&object).into_iter().collect(),
+            Observed::Delete(object) => self.delete(object).into_iter().collect(),
             Observed::Init => {
                 self.relist = Some(Vec::new());
                 Vec::new()
             }
             Observed::InitApply(object) => {
-                match self.relist.as_mut() {
-                    Some(listed) => listed.push(object),
+                if self.relist.is_none() {
                     // An InitApply without Init: treat as a plain change.
-                    None => return self.apply(object).into_iter().collect(),
+                    return self.apply(object).into_iter().collect();
                 }
+                // Only changed objects are buffered whole until the relist completes.
+                let kept = if self.changed(&object) {
+                    object
+                } else {
+                    Seen::of(&object).stub()
+                };
+                self.relist.get_or_insert_default().push(kept);
                 Vec::new()
             }
             Observed::InitDone => {
@@ -66,24 +125,34 @@ impl KnownObjects {
         }
     }
 
+    /// Whether `object` is new or at another version than the one known.
+    fn changed(&self, object: &Value) -> bool {
+        self.objects
+            .get(&identity(object))
+            .is_none_or(|old| old.resource_version() != resource_version(object))
+    }
+
     fn apply(&mut self, object: Value) -> Option<(WatchEvent, Value)> {
         let id = identity(&object);
         let event = match self.objects.get(&id) {
-            Some(old) if resource_version(old) == resource_version(&object) => return None,
+            Some(old) if old.resource_version() == resource_version(&object) => {
+                return None;
+            }
             Some(_) => WatchEvent::Modified,
             None => WatchEvent::Added,
         };
-        self.objects.insert(id, object.clone());
+        self.objects.insert(id, Seen::of(&object));
         Some((event, object))
     }
 
-    fn delete(&mut self, object: &Value) -> Option<(WatchEvent, Value)> {
+    fn delete(&mut self, object: Value) -> Option<(WatchEvent, Value)> {
         self.objects
-            .remove(&identity(object))
-            .map(|_| (WatchEvent::Deleted, object.clone()))
+            .remove(&identity(&object))
+            .map(|_| (WatchEvent::Deleted, object))
     }
 
-    /// A relist: the listed objects are the whole truth.
+    /// A relist: the listed objects are the whole truth. A deletion found this way carries the
+    /// object's identity only (its body is not kept).
     fn replace(&mut self, listed: Vec<Value>) -> Vec<(WatchEvent, Value)> {
         let ids: HashSet<String> = listed.iter().map(identity).collect();
         let gone: Vec<String> = self
@@ -95,7 +164,7 @@ impl KnownObjects {
         let mut events: Vec<(WatchEvent, Value)> = gone
             .into_iter()
             .filter_map(|id| self.objects.remove(&id))
-            .map(|o| (WatchEvent::Deleted, o))
+            .map(|seen| (WatchEvent::Deleted, seen.stub()))
             .collect();
         events.extend(listed.into_iter().filter_map(|o| self.apply(o)));
         events
@@ -170,7 +239,7 @@ mod tests {
         assert_eq!(
             events[0].1,
             obj("c", "3"),
-            "a deletion carries the last known object"
+            "a deletion carries the last known identity and version"
         );
     }
 
@@ -209,5 +278,42 @@ mod tests {
                 (WatchEvent::Added, "new".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn no_object_body_is_kept_between_events() {
+        let mut big = obj("a", "1");
+        big["apiVersion"] = json!("v1");
+        big["kind"] = json!("ConfigMap");
+        big["data"] = json!({"payload": "x".repeat(2048)});
+        big["metadata"]["labels"] = json!({"app": "web"});
+        let mut known = KnownObjects::new(&[big]);
+        assert!(
+            format!("{:?}", known.objects).len() < 400,
+            "{:?}",
+            known.objects
+        );
+        known.observe(Observed::Init);
+        let events = known.observe(Observed::InitDone);
+        let mut stub = obj("a", "1");
+        stub["apiVersion"] = json!("v1");
+        stub["kind"] = json!("ConfigMap");
+        assert_eq!(
+            events,
+            vec![(WatchEvent::Deleted, stub)],
+            "a deletion found by a relist carries identity and version only"
+        );
+    }
+
+    #[test]
+    fn unchanged_objects_of_a_relist_are_not_buffered_whole() {
+        let mut big = obj("a", "1");
+        big["data"] = json!({"payload": "x".repeat(2048)});
+        let mut known = KnownObjects::new(std::slice::from_ref(&big));
+        known.observe(Observed::Init);
+        known.observe(Observed::InitApply(big));
+        let buffered = known.relist.clone().unwrap_or_default();
+        assert_eq!(buffered, vec![obj("a", "1")]);
+        assert!(known.observe(Observed::InitDone).is_empty());
     }
 }

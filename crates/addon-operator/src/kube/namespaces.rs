@@ -8,7 +8,7 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::task::AbortHandle;
 
-use super::events::{Scope, Watch};
+use super::events::{Scope, Started, Watch};
 use super::known::KnownObjects;
 
 /// The per-namespace watches; dropping this (the follower was aborted) aborts them all.
@@ -35,12 +35,12 @@ impl Follower {
         client: kube::Client,
         watch: Watch,
         selector: String,
-        listed: Vec<(Scope, KnownObjects)>,
+        listed: Vec<Started>,
     ) -> Self {
         let mut children = Children::default();
-        for (scope, known) in listed {
-            if let Some(ns) = scope.name().map(str::to_string) {
-                children.0.insert(ns, watch.clone().spawn(scope, known));
+        for started in listed {
+            if let Some(ns) = started.scope().map(str::to_string) {
+                children.0.insert(ns, watch.clone().resume(started));
             }
         }
         Self {

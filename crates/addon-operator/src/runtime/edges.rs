@@ -116,6 +116,21 @@ pub trait KubeEvents: Send + Sync {
         key: &'a MonitorKey,
         binding: &'a KubernetesBinding,
     ) -> BoxFuture<'a, Result<Vec<Value>, KubeError>>;
+    /// [`KubeEvents::start`] handing the objects to `pages` a page at a time, so that the
+    /// caller can filter and drop them before the next page arrives.
+    fn start_paged<'a>(
+        &'a self,
+        key: &'a MonitorKey,
+        binding: &'a KubernetesBinding,
+        pages: mpsc::Sender<Vec<Value>>,
+    ) -> BoxFuture<'a, Result<(), KubeError>> {
+        Box::pin(async move {
+            let objects = self.start(key, binding).await?;
+            // a closed receiver means the caller gave up on the listing
+            let _ = pages.send(objects).await;
+            Ok(())
+        })
+    }
     fn stop(&self, key: &MonitorKey);
 }
 

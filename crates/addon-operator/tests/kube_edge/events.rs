@@ -324,3 +324,25 @@ async fn a_failing_api_server_fails_start_and_a_later_start_succeeds() {
     assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "default/b")]);
     no_events(&mut rx, Duration::from_millis(300)).await;
 }
+
+#[tokio::test]
+async fn a_watch_start_lists_once_in_pages_and_its_watch_goes_on_from_that_list() {
+    let env = start().await;
+    env.create(pod("default", "a", "web")).await;
+    env.create(pod("default", "b", "web")).await;
+    let (watches, mut rx) = watches(&env).await;
+    let binding = &bindings("- kind: Pod\n")[0];
+
+    let before = env.emu.list_starts();
+    let objects = watches.start(&key(0), binding).await.unwrap();
+    assert_eq!(names(&objects), ["default/a", "default/b"]);
+    env.create(pod("default", "c", "web")).await;
+    assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "default/c")]);
+    let after = env.emu.list_starts();
+    assert_eq!(
+        (after.0 - before.0, after.1 - before.1),
+        (1, 1),
+        "one list per start, paged with `limit`"
+    );
+    no_events(&mut rx, Duration::from_millis(200)).await;
+}

@@ -81,6 +81,7 @@ pub(super) fn list(
         .get("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .filter(|l| *l > 0);
+    app.faults.count_list(after.is_none(), limit.is_some());
     let mut list_meta = json!({ "resourceVersion": rv.to_string() });
     if let Some(limit) = limit
         && matching.len() > limit

@@ -128,6 +128,45 @@ async fn filter_listing(
     Ok(objects.into_iter().zip(filtered).collect())
 }
 
+/// Starts the watch and filters its listing a page at a time; an object the binding does not
+/// keep is reduced to its identity right after its page is filtered, so memory is bounded by a
+/// page. Returns the listing and the time spent filtering.
+async fn list_filtered(
+    shared: &Shared,
+    key: &MonitorKey,
+    binding: &KubernetesBinding,
+) -> (
+    Result<Vec<(serde_json::Value, FilteredObject)>, String>,
+    std::time::Duration,
+) {
+    let (pages, mut received) = tokio::sync::mpsc::channel(1);
+    let listing = shared.edges.kube.start_paged(key, binding, pages);
+    let filtering = async {
+        let (mut kept, mut failed, mut time) = (Vec::new(), None, std::time::Duration::ZERO);
+        while let Some(page) = received.recv().await {
+            if failed.is_some() {
+                continue;
+            }
+            let started = std::time::Instant::now();
+            match filter_listing(shared, &key.hook, binding, page).await {
+                Ok(filtered) => kept.extend(filtered.into_iter().map(|(object, f)| {
+                    let object = if binding.keep_full_objects_in_memory {
+                        object
+                    } else {
+                        MonitorCache::identity_of(&object)
+                    };
+                    (object, f)
+                })),
+                Err(e) => failed = Some(e),
+            }
+            time += started.elapsed();
+        }
+        (failed.map_or(Ok(kept), Err), time)
+    };
+    let (listed, (filtered, time)) = tokio::join!(listing, filtering);
+    (listed.map_err(|e| e.to_string()).and(filtered), time)
+}
+
 /// Starts one binding's watch and loads its objects. Returns the Synchronization run to queue,
 /// or `None` when the hook must not run on Synchronization (the binding is synced at once).
 pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<Task>, String> {
@@ -151,13 +190,7 @@ pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<T
             pending: Some(Vec::new()),
         },
     );
-    let listed = shared.edges.kube.start(key, &binding).await;
-    let filtering = std::time::Instant::now();
-    let started = match listed {
-        Ok(objects) => filter_listing(shared, &key.hook, &binding, objects).await,
-        Err(e) => Err(e.to_string()),
-    };
-    let filter_time = filtering.elapsed();
+    let (started, filter_time) = list_filtered(shared, key, &binding).await;
     let mut st = shared.lock();
     let objects = match started {
         Ok(objects) => objects,
