@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# Hook execution overhead: N no-op hooks through the operator's pipeline vs a bare spawn loop.
-# Usage: bench/hook-overhead/run.sh [N] [TMP_DIR...]  (default N=1000; the pipeline runs once per
-# TMP_DIR, default: the system temp dir and /dev/shm when present). Prints the machine, then rates.
+# Hook execution overhead through the real runtime: `addon-operator start` (local mode, no cluster)
+# with one hooks-only module of N no-op beforeHelm hooks, timed by its own ModuleRun metric, in
+# interleaved rounds with a bash loop and a std::process::Command loop spawning the same script N
+# times. Usage: bench/hook-overhead/run.sh [N] [ROUNDS] [TMP_DIR...]
+#   default N=400, ROUNDS=5, TMP_DIRs: /var/tmp (disk) and /dev/shm (tmpfs) when present.
+# OPERATORS=bin1,bin2 compares several operator builds in the same rounds (default: the build below).
+# PROFILE=debug skips the release build (figures then include unoptimised Rust).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-runs="${1:-1000}"
-shift || true
+hooks="${1:-400}"
+rounds="${2:-5}"
+shift 2 || shift $# || true
 dirs=("$@")
 if [ ${#dirs[@]} -eq 0 ]; then
-  dirs=("${TMPDIR:-/tmp}")
+  dirs=(/var/tmp)
   [ -d /dev/shm ] && dirs+=(/dev/shm)
 fi
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r)"
-echo "temp dir filesystems: $(for d in "${dirs[@]}"; do printf '%s=%s ' "$d" "$(stat -f -c %T "$d")"; done)"
-echo "rustc: $(rustc --version)"
-cargo build --release -q -p addon-operator --example hook_overhead
-for dir in "${dirs[@]}"; do
-  echo
-  ./target/release/examples/hook_overhead "$runs" "$dir"
-done
+profile="${PROFILE:-release}"
+flag=()
+[ "$profile" = release ] && flag=(--release)
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "tmp dir filesystems: $(for d in "${dirs[@]}"; do printf '%s=%s ' "$d" "$(stat -f -c %T "$d")"; done)"
+echo "rustc: $(rustc --version), profile: $profile"
+cargo build "${flag[@]}" -q -p addon-operator --bin addon-operator --example hook_overhead
+operators="${OPERATORS:-./target/$profile/addon-operator}"
+"./target/$profile/examples/hook_overhead" "$operators" "$hooks" "$rounds" "${dirs[@]}"

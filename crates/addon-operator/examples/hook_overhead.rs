@@ -1,189 +1,183 @@
-//! Benchmark: N no-op hooks through the real pipeline (queue → tmp files → exec → output read and
-//! JSON parse) against the same script spawned N times by a bare `std::process::Command` loop.
-//! Run with `bench/hook-overhead/run.sh [N] [TMP_DIR]`; hook tmp files go to `TMP_DIR` (default:
-//! a directory under the system temp dir), the setting that dominates the cost on slow disks.
+//! Benchmark: one module run of N no-op `beforeHelm` hooks through the real `start` runtime (local
+//! mode, no cluster), timed by the operator's own `addon_operator_module_run_seconds`, against a
+//! bash loop and a `std::process::Command` loop spawning the same script N times.
+//! Run with `bench/hook-overhead/run.sh [N] [ROUNDS] [TMP_DIR...]`.
 
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use addon_core::names::QueueName;
-use addon_core::queue::{Backoff, QueueTask, TaskQueue};
-use addon_operator::exec::hook_run::{HookInvocation, HookOwner, HookRunSettings, run_hook};
-use addon_operator::exec::process::{self, LogFields, ProcessSpec};
 use anyhow::Context as _;
-use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-const ROUNDS: usize = 10;
-
-struct HookTask {
-    index: usize,
-}
-
-impl QueueTask for HookTask {
-    fn description(&self) -> String {
-        format!(
-            "ModuleHookRun:main:schedule:hooks/noop.sh:tick-{}",
-            self.index
-        )
-    }
-}
+const NOOP_HOOK: &str = "#!/bin/sh\n\
+if [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"beforeHelm\":1}'; fi\n\
+exit 0\n";
 
 fn main() -> anyhow::Result<()> {
-    let runs: usize = match std::env::args().nth(1) {
-        Some(text) => text.parse().context("the argument is the number of runs")?,
-        None => 1000,
-    };
-    let tmp_base = std::env::args()
-        .nth(2)
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
+    let mut args = std::env::args().skip(1);
+    // One or more operator binaries, comma-separated (e.g. a build before and after a change).
+    let operators: Vec<PathBuf> = args
+        .next()
+        .context("usage: OPERATOR[,OPERATOR...] N ROUNDS TMP_DIR...")?
+        .split(',')
+        .map(PathBuf::from)
+        .collect();
+    let hooks: usize = args.next().context("N")?.parse().context("N is a number")?;
+    let rounds: usize = args.next().context("ROUNDS")?.parse().context("ROUNDS")?;
+    let tmp_dirs: Vec<PathBuf> = args.map(PathBuf::from).collect();
+    anyhow::ensure!(!tmp_dirs.is_empty(), "name at least one TMP_DIR");
+
     let root = tempfile::tempdir()?;
-    let hook_tmp = tempfile::tempdir_in(&tmp_base)?;
-    let hook = root.path().join("hooks/noop.sh");
-    std::fs::create_dir_all(root.path().join("hooks"))?;
-    std::fs::write(&hook, "#!/bin/sh\nexit 0\n")?;
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755))?;
-
-    // Interleaved rounds, so that noisy neighbours on a shared machine hit all three alike.
-    let rounds = ROUNDS.min(runs.max(1));
-    let per_round = runs.div_ceil(rounds);
-    let runs = per_round * rounds;
-    let runtime = tokio::runtime::Runtime::new()?;
-    let (mut bare, mut process_only, mut pipeline) =
-        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
-    let mut ratios = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let bare_round = bare_loop(&hook, per_round)?;
-        process_only += runtime.block_on(process_only_loop(&hook, per_round))?;
-        let pipeline_round = runtime.block_on(pipeline_loop(
-            root.path(),
-            hook_tmp.path(),
-            &hook,
-            per_round,
-        ))?;
-        ratios.push(pipeline_round.as_secs_f64() / bare_round.as_secs_f64());
-        bare += bare_round;
-        pipeline += pipeline_round;
+    let script = write_tree(root.path(), hooks)?;
+    let mut results: Vec<(String, Vec<f64>)> = vec![
+        ("bash loop".to_string(), Vec::new()),
+        ("Command loop".to_string(), Vec::new()),
+    ];
+    let runs: Vec<(&PathBuf, &PathBuf)> = operators
+        .iter()
+        .flat_map(|operator| tmp_dirs.iter().map(move |dir| (operator, dir)))
+        .collect();
+    for (operator, dir) in &runs {
+        let name = operator.file_name().unwrap_or_default().to_string_lossy();
+        results.push((format!("{name}, --tmp-dir {}", dir.display()), Vec::new()));
     }
-    ratios.sort_by(f64::total_cmp);
-
-    let rate = |elapsed: Duration| runs as f64 / elapsed.as_secs_f64();
-    println!(
-        "runs: {runs} in {rounds} interleaved rounds, hook tmp dir: {}",
-        hook_tmp.path().display()
-    );
-    println!(
-        "bare std::process::Command loop: {:>8.1} runs/s ({bare:?} total)",
-        rate(bare)
-    );
-    println!(
-        "exec::process::run alone:        {:>8.1} runs/s ({process_only:?} total)",
-        rate(process_only)
-    );
-    println!(
-        "addon-operator hook pipeline:    {:>8.1} runs/s ({pipeline:?} total)",
-        rate(pipeline)
-    );
-    println!(
-        "pipeline / bare time ratio: {:.2}x overall, {:.2}x median of rounds ({:.2}x–{:.2}x); \
-         overhead per run: {:.0} µs",
-        pipeline.as_secs_f64() / bare.as_secs_f64(),
-        ratios[ratios.len() / 2],
-        ratios[0],
-        ratios[ratios.len() - 1],
-        (pipeline.as_secs_f64() - bare.as_secs_f64()) * 1e6 / runs as f64
-    );
+    // Interleaved rounds, so that noisy neighbours on a shared machine hit every row alike.
+    for round in 1..=rounds {
+        results[0].1.push(bash_loop(&script, hooks)?);
+        results[1].1.push(command_loop(&script, hooks)?);
+        for (index, (operator, dir)) in runs.iter().enumerate() {
+            let tmp = tempfile::tempdir_in(dir)?;
+            let seconds = operator_run(operator, root.path(), &tmp.path().join("ao"))?;
+            results[2 + index].1.push(seconds);
+        }
+        eprintln!("round {round}/{rounds} done");
+    }
+    report(&results, hooks);
     Ok(())
 }
 
-fn bare_loop(hook: &Path, runs: usize) -> anyhow::Result<Duration> {
+/// A hooks-only module `001-bench` with `hooks` hook files; returns the first one's path.
+fn write_tree(root: &Path, hooks: usize) -> anyhow::Result<PathBuf> {
+    let dir = root.join("modules/001-bench/hooks");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(root.join("global-hooks"))?;
+    std::fs::write(root.join("modules/values.yaml"), "benchEnabled: true\n")?;
+    for index in 0..hooks {
+        let path = dir.join(format!("h{index:04}.sh"));
+        std::fs::write(&path, NOOP_HOOK)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(dir.join("h0000.sh"))
+}
+
+/// Seconds per hook of a bash loop running the script `hooks` times.
+fn bash_loop(script: &Path, hooks: usize) -> anyhow::Result<f64> {
     let started = Instant::now();
-    for _ in 0..runs {
-        let status = std::process::Command::new(hook).status()?;
+    let status = Command::new("bash")
+        .arg("-c")
+        .arg(format!("for i in $(seq {hooks}); do \"$0\"; done"))
+        .arg(script)
+        .status()?;
+    anyhow::ensure!(status.success(), "the bash loop failed: {status}");
+    Ok(started.elapsed().as_secs_f64() / hooks as f64)
+}
+
+/// Seconds per hook of a `Command` loop.
+fn command_loop(script: &Path, hooks: usize) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    for _ in 0..hooks {
+        let status = Command::new(script).status()?;
         anyhow::ensure!(status.success(), "the bare run failed: {status}");
     }
-    Ok(started.elapsed())
+    Ok(started.elapsed().as_secs_f64() / hooks as f64)
 }
 
-/// The process runner without the hook I/O files or the queue: where the time goes.
-async fn process_only_loop(hook: &Path, runs: usize) -> anyhow::Result<Duration> {
-    let spec = ProcessSpec {
-        program: hook.to_path_buf(),
-        args: Vec::new(),
-        cwd: hook.parent().map(Path::to_path_buf).unwrap_or_default(),
-        env: Vec::new(),
-        timeout: Duration::from_secs(60),
-        kill_grace: Duration::from_secs(1),
-        capture_stdout: false,
-    };
-    let started = Instant::now();
-    for _ in 0..runs {
-        let output = process::run(&spec, &LogFields::default()).await?;
-        anyhow::ensure!(output.succeeded(), "the run failed: {}", output.exit);
-    }
-    Ok(started.elapsed())
+/// Starts the operator on the tree, waits for its first ModuleRun, returns seconds per hook.
+fn operator_run(operator: &Path, root: &Path, tmp_dir: &Path) -> anyhow::Result<f64> {
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let log = std::fs::File::create(root.join("operator.log"))?;
+    let mut child = Command::new(operator)
+        .arg("start")
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--tmp-dir")
+        .arg(tmp_dir)
+        .args(["--prometheus-listen-address", "127.0.0.1"])
+        .args(["--prometheus-listen-port", &port.to_string()])
+        .arg("--debug-unix-socket")
+        .arg(root.join("debug.socket"))
+        .env("LOG_LEVEL", "info")
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("cannot start the operator")?;
+    let result = wait_module_run(port);
+    let _ = child.kill();
+    let _ = child.wait();
+    let (sum, _count) =
+        result.with_context(|| format!("see {}", root.join("operator.log").display()))?;
+    let hooks = std::fs::read_dir(root.join("modules/001-bench/hooks"))?.count();
+    Ok(sum / hooks as f64)
 }
 
-async fn pipeline_loop(
-    root: &Path,
-    tmp_dir: &Path,
-    hook: &Path,
-    runs: usize,
-) -> anyhow::Result<Duration> {
-    let settings = HookRunSettings {
-        tmp_dir: tmp_dir.to_path_buf(),
-        ..HookRunSettings::default()
-    };
-    let cancel = CancellationToken::new();
-    let epoch = tokio::time::Instant::now();
-    let mut queue = TaskQueue::new(QueueName::main(), Backoff::default());
-    let config_values = json!({"global": {}, "myModule": {"replicas": 2}});
-    let values = json!({"global": {"enabledModules": ["my-module"]}, "myModule": {"replicas": 2}});
-    let started = Instant::now();
-    for index in 0..runs {
-        queue.push_back(HookTask { index });
-    }
-    while let Some(head) = queue.ready_head(epoch.elapsed()) {
-        let context = json!([{"binding": "tick", "type": "Schedule", "index": head.task.index}]);
-        let invocation = HookInvocation {
-            owner: HookOwner::Module("my-module".into()),
-            hook_name: "hooks/noop.sh",
-            hook_path: hook,
-            working_dir: root,
-            binding: "tick",
-            binding_context: &context,
-            config_values: &config_values,
-            values: &values,
-            extra_env: &[],
-            hook_args: &[],
+/// Polls `/metrics` until the module's first run is recorded: `(sum seconds, count)`.
+fn wait_module_run(port: u16) -> anyhow::Result<(f64, f64)> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        let Ok(text) = get_metrics(port) else {
+            continue;
         };
-        let output = run_hook(&settings, &invocation, &cancel).await?;
-        match output.outputs {
-            Some(outputs) => {
-                for text in [
-                    &outputs.config_values_patch,
-                    &outputs.values_patch,
-                    &outputs.metrics,
-                ] {
-                    let patch: Value = if text.trim().is_empty() {
-                        Value::Array(Vec::new())
-                    } else {
-                        serde_json::from_str(text)?
-                    };
-                    anyhow::ensure!(patch.is_array() || patch.is_object(), "odd output {patch}");
-                }
-                queue.pop();
-            }
-            None => {
-                queue.fail_head(epoch.elapsed(), output.process.failure_message());
-                anyhow::bail!(
-                    "the no-op hook failed: {}",
-                    output.process.failure_message()
-                );
-            }
+        let value = |name: &str| {
+            text.lines()
+                .find(|line| line.starts_with(name) && line.contains("module=\"bench\""))
+                .and_then(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        };
+        if let (Some(sum), Some(count)) = (
+            value("addon_operator_module_run_seconds_sum"),
+            value("addon_operator_module_run_seconds_count"),
+        ) && count >= 1.0
+        {
+            return Ok((sum, count));
         }
     }
-    Ok(started.elapsed())
+    anyhow::bail!("the module run was not recorded within 2 minutes")
+}
+
+fn get_metrics(port: u16) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+fn report(results: &[(String, Vec<f64>)], hooks: usize) {
+    let median = |values: &[f64]| {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        (
+            sorted[sorted.len() / 2],
+            sorted[0],
+            sorted[sorted.len() - 1],
+        )
+    };
+    let (bash, _, _) = median(&results[0].1);
+    println!(
+        "{hooks} hooks, {} interleaved rounds; ms per hook: median (min–max)",
+        results[0].1.len()
+    );
+    for (name, values) in results {
+        let (mid, low, high) = median(values);
+        println!(
+            "{name:<45} {:>6.2} ({:.2}–{:.2})  bash loop / this: {:.2}",
+            mid * 1e3,
+            low * 1e3,
+            high * 1e3,
+            bash / mid
+        );
+    }
 }
