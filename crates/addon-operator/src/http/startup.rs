@@ -131,6 +131,10 @@ impl StatusSource for StartupStatus {
     fn resource_monitor(&self) -> Option<Value> {
         self.source().ok()?.resource_monitor()
     }
+
+    fn hooks(&self) -> Option<Value> {
+        self.source().ok()?.hooks()
+    }
 }
 
 #[cfg(test)]
@@ -152,5 +156,68 @@ mod tests {
         );
         assert_eq!(status.queue_list(true).summary.total_tasks, 0);
         assert!(status.enabled_modules().is_empty() && status.module_values("a").is_none());
+    }
+
+    /// A running source that answers every optional question.
+    struct Answers;
+
+    impl StatusSource for Answers {
+        fn converge_status(&self) -> ConvergeStatus {
+            ConvergeStatus {
+                startup: StartupConverge::Done,
+                converge_tasks: 0,
+            }
+        }
+        fn queue_list(&self, show_empty: bool) -> QueueListDump {
+            QueueSet::<NoTask>::new(Backoff::default()).dump(Duration::ZERO, show_empty)
+        }
+        fn global_hooks(&self) -> Vec<String> {
+            vec!["hooks/a".into()]
+        }
+        fn global_values(&self) -> Value {
+            serde_json::json!({"a": 1})
+        }
+        fn global_config(&self) -> Value {
+            serde_json::json!({"a": 2})
+        }
+        fn enabled_modules(&self) -> Vec<String> {
+            vec!["m".into()]
+        }
+        fn module_values(&self, _module: &str) -> Option<Value> {
+            Some(serde_json::json!({}))
+        }
+        fn module_config(&self, _module: &str) -> Option<Value> {
+            Some(serde_json::json!({}))
+        }
+        fn global_patches(&self) -> Option<Value> {
+            Some(serde_json::json!([]))
+        }
+        fn global_snapshots(&self) -> Option<Value> {
+            Some(serde_json::json!({}))
+        }
+        fn module_patches(&self, _module: &str) -> Option<Value> {
+            Some(serde_json::json!([]))
+        }
+        fn module_snapshots(&self, _module: &str) -> Option<Value> {
+            Some(serde_json::json!({}))
+        }
+        fn resource_monitor(&self) -> Option<Value> {
+            Some(serde_json::json!({}))
+        }
+        fn hooks(&self) -> Option<Value> {
+            Some(serde_json::json!([{"name": "hooks/a"}]))
+        }
+    }
+
+    #[test]
+    fn once_running_every_optional_answer_comes_from_the_runtime() {
+        let status = StartupStatus::new("starting");
+        status.running(Arc::new(Answers));
+        assert!(status.ready());
+        assert!(status.hooks().is_some(), "hook list");
+        assert!(status.global_patches().is_some() && status.global_snapshots().is_some());
+        assert!(status.module_patches("m").is_some() && status.module_snapshots("m").is_some());
+        assert!(status.resource_monitor().is_some());
+        assert_eq!(status.enabled_modules(), vec!["m".to_string()]);
     }
 }
