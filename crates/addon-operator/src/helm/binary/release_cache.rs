@@ -19,9 +19,15 @@ pub(crate) enum DecodeError {
     Base64(#[source] base64::DecodeError),
     #[error("the `release` data is not gzip")]
     Gzip(#[source] std::io::Error),
+    #[error("the `release` data unpacks to more than {MAX_RELEASE_JSON} bytes")]
+    TooLarge,
     #[error("the `release` data is not a Helm release")]
     Json(#[source] serde_json::Error),
 }
+
+/// The most bytes a stored release may unpack to: the storage object is API input, and a few
+/// hundred KiB of gzip could otherwise unpack to gigabytes in the operator.
+pub(crate) const MAX_RELEASE_JSON: u64 = 64 << 20;
 
 /// The bytes of Helm's `release` field (already without the API's own base64 for a Secret):
 /// base64 of the gzip of the release JSON; helm also reads it without gzip, so do we.
@@ -36,8 +42,12 @@ pub(crate) fn decode(release_field: &[u8]) -> Result<ReleaseState, DecodeError> 
     let json = if bytes.starts_with(&[0x1f, 0x8b, 0x08]) {
         let mut text = Vec::with_capacity(bytes.len() * 4);
         flate2::read::GzDecoder::new(bytes.as_slice())
+            .take(MAX_RELEASE_JSON + 1)
             .read_to_end(&mut text)
             .map_err(DecodeError::Gzip)?;
+        if text.len() as u64 > MAX_RELEASE_JSON {
+            return Err(DecodeError::TooLarge);
+        }
         text
     } else {
         bytes
@@ -212,6 +222,21 @@ mod tests {
         base64::engine::general_purpose::STANDARD
             .encode(bytes)
             .into_bytes()
+    }
+
+    #[test]
+    fn a_release_that_unpacks_past_the_limit_is_refused_without_unpacking_it_whole() {
+        // 65 MiB of spaces gzip to about 64 KiB: a storage object small enough for the API
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let chunk = vec![b' '; 1 << 20];
+        for _ in 0..65 {
+            gz.write_all(&chunk).unwrap();
+        }
+        let field = base64::engine::general_purpose::STANDARD
+            .encode(gz.finish().unwrap())
+            .into_bytes();
+        assert!(field.len() < 1 << 20);
+        assert!(matches!(decode(&field), Err(DecodeError::TooLarge)));
     }
 
     const RELEASE: &str = r#"{"name":"web","version":2,"info":{"status":"deployed"},

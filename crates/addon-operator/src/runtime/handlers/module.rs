@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::hook_config::BindingType;
-use addon_core::hook_output::kube_patch::{CreateMode, KubeOperation};
+use addon_core::hook_output::kube_patch::{CreateMode, KubeOperation, ObjectRef};
 use addon_core::names::{ModuleName, QueueName};
 use addon_core::values::patch::Scope;
 
@@ -103,15 +103,7 @@ async fn ensure_crds(
         .iter()
         .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
         .collect();
-    let ops: Vec<KubeOperation> = crds
-        .objects
-        .into_iter()
-        .map(|object| KubeOperation::Create {
-            mode: CreateMode::CreateOrUpdate,
-            object,
-            subresource: None,
-        })
-        .collect();
+    let ops: Vec<KubeOperation> = crds.objects.into_iter().flat_map(crd_operations).collect();
     shared.lock().record(|| format!("ensure crds {module}"));
     shared
         .edges
@@ -130,6 +122,37 @@ async fn ensure_crds(
         .crds_applied
         .insert(module.clone(), crds.checksum);
     Ok(())
+}
+
+/// Creates a CRD of `crds/` when it is missing, else merge-patches only what the file sets (its
+/// `spec` fields, labels and annotations): a `conversion` block, labels or annotations that other
+/// tools added to an existing CRD (a CA bundle injector, say) are kept, as the Go operator keeps them.
+fn crd_operations(object: serde_json::Value) -> [KubeOperation; 2] {
+    let meta = &object["metadata"];
+    let mut patch = serde_json::json!({ "spec": object["spec"].clone() });
+    for key in ["labels", "annotations"] {
+        if meta[key].is_object() {
+            patch["metadata"][key] = meta[key].clone();
+        }
+    }
+    let target = ObjectRef {
+        api_version: object["apiVersion"].as_str().map(str::to_string),
+        kind: "CustomResourceDefinition".to_string(),
+        namespace: None,
+        name: meta["name"].as_str().unwrap_or_default().to_string(),
+        subresource: None,
+    };
+    let create = KubeOperation::Create {
+        mode: CreateMode::CreateIfNotExists,
+        object,
+        subresource: None,
+    };
+    let update = KubeOperation::MergePatch {
+        target,
+        patch,
+        ignore_missing_object: false,
+    };
+    [create, update]
 }
 
 fn module_checksum(shared: &Shared, module: &ModuleName) -> String {
