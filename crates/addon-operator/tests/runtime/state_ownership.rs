@@ -1,6 +1,7 @@
 //! Scenarios of the state-ownership issue: hook rate limits (`settings`) and the purge of
 //! releases without a module.
 
+use addon_core::hook_output::kube_patch::{CreateMode, KubeOperation};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -151,8 +152,22 @@ async fn crds_of_a_module_are_applied_before_its_hooks_and_release() {
             "helm upgrade web",
         ]
     );
+    // created when missing, else only the file's spec, labels and annotations merged in (what
+    // other tools added to the CRD, e.g. a conversion webhook's CA bundle, is kept)
     let applied = op.kube.applied();
-    assert_eq!(applied.len(), 1);
+    assert_eq!(applied.len(), 2, "{applied:?}");
+    assert!(matches!(
+        &applied[0],
+        KubeOperation::Create {
+            mode: CreateMode::CreateIfNotExists,
+            ..
+        }
+    ));
+    let KubeOperation::MergePatch { target, patch, .. } = &applied[1] else {
+        panic!("not a merge patch: {:?}", applied[1]);
+    };
+    assert_eq!(target.kind, "CustomResourceDefinition");
+    assert!(patch.get("spec").is_some() && patch["spec"].get("conversion").is_none());
     let runs = op.edit_config("web: {a: 1}\n").await;
     assert!(
         !runs.iter().any(|r| r.starts_with("ensure crds")),
