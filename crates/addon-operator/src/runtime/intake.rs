@@ -140,27 +140,18 @@ pub async fn kube_events(
 /// Handles one watch event and records `kube_event_duration_seconds` for it.
 async fn on_kube_event(shared: &Shared, ev: KubeEvent) {
     let started = std::time::Instant::now();
-    let key = ev.key.clone();
-    handle_kube_event(shared, ev).await;
-    let labels = shared
-        .lock()
-        .monitors
-        .get(&key)
-        .map(|m| MonitorLabels::of(&key, m));
-    if let Some(labels) = labels {
+    if let Some(labels) = handle_kube_event(shared, ev).await {
         labels.event(&shared.metrics, started.elapsed());
     }
 }
 
-async fn handle_kube_event(shared: &Shared, ev: KubeEvent) {
-    let Some(filter) = shared
-        .lock()
-        .monitors
-        .get(&ev.key)
-        .map(|m| m.cache.binding().jq_filter.clone())
-    else {
-        return;
-    };
+/// Filters the event's object, updates the monitor and queues the hook run. Returns the
+/// binding's metric labels (built once per event) when the monitor existed.
+async fn handle_kube_event(shared: &Shared, ev: KubeEvent) -> Option<MonitorLabels> {
+    let (filter, labels) = shared.lock().monitors.get(&ev.key).map(|m| {
+        let filter = m.cache.binding().jq_filter.clone();
+        (filter, MonitorLabels::of(&ev.key, m))
+    })?;
     // outside the lock: the filter runs in the jq sandbox, up to --jq-timeout
     let filtering = std::time::Instant::now();
     let filtered = shared
@@ -171,38 +162,37 @@ async fn handle_kube_event(shared: &Shared, ev: KubeEvent) {
     let filter_time = filtering.elapsed();
     let filtered = match filtered {
         Ok(Some(filtered)) => filtered,
-        Ok(None) => return,
+        Ok(None) => return Some(labels),
         Err(e) => {
             shared.metrics.kube_watch_error(e.category());
             tracing::error!(hook = %ev.key.hook, error = %e, "jqFilter failed on an object");
-            return;
+            return Some(labels);
         }
     };
     let mut st = shared.lock();
     let Some(monitor) = st.monitors.get_mut(&ev.key) else {
-        return;
+        return Some(labels);
     };
     if monitor.cache.binding().jq_filter != filter {
         // the monitor was restarted with another filter meanwhile; its listing is current
-        return;
+        return Some(labels);
     }
-    let labels = MonitorLabels::of(&ev.key, monitor);
     labels.jq_filter(&shared.metrics, 1, filter_time);
     if let Some(pending) = &mut monitor.pending {
         pending.push((ev.event, ev.object, filtered));
-        return;
+        return Some(labels);
     }
     let applied = monitor.cache.apply_filtered(ev.event, ev.object, filtered);
     labels.snapshot(&shared.metrics, monitor.cache.len());
     let Some(item) = applied else {
-        return;
+        return Some(labels);
     };
     let binding = monitor.cache.binding().clone();
     if !monitor.synced || !binding.execute_hook_on_event.contains(&ev.event) {
-        return;
+        return Some(labels);
     }
     let Some(def) = st.hook(ev.key.module.as_ref(), &ev.key.hook).cloned() else {
-        return;
+        return Some(labels);
     };
     // snapshots are attached right before the run (ContextBuilder::refresh)
     let snapshots = Snapshots::new();
@@ -216,6 +206,7 @@ async fn handle_kube_event(shared: &Shared, ev: KubeEvent) {
         origin: Origin::Event,
     });
     shared.push(&mut st, &binding.queue, task);
+    Some(labels)
 }
 
 /// Queues hook runs for schedule ticks; ticks before the first converge is done are dropped.
