@@ -86,14 +86,24 @@ async fn expand_list(
 /// when it can print the answer itself (its text has `Found`), so plain shell hooks are never
 /// run with arguments they do not expect.
 fn may_be_batch(path: &Path) -> bool {
+    use std::io::Read;
     if path.extension().is_some() {
         return false;
     }
-    let Ok(bytes) = std::fs::read(path) else {
+    let Ok(file) = std::fs::File::open(path) else {
         return false;
     };
-    !bytes.starts_with(b"#!") || bytes.windows(5).any(|w| w == b"Found")
+    // a compiled batch binary is told by its first bytes; only a script's text is searched
+    let mut head = Vec::new();
+    let mut reader = file.take(MAX_SCRIPT_SCAN);
+    if reader.by_ref().take(2).read_to_end(&mut head).is_err() || head != b"#!" {
+        return !head.is_empty();
+    }
+    reader.read_to_end(&mut head).is_ok() && head.windows(5).any(|w| w == b"Found")
 }
+
+/// How much of a script is searched for `Found` (a batch hook's answer to `hook list`).
+const MAX_SCRIPT_SCAN: u64 = 1 << 20;
 
 /// `<hook> hook list` (with an empty environment, as upstream) answers `Found N items`.
 async fn lists_hooks(hook: &HookFile, options: &ConfigRunOptions) -> bool {

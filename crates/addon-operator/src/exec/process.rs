@@ -97,14 +97,18 @@ pub struct ProcessOutput {
 }
 
 impl ProcessOutput {
-    /// Exit code 0.
+    /// Exit code 0 and, when stdout was captured, all of it: an answer cut at
+    /// [`MAX_CAPTURED_STDOUT`] is never a success, so no caller parses a truncated answer.
     pub fn succeeded(&self) -> bool {
-        self.exit == ExitKind::Code(0)
+        self.exit == ExitKind::Code(0) && !self.stdout_overflow
     }
 
     /// The error text of a failed run, like upstream: stderr if any (its last 256 bytes, see
     /// [`addon_core::quote::suffix`]), else how it ended.
     pub fn failure_message(&self) -> String {
+        if self.stdout_overflow {
+            return format!("printed more than the limit of {MAX_CAPTURED_STDOUT} bytes on stdout");
+        }
         let stderr = self.stderr_tail.trim();
         if stderr.is_empty() {
             self.exit.to_string()
@@ -870,8 +874,10 @@ mod tests {
         let output = run(&spec(hook, Duration::from_secs(60)), &LogFields::default())
             .await
             .unwrap();
-        assert!(output.succeeded());
-        assert!(output.stdout_overflow);
+        // exit 0, but a cut answer is not a success for any caller
+        assert_eq!(output.exit, ExitKind::Code(0));
+        assert!(output.stdout_overflow && !output.succeeded());
+        assert!(output.failure_message().contains("more than the limit"));
         assert_eq!(output.stdout, "");
     }
 
