@@ -216,3 +216,17 @@ pub fn failing(name: &'static str, message: &'static str) -> FakeHooks {
     });
     hooks
 }
+
+/// Hooks whose first `failures` runs fail with `message`; every later run succeeds.
+pub fn flaky(failures: usize, message: &'static str) -> FakeHooks {
+    let hooks = FakeHooks::new();
+    let runs = std::sync::atomic::AtomicUsize::new(0);
+    hooks.respond(move |_| {
+        if runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < failures {
+            Err(message.into())
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    hooks
+}

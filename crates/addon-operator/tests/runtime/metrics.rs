@@ -3,12 +3,11 @@
 
 use std::time::Duration;
 
-use addon_operator::exec::hook_run::HookOutputs;
 use addon_operator::helm::Drift;
 use addon_operator::helm::fake::FakeHelm;
 use addon_operator::runtime::FakeHooks;
 
-use crate::harness::{Op, start, tree};
+use crate::harness::{Op, flaky, start, tree};
 
 /// The value of the sample whose line starts with `prefix` (name and labels).
 fn value(op: &Op, prefix: &str) -> Option<f64> {
@@ -24,16 +23,7 @@ async fn a_retried_task_adds_its_retry_delays_to_the_wait_in_queue() {
         "global-hooks/hooks/flaky",
         "configVersion: v1\nonStartup: 1\n",
     )]);
-    let hooks = FakeHooks::new();
-    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = attempts.clone();
-    hooks.respond(move |_| {
-        if counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 3 {
-            Err("boom".into())
-        } else {
-            Ok(HookOutputs::default())
-        }
-    });
+    let hooks = flaky(3, "boom");
     let op = start(dir, "", hooks, FakeHelm::new()).await;
     op.settle().await;
     // queued at 0 and started at once, then 5 s, 10 s and 20 s of retry delays

@@ -4,7 +4,7 @@ use addon_operator::exec::hook_run::HookOutputs;
 use addon_operator::helm::fake::{FakeHelm, HelmCall};
 use addon_operator::runtime::FakeHooks;
 
-use crate::harness::{failing, start, tree, values_patch};
+use crate::harness::{failing, flaky, start, tree, values_patch};
 
 const GLOBAL_STARTUP: &str = "configVersion: v1\nonStartup: 2\nbeforeAll: 1\n";
 const GLOBAL_WATCH: &str =
@@ -292,16 +292,7 @@ async fn failing_hook_is_retried_with_growing_delays_then_succeeds() {
         "global-hooks/hooks/flaky",
         "configVersion: v1\nonStartup: 1\n",
     )]);
-    let hooks = FakeHooks::new();
-    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = attempts.clone();
-    hooks.respond(move |_| {
-        if counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 3 {
-            Err("boom".into())
-        } else {
-            Ok(HookOutputs::default())
-        }
-    });
+    let hooks = flaky(3, "boom");
     let started = tokio::time::Instant::now();
     let op = start(dir, "", hooks, FakeHelm::new()).await;
     op.settle().await;
