@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::cluster::Cluster;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::api::ListParams;
-use kube_emulator::{Emulator, EmulatorConfig};
 
 use crate::support::{Running, require_tool, start_command};
 
@@ -82,13 +82,10 @@ fn crds_make_one_converge_work_and_only_chart_edits_upgrade_the_release() {
     if !require_tool("helm") || !require_tool("jq") {
         return;
     }
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let emulator = tokio
-        .block_on(Emulator::start(EmulatorConfig::default()))
-        .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    emulator.write_kubeconfig(&root.join("kubeconfig")).unwrap();
+    let cluster = Cluster::start(root);
+    let tokio = &cluster.tokio;
     let copied = Command::new("cp")
         .arg("-r")
         .arg(example_dir())
@@ -108,7 +105,7 @@ fn crds_make_one_converge_work_and_only_chart_edits_upgrade_the_release() {
         "one converge is enough:\n{log}"
     );
     let hooks = std::fs::read_to_string(root.join("hooks.log")).unwrap();
-    assert_eq!(revisions(&tokio, &client), 1);
+    assert_eq!(revisions(tokio, &client), 1);
     let started = Instant::now();
     while !std::fs::read_to_string(root.join("hooks.log"))
         .unwrap()
@@ -120,14 +117,14 @@ fn crds_make_one_converge_work_and_only_chart_edits_upgrade_the_release() {
 
     run_once(root, 2);
     assert_eq!(
-        revisions(&tokio, &client),
+        revisions(tokio, &client),
         1,
         "a restart with nothing changed"
     );
 
     std::fs::write(root.join("tree").join(MODULE).join("notes.swp"), "x").unwrap();
     run_once(root, 3);
-    assert_eq!(revisions(&tokio, &client), 1, "a file .helmignore skips");
+    assert_eq!(revisions(tokio, &client), 1, "a file .helmignore skips");
 
     edit(
         root,
@@ -136,7 +133,7 @@ fn crds_make_one_converge_work_and_only_chart_edits_upgrade_the_release() {
         "set up",
     );
     run_once(root, 4);
-    assert_eq!(revisions(&tokio, &client), 2, "a subchart edit");
+    assert_eq!(revisions(tokio, &client), 2, "a subchart edit");
 
     edit(
         root,
@@ -145,15 +142,15 @@ fn crds_make_one_converge_work_and_only_chart_edits_upgrade_the_release() {
         "singular: crontab\n    shortNames: [ct]",
     );
     run_once(root, 5);
-    assert_eq!(revisions(&tokio, &client), 3, "a crds/ edit");
+    assert_eq!(revisions(tokio, &client), 3, "a crds/ edit");
 
     edit(root, "files/settings.conf", "retention=7", "retention=30");
     run_once(root, 6);
-    assert_eq!(revisions(&tokio, &client), 4, "a file read with .Files.Get");
+    assert_eq!(revisions(tokio, &client), 4, "a file read with .Files.Get");
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let settings = tokio
         .block_on(config_maps.get("crontabs-settings"))
         .unwrap();
     assert_eq!(settings.data.unwrap()["settings.conf"], "retention=30\n");
-    drop(emulator);
+    drop(cluster);
 }

@@ -15,7 +15,8 @@ use crate::support::{Running, path_with_tools, start_command};
 pub struct Cluster {
     pub emulator: EmulatorHandle,
     pub kubeconfig: PathBuf,
-    _tokio: tokio::runtime::Runtime,
+    /// The runtime that serves the emulator; tests may run their own async calls on it.
+    pub tokio: tokio::runtime::Runtime,
 }
 
 impl Cluster {
@@ -29,7 +30,7 @@ impl Cluster {
         Self {
             emulator,
             kubeconfig,
-            _tokio: tokio,
+            tokio,
         }
     }
 

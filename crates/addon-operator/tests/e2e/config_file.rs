@@ -2,9 +2,9 @@
 //! included, stays byte for byte; the operator ignores its own write and reloads on a later edit.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::support::{Running, require_tool, start_command, write};
+use crate::support::{Running, require_tool, start_command, wait_for, write};
 
 const CONFIG: &str = "\
 # Config of the laptop cluster.
@@ -29,18 +29,6 @@ fi
 echo '[{"op":"add","path":"/global/password","value":"s3cret"}]' > "$CONFIG_VALUES_JSON_PATCH_PATH"
 echo run >> "$RUNS_LOG"
 "#;
-
-fn wait_until(what: &str, log: &std::path::Path, done: impl Fn() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "timed out waiting for {what}; operator log:\n{}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 #[test]
 fn a_config_patch_rewrites_only_its_section_of_the_file() {
@@ -67,7 +55,7 @@ fn a_config_patch_rewrites_only_its_section_of_the_file() {
         .unwrap();
     let _running = Running(child);
     let text = || std::fs::read_to_string(&config).unwrap_or_default();
-    wait_until("the hook's patch in the file", &log, || {
+    wait_for("the hook's patch in the file", &log, || {
         text().contains("s3cret")
     });
     let patched = text();
@@ -94,7 +82,7 @@ fn a_config_patch_rewrites_only_its_section_of_the_file() {
         patched.replace("webEnabled: false", "webEnabled: true"),
     )
     .unwrap();
-    wait_until("the reload after the edit", &log, || {
+    wait_for("the reload after the edit", &log, || {
         std::fs::read_to_string(&log)
             .unwrap_or_default()
             .contains("config changed the global section or enable flags")

@@ -2,9 +2,8 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use crate::support::{Running, demo_dir, path_with_tools, require_tool, start_command};
+use crate::support::{Running, demo_dir, path_with_tools, require_tool, start_command, wait_for};
 
 fn copy_dir(from: &Path, to: &Path) {
     let status = Command::new("cp")
@@ -28,20 +27,6 @@ fn kubectl(kubeconfig: &Path, args: &[&str]) -> Option<String> {
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn wait_for(what: &str, log: &Path, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(60) {
-        if done() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!(
-        "timed out waiting for {what}; operator log:\n{}",
-        std::fs::read_to_string(log).unwrap_or_default()
-    );
 }
 
 #[test]

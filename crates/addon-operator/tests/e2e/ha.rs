@@ -4,7 +4,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kube_emulator::{Emulator, EmulatorConfig};
+use crate::cluster::Cluster;
 
 use crate::support::{Running, start_command, write};
 
@@ -56,14 +56,10 @@ fn wait_for(root: &std::path::Path, line: &str) {
 
 #[test]
 fn only_the_lease_holder_works_and_a_standby_takes_over() {
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let emulator = tokio
-        .block_on(Emulator::start(EmulatorConfig::default()))
-        .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    let kubeconfig = root.join("kubeconfig");
-    emulator.write_kubeconfig(&kubeconfig).unwrap();
+    let cluster = Cluster::start(root);
+    let kubeconfig = cluster.kubeconfig.clone();
     write(
         &root.join("global-hooks/startup"),
         "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"onStartup\": 1}'; exit 0; fi\necho \"startup $ADDON_OPERATOR_POD\" >> \"$HOOK_LOG\"\n",
@@ -83,7 +79,7 @@ fn only_the_lease_holder_works_and_a_standby_takes_over() {
     a.kill_hard(); // the leader dies without releasing the lease
     wait_for(root, "startup b");
     drop(b);
-    drop(emulator);
+    drop(cluster);
 }
 
 fn signal(child: &Running, signal: &str) {
@@ -96,32 +92,24 @@ fn signal(child: &Running, signal: &str) {
 
 /// An emulator, a kubeconfig and a tree whose global hook logs its onStartup and a tick every
 /// second, each line naming the replica.
-fn ha_env() -> (
-    tokio::runtime::Runtime,
-    kube_emulator::EmulatorHandle,
-    tempfile::TempDir,
-) {
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let emulator = tokio
-        .block_on(Emulator::start(EmulatorConfig::default()))
-        .unwrap();
+fn ha_env() -> (Cluster, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    emulator.write_kubeconfig(&root.join("kubeconfig")).unwrap();
+    let cluster = Cluster::start(root);
     write(
         &root.join("global-hooks/ticker"),
         "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"onStartup\": 1,\"schedule\":[{\"name\":\"tick\",\"crontab\":\"* * * * * *\"}]}'; exit 0; fi\nif grep -q onStartup \"$BINDING_CONTEXT_PATH\"; then echo \"startup $ADDON_OPERATOR_POD\" >> \"$HOOK_LOG\"; else echo \"tick $ADDON_OPERATOR_POD\" >> \"$HOOK_LOG\"; fi\n",
         true,
     );
     std::fs::create_dir_all(root.join("modules")).unwrap();
-    (tokio, emulator, tmp)
+    (cluster, tmp)
 }
 
 /// SIGTERM of the leader releases the Lease: the standby leads within one retry period (1 s for
 /// a 7.5 s lease), not after the lease duration.
 #[test]
 fn sigterm_of_the_leader_hands_over_within_one_retry_period() {
-    let (_tokio, emulator, tmp) = ha_env();
+    let (cluster, tmp) = ha_env();
     let root = tmp.path();
     let kubeconfig = root.join("kubeconfig");
     let a = operator_with_lease(root, &kubeconfig, "a", "7500ms");
@@ -142,7 +130,7 @@ fn sigterm_of_the_leader_hands_over_within_one_retry_period() {
         "hand-over took {hand_over:?}; retry period 1 s + 1 s allowed"
     );
     drop(b);
-    drop(emulator);
+    drop(cluster);
 }
 
 /// A leader frozen past its lease (SIGSTOP) and resumed (SIGCONT) starts no task after the new
@@ -150,7 +138,7 @@ fn sigterm_of_the_leader_hands_over_within_one_retry_period() {
 /// it stops as soon as it learns it lost.
 #[test]
 fn a_frozen_leader_runs_no_task_after_the_new_leader_started() {
-    let (_tokio, emulator, tmp) = ha_env();
+    let (cluster, tmp) = ha_env();
     let root = tmp.path();
     let kubeconfig = root.join("kubeconfig");
     let mut a = operator_with_lease(root, &kubeconfig, "a", "3s");
@@ -183,5 +171,5 @@ fn a_frozen_leader_runs_no_task_after_the_new_leader_started() {
         .collect();
     assert!(late_a.is_empty(), "a ran after b led:\n{log}");
     drop(b);
-    drop(emulator);
+    drop(cluster);
 }

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::support::{Running, path_with_tools, require_tool, start_command, write};
+use crate::support::{Running, path_with_tools, require_tool, start_command, wait_for, write};
 
 const MODULES: [&str; 3] = ["alpha", "beta", "gamma"];
 
@@ -52,20 +52,6 @@ fn lines(path: &Path) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
-}
-
-fn wait_for(what: &str, log: &Path, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(90) {
-        if done() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!(
-        "timed out waiting for {what}; operator log:\n{}",
-        std::fs::read_to_string(log).unwrap_or_default()
-    );
 }
 
 fn config_map_exists(kubeconfig: &Path, name: &str) -> bool {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kube_emulator::{Emulator, EmulatorConfig};
+use crate::cluster::Cluster;
 use serde_json::Value;
 
 use crate::support::{path_with_tools, require_tool};
@@ -160,14 +160,9 @@ fn deploy_applies_with_least_privilege_and_a_locked_down_pod() {
     if !require_tool("kubectl") {
         return;
     }
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let emulator = tokio
-        .block_on(Emulator::start(EmulatorConfig::default()))
-        .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    emulator.write_kubeconfig(&kubeconfig).unwrap();
-    let (kc, home) = (kubeconfig.as_path(), dir.path());
+    let cluster = Cluster::start(dir.path());
+    let (kc, home) = (cluster.kubeconfig.as_path(), dir.path());
 
     kubectl(kc, home, &["apply", "--validate=false", "-k", "deploy/"]);
     let ns = ["-n", "addon-operator"];
