@@ -8,6 +8,7 @@ pub mod enablement;
 pub mod hook_config;
 pub mod hook_output;
 pub mod jq;
+pub mod lifecycle;
 pub mod monitor;
 pub mod names;
 pub mod queue;
