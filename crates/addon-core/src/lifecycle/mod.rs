@@ -16,7 +16,10 @@ pub use module::{
     DeletePhase, RunPhase, module_delete_finished, module_delete_phases, module_run_finished,
     module_run_phases,
 };
-pub use reactions::{EventRun, config_edited, event_run, hook_finished, resources_absent};
+pub use reactions::{
+    EventRun, config_edited, event_run, hook_finished, resources_absent, schedule_tick_runs,
+    watch_event_runs,
+};
 pub use task::{HookTask, Origin, Task};
 
 use crate::names::{ModuleName, QueueName};

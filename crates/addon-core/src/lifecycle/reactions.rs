@@ -3,7 +3,7 @@
 
 use crate::binding_context::BindingContext;
 use crate::config::ConfigChange;
-use crate::hook_config::BindingType;
+use crate::hook_config::{BindingType, WatchEvent};
 use crate::names::{HookName, ModuleName, QueueName};
 
 use super::hooks::HookEffect;
@@ -21,13 +21,20 @@ pub struct EventRun {
     pub queue: QueueName,
 }
 
-/// Steps 9–12: the hook runs at the end of its binding's queue when `runs` holds (a schedule
-/// tick once the first converge finished; a kubernetes event once the binding's
-/// Synchronization ran and the binding executes on this event type).
-pub fn event_run(runs: bool, run: EventRun) -> Decision {
-    if !runs {
-        return Decision::nothing();
-    }
+/// Steps 11–12: a schedule tick runs its hook only once the first converge finished (earlier
+/// ticks are dropped).
+pub fn schedule_tick_runs(first_converge_done: bool) -> bool {
+    first_converge_done
+}
+
+/// Steps 9–10: a watch event runs its hook once the binding's Synchronization ran and the
+/// binding executes on this event type (`executeHookOnEvent`).
+pub fn watch_event_runs(synced: bool, executes_on: &[WatchEvent], event: WatchEvent) -> bool {
+    synced && executes_on.contains(&event)
+}
+
+/// Steps 9–12: the hook runs at the end of its binding's queue.
+pub fn event_run(run: EventRun) -> Decision {
     let task = Task::Hook(HookTask {
         module: run.module,
         hook: run.hook,

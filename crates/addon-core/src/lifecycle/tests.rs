@@ -7,7 +7,7 @@ use super::*;
 use crate::binding_context::{ContextBuilder, Snapshots};
 use crate::config::ConfigChange;
 use crate::discovery::HookFile;
-use crate::hook_config::{BindingType, HookScope, parse};
+use crate::hook_config::{BindingType, HookScope, WatchEvent, parse};
 use crate::names::HookName;
 use crate::queue::{Backoff, QueueTask};
 
@@ -442,8 +442,17 @@ fn after_all_step_8() {
     ]);
 }
 
-/// A kubernetes event run of `watch-a.sh` (global, or of `module`) into queue `queue`.
-fn kube_event(runs: bool, module: Option<&str>, queue: &str) -> Decision {
+/// A watch event (`Added`) of `watch-a.sh` (global, or of `module`) for a binding into `queue`
+/// that executes on `executes_on`, Synchronization done or not.
+fn kube_event(
+    synced: bool,
+    executes_on: &[WatchEvent],
+    module: Option<&str>,
+    queue: &str,
+) -> Decision {
+    if !watch_event_runs(synced, executes_on, WatchEvent::Added) {
+        return Decision::nothing();
+    }
     let def = hook_named("watch-a.sh");
     let binding = &def.config.kubernetes[0];
     let item = crate::binding_context::ObjectAndFilterResult::new(
@@ -451,40 +460,35 @@ fn kube_event(runs: bool, module: Option<&str>, queue: &str) -> Decision {
         None,
     );
     let snapshots = Snapshots::new();
-    let context = ContextBuilder::new(&def.config, &snapshots).event(
-        binding,
-        crate::hook_config::WatchEvent::Added,
-        &item,
-    );
-    event_run(
-        runs,
-        EventRun {
-            module: module.map(m),
-            hook: def.name().clone(),
-            binding: BindingType::Kubernetes,
-            context,
-            allow_failure: false,
-            queue: QueueName::new(queue).unwrap(),
-        },
-    )
+    let context =
+        ContextBuilder::new(&def.config, &snapshots).event(binding, WatchEvent::Added, &item);
+    event_run(EventRun {
+        module: module.map(m),
+        hook: def.name().clone(),
+        binding: BindingType::Kubernetes,
+        context,
+        allow_failure: false,
+        queue: QueueName::new(queue).unwrap(),
+    })
 }
 
-/// A schedule tick run of `every-minute.sh` (global, or of `module`).
-fn schedule_tick(runs: bool, module: Option<&str>) -> Decision {
+/// A schedule tick of `every-minute.sh` (global, or of `module`), before or after the first
+/// converge finished.
+fn schedule_tick(first_converge_done: bool, module: Option<&str>) -> Decision {
+    if !schedule_tick_runs(first_converge_done) {
+        return Decision::nothing();
+    }
     let def = hook_named("every-minute.sh");
     let binding = &def.config.schedules[0];
     let snapshots = Snapshots::new();
-    event_run(
-        runs,
-        EventRun {
-            module: module.map(m),
-            hook: def.name().clone(),
-            binding: BindingType::Schedule,
-            context: ContextBuilder::new(&def.config, &snapshots).schedule(binding),
-            allow_failure: binding.allow_failure,
-            queue: binding.queue.clone(),
-        },
-    )
+    event_run(EventRun {
+        module: module.map(m),
+        hook: def.name().clone(),
+        binding: BindingType::Schedule,
+        context: ContextBuilder::new(&def.config, &snapshots).schedule(binding),
+        allow_failure: binding.allow_failure,
+        queue: binding.queue.clone(),
+    })
 }
 
 #[test]
@@ -492,12 +496,17 @@ fn kubernetes_events_steps_9_and_10() {
     check(&[
         Row {
             step: "9: a global kubernetes event runs the hook at the tail of its binding's queue",
-            decide: || kube_event(true, None, "main"),
+            decide: || kube_event(true, &WatchEvent::ALL, None, "main"),
             expected: &["tail main GlobalHookRun:kubernetes:watch-a.sh:pods"],
         },
         Row {
             step: "9: an event before the binding's Synchronization ran runs nothing",
-            decide: || kube_event(false, None, "main"),
+            decide: || kube_event(false, &WatchEvent::ALL, None, "main"),
+            expected: &[],
+        },
+        Row {
+            step: "9: an event type the binding does not execute on runs nothing",
+            decide: || kube_event(true, &[WatchEvent::Modified], None, "main"),
             expected: &[],
         },
         Row {
@@ -529,7 +538,7 @@ fn kubernetes_events_steps_9_and_10() {
         },
         Row {
             step: "10: a module kubernetes event runs the module hook in its binding's queue",
-            decide: || kube_event(true, Some("a"), "watchers"),
+            decide: || kube_event(true, &WatchEvent::ALL, Some("a"), "watchers"),
             expected: &["tail watchers ModuleHookRun:kubernetes:a:watch-a.sh:pods"],
         },
         Row {
