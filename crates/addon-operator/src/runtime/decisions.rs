@@ -22,7 +22,11 @@ pub(super) fn view(st: &State) -> View<'_> {
 
 /// Executes the decision of a handler: edits and changes now; its head and tail tasks are the
 /// outcome, queued by the worker when it completes the task.
-pub(super) fn outcome(shared: &Shared, mut st: MutexGuard<'_, State>, decision: Decision) -> Outcome {
+pub(super) fn outcome(
+    shared: &Shared,
+    mut st: MutexGuard<'_, State>,
+    decision: Decision,
+) -> Outcome {
     let Decision {
         edits,
         head,

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::config::Config;
 use addon_core::hook_config::BindingType;
-use addon_core::names::{ModuleName, QueueName};
+use addon_core::lifecycle::{self, EventRun};
+use addon_core::names::ModuleName;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::decisions;
 use super::edges::{ConfigUpdate, KubeEvent};
 use super::kube_metrics::MonitorLabels;
-use super::task::{HookTask, Origin, Task};
 use super::{ScheduleId, Shared};
 use crate::cli::check::error_chain;
 
@@ -54,69 +55,12 @@ pub fn apply_config(shared: &Shared, config: Config) {
         return;
     }
     let change = st.store.set_config(config);
-    if change.is_empty() {
-        return;
-    }
-    let main = QueueName::main();
-    if let Ok(q) = st.queues.get_mut(&main) {
-        q.cancel_head_delay();
-    }
-    if change.global_changed || !change.enabled_changed.is_empty() {
-        let disabled: Vec<ModuleName> = st
-            .store
-            .all_flag_layers()
-            .into_iter()
-            .filter(|(_, flags)| !flags.enabled())
-            .map(|(name, _)| name)
-            .collect();
-        drop_runs_of(&mut st, &disabled);
-        drain_converge(&mut st);
-        tracing::info!("config changed the global section or enable flags: reload all modules");
-        if let Some(task) = st.converge_if_not_queued("config changed") {
-            shared.push(&mut st, &main, task);
-        }
-    } else {
-        for module in change.modules_changed {
-            if let Some(task) = st.module_run_if_not_queued(&module, "config changed") {
-                tracing::info!(module = %module, "config changed the module's section: run it");
-                shared.push(&mut st, &main, task);
-            }
-        }
-    }
-    shared.notify.notify_waiters();
-}
-
-/// Removes queued runs and hook runs of `modules` from every queue (a failing head included,
-/// unless it is running right now).
-fn drop_runs_of(st: &mut super::state::State, modules: &[ModuleName]) {
-    let names: Vec<QueueName> = st.queues.iter().map(|q| q.name().clone()).collect();
-    for name in names {
-        if let Ok(q) = st.queues.get_mut(&name) {
-            let removed = q.remove_where(|t| match t {
-                Task::ModuleRun { module, .. }
-                | Task::Hook(HookTask {
-                    module: Some(module),
-                    ..
-                }) => modules.contains(module),
-                _ => false,
-            });
-            for task in removed {
-                tracing::info!(task = %addon_core::queue::QueueTask::description(&task), "dropped: the module is disabled by the config");
-            }
-        }
-    }
-}
-
-/// Drops the pending steps of a converge in progress (a new converge redoes them); pending
-/// deletes stay, as the new plan may not repeat them.
-fn drain_converge(st: &mut super::state::State) {
-    if let Ok(main) = st.queues.get_mut(&QueueName::main()) {
-        main.remove_where(|t| match t {
-            Task::ModuleRun { .. } | Task::DiscoverModules | Task::ConvergeDone { .. } => true,
-            Task::Hook(h) => matches!(h.binding, BindingType::BeforeAll | BindingType::AfterAll),
-            _ => false,
-        });
-    }
+    let disabled: Vec<ModuleName> = (st.store.all_flag_layers().into_iter())
+        .filter(|(_, flags)| !flags.enabled())
+        .map(|(name, _)| name)
+        .collect();
+    let decision = lifecycle::config_edited(decisions::view(&st), &change, &disabled);
+    decisions::enqueue(shared, st, decision);
 }
 
 /// Feeds watch events into the monitors and queues hook runs for them.
@@ -188,24 +132,26 @@ async fn handle_kube_event(shared: &Shared, ev: KubeEvent) -> Option<MonitorLabe
         return Some(labels);
     };
     let binding = monitor.cache.binding().clone();
-    if !monitor.synced || !binding.execute_hook_on_event.contains(&ev.event) {
-        return Some(labels);
-    }
-    let Some(def) = st.hook(ev.key.module.as_ref(), &ev.key.hook).cloned() else {
+    let runs =
+        lifecycle::watch_event_runs(monitor.synced, &binding.execute_hook_on_event, ev.event);
+    let Some(def) = st
+        .hook(ev.key.module.as_ref(), &ev.key.hook)
+        .filter(|_| runs)
+    else {
         return Some(labels);
     };
     // snapshots are attached right before the run (ContextBuilder::refresh)
     let snapshots = Snapshots::new();
     let ctx = ContextBuilder::new(&def.config, &snapshots).event(&binding, ev.event, &item);
-    let task = Task::Hook(HookTask {
-        module: ev.key.module.clone(),
-        hook: ev.key.hook.clone(),
+    let decision = lifecycle::event_run(EventRun {
+        module: ev.key.module,
+        hook: ev.key.hook,
         binding: BindingType::Kubernetes,
-        contexts: vec![ctx],
+        context: ctx,
         allow_failure: binding.allow_failure,
-        origin: Origin::Event,
+        queue: binding.queue,
     });
-    shared.push(&mut st, &binding.queue, task);
+    decisions::enqueue(shared, st, decision);
     Some(labels)
 }
 
@@ -228,12 +174,12 @@ pub async fn schedule_ticks(
 }
 
 fn on_tick(shared: &Shared, id: &ScheduleId) {
-    let mut st = shared.lock();
-    if !st.first_converge_done {
+    let st = shared.lock();
+    if !lifecycle::schedule_tick_runs(st.first_converge_done) {
         tracing::debug!(hook = %id.hook, "schedule tick before the first converge is dropped");
         return;
     }
-    let Some(def) = st.hook(id.module.as_ref(), &id.hook).cloned() else {
+    let Some(def) = st.hook(id.module.as_ref(), &id.hook) else {
         return;
     };
     let Some(binding) = def.config.schedules.get(id.index) else {
@@ -242,13 +188,13 @@ fn on_tick(shared: &Shared, id: &ScheduleId) {
     // snapshots are attached right before the run (ContextBuilder::refresh)
     let snapshots = Snapshots::new();
     let ctx = ContextBuilder::new(&def.config, &snapshots).schedule(binding);
-    let task = Task::Hook(HookTask {
+    let decision = lifecycle::event_run(EventRun {
         module: id.module.clone(),
         hook: id.hook.clone(),
         binding: BindingType::Schedule,
-        contexts: vec![ctx],
+        context: ctx,
         allow_failure: binding.allow_failure,
-        origin: Origin::Event,
+        queue: binding.queue.clone(),
     });
-    shared.push(&mut st, &binding.queue, task);
+    decisions::enqueue(shared, st, decision);
 }

@@ -3,10 +3,12 @@
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::hook_config::{BindingType, FilteredObject, KubernetesBinding};
+use addon_core::lifecycle;
 use addon_core::monitor::MonitorCache;
-use addon_core::names::{HookName, ModuleName, QueueName};
+use addon_core::names::{HookName, QueueName};
 
 use crate::runtime::Shared;
+use crate::runtime::decisions;
 use crate::runtime::edges::MonitorKey;
 use crate::runtime::hooks::{self, HookEffect, RunContext};
 use crate::runtime::kube_metrics::MonitorLabels;
@@ -38,10 +40,9 @@ pub async fn hook_task(shared: &Shared, queue: &QueueName, task: &HookTask) -> O
         Err(message) => return Outcome::Failed(message),
     };
     mark_synchronized(shared, task);
-    if task.origin == Origin::Lifecycle {
-        return Outcome::done();
-    }
-    react(shared, module, effect)
+    let st = shared.lock();
+    let decision = lifecycle::hook_finished(decisions::view(&st), task.origin, module, effect);
+    decisions::outcome(shared, st, decision)
 }
 
 /// After a Synchronization run, the binding's events start running the hook.
@@ -62,20 +63,6 @@ fn mark_synchronized(shared: &Shared, task: &HookTask) {
             monitor.synced = true;
         }
     }
-}
-
-/// Values changed by a schedule or kubernetes event run: reload everything (global) or run the
-/// module again.
-fn react(shared: &Shared, module: Option<&ModuleName>, effect: HookEffect) -> Outcome {
-    let st = shared.lock();
-    let task = match module {
-        None if (effect.values_changed || effect.enabled_changed) && st.first_converge_done => {
-            st.converge_if_not_queued("global values changed")
-        }
-        Some(m) if effect.values_changed => st.module_run_if_not_queued(m, "module values changed"),
-        _ => None,
-    };
-    Outcome::tail(task.map(|t| (QueueName::main(), t)).into_iter().collect())
 }
 
 /// Starts the watches of every kubernetes binding of a global hook and queues one
