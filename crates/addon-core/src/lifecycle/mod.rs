@@ -6,6 +6,7 @@ mod converge;
 mod hooks;
 mod module;
 mod reactions;
+mod sync;
 mod task;
 #[cfg(test)]
 mod tests;
@@ -20,6 +21,7 @@ pub use reactions::{
     EventRun, config_edited, event_run, hook_finished, resources_absent, schedule_tick_runs,
     watch_event_runs,
 };
+pub use sync::{global_kubernetes_enabled, synchronization_run, synchronization_runs};
 pub use task::{HookTask, Origin, Task};
 
 use crate::names::{ModuleName, QueueName};

@@ -181,6 +181,56 @@ fn startup_steps_1_and_2() {
     ]);
 }
 
+/// The Synchronization of `watch-a.sh`'s binding with `extra` binding fields (global, or of
+/// `module`), queued as step 2 queues it.
+fn synchronization(extra: &str, module: Option<&str>) -> Decision {
+    let yaml = format!("configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n{extra}");
+    let def = hook("watch-a.sh", &yaml);
+    let binding = &def.config.kubernetes[0];
+    if !synchronization_runs(binding) {
+        return Decision::nothing();
+    }
+    let snapshots = Snapshots::new();
+    let context = ContextBuilder::new(&def.config, &snapshots).synchronization(binding, &[]);
+    let run = synchronization_run(module.map(m), def.name().clone(), binding, context);
+    global_kubernetes_enabled(vec![run])
+}
+
+#[test]
+fn kubernetes_synchronization_steps_2_and_5() {
+    check(&[
+        Row {
+            step: "2: a global binding's Synchronization runs the hook at the head of main",
+            decide: || synchronization("", None),
+            expected: &["head GlobalHookRun:kubernetes:watch-a.sh:pods"],
+        },
+        Row {
+            step: "2: executeHookOnSynchronization: false loads the objects without a run",
+            decide: || synchronization("  executeHookOnSynchronization: false\n", None),
+            expected: &[],
+        },
+        Row {
+            step: "5: a module binding's Synchronization is a lifecycle run of the module hook",
+            decide: || {
+                let mut decision = synchronization("  allowFailure: true\n", Some("a"));
+                let lifecycle_run = matches!(
+                    decision.head.first(),
+                    Some(Task::Hook(h)) if h.origin == Origin::Lifecycle && h.allow_failure
+                );
+                decision.head.retain(|_| lifecycle_run);
+                decision
+            },
+            expected: &["head ModuleHookRun:kubernetes:a:watch-a.sh:pods"],
+        },
+    ]);
+    let v0 = "onKubernetesEvent:\n- kind: Pod\n";
+    let def = hook("legacy.sh", v0);
+    assert!(
+        !synchronization_runs(&def.config.kubernetes[0]),
+        "2: v0 bindings never run on Synchronization"
+    );
+}
+
 #[test]
 fn reload_all_modules_steps_3_and_4() {
     check(&[

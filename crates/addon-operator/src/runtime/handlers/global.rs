@@ -2,7 +2,7 @@
 //! kubernetes bindings.
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
-use addon_core::hook_config::{BindingType, FilteredObject, KubernetesBinding};
+use addon_core::hook_config::{FilteredObject, KubernetesBinding};
 use addon_core::lifecycle;
 use addon_core::monitor::MonitorCache;
 use addon_core::names::{HookName, QueueName};
@@ -13,7 +13,7 @@ use crate::runtime::edges::MonitorKey;
 use crate::runtime::hooks::{self, HookEffect, RunContext};
 use crate::runtime::kube_metrics::MonitorLabels;
 use crate::runtime::state::Monitor;
-use crate::runtime::task::{HookTask, Origin, Outcome, Task};
+use crate::runtime::task::{HookTask, Outcome, Task};
 
 /// Runs a queued hook. A failure of an `allowFailure` binding is logged and counts as done.
 pub async fn hook_task(shared: &Shared, queue: &QueueName, task: &HookTask) -> Outcome {
@@ -85,7 +85,8 @@ pub async fn enable_kubernetes(shared: &Shared, hook: &HookName) -> Outcome {
             Err(message) => return Outcome::Failed(message),
         }
     }
-    Outcome::head(head)
+    let decision = lifecycle::global_kubernetes_enabled(head);
+    decisions::outcome(shared, shared.lock(), decision)
 }
 
 /// Loads the filtered listing into a starting monitor, then replays the events that arrived
@@ -168,7 +169,7 @@ pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<T
         .get(key.binding)
         .cloned()
         .ok_or_else(|| format!("hook '{}' has no binding #{}", key.hook, key.binding))?;
-    let runs = !binding.v0 && binding.execute_hook_on_synchronization;
+    let runs = lifecycle::synchronization_runs(&binding);
     shared.lock().monitors.insert(
         key.clone(),
         Monitor {
@@ -208,12 +209,8 @@ pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<T
     // other bindings' snapshots are attached right before the run (ContextBuilder::refresh)
     let snapshots = Snapshots::new();
     let ctx = ContextBuilder::new(&def.config, &snapshots).synchronization(&binding, &items);
-    Ok(Some(Task::Hook(HookTask {
-        module: key.module.clone(),
-        hook: key.hook.clone(),
-        binding: BindingType::Kubernetes,
-        contexts: vec![ctx],
-        allow_failure: binding.allow_failure,
-        origin: Origin::Lifecycle,
-    })))
+    let (module, hook) = (key.module.clone(), key.hook.clone());
+    Ok(Some(lifecycle::synchronization_run(
+        module, hook, &binding, ctx,
+    )))
 }
