@@ -46,7 +46,7 @@ async fn run_steps(shared: &Shared, module: &ModuleName, startup: bool, reason: 
     let steps = async {
         let mut changed = false;
         for phase in phases {
-            changed |= run_phase(shared, module, &state, phase, (startup, reason)).await?;
+            changed |= run_phase(shared, module, &state, phase, startup, reason).await?;
         }
         Ok::<bool, String>(changed)
     };
@@ -65,7 +65,8 @@ async fn run_phase(
     module: &ModuleName,
     state: &ModuleState,
     phase: RunPhase,
-    (startup, reason): (bool, &str),
+    startup: bool,
+    reason: &str,
 ) -> Result<bool, String> {
     let hooks = &state.hooks;
     match phase {
