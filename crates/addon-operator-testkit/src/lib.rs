@@ -4,4 +4,10 @@
 // A test kit fails the test that uses it by panicking, with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod edges_fake;
+mod helm;
+pub mod scenario;
 pub mod wait;
+
+pub use edges_fake::{FakeHooks, FakeKube, HookCall};
+pub use helm::{FakeHelm, HelmCall};

@@ -4,7 +4,6 @@
 
 pub mod config_writer;
 pub mod edges;
-mod edges_fake;
 mod handlers;
 pub(crate) mod hooks;
 mod intake;
@@ -31,7 +30,6 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use edges::{Edges, KubeEvent, MonitorKey};
-pub use edges_fake::{FakeHooks, FakeKube, HookCall};
 use state::{HookDef, ModuleState, State, hooks_with_kubernetes};
 use task::{Task, lifecycle_tasks};
 

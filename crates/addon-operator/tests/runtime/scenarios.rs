@@ -1,10 +1,10 @@
 //! The lifecycle scenarios of the specification, each as an ordered history.
 
 use addon_operator::edges::exec::hook_run::HookOutputs;
-use addon_operator::edges::helm::fake::{FakeHelm, HelmCall};
-use addon_operator::runtime::FakeHooks;
+use addon_operator_testkit::FakeHooks;
+use addon_operator_testkit::{FakeHelm, HelmCall};
 
-use crate::harness::{failing, flaky, start, tree, values_patch};
+use addon_operator_testkit::scenario::{failing, flaky, start, tree, values_patch};
 
 const GLOBAL_STARTUP: &str = "configVersion: v1\nonStartup: 2\nbeforeAll: 1\n";
 const GLOBAL_WATCH: &str =
@@ -543,7 +543,7 @@ async fn config_patch_lands_in_the_config_store_at_once_and_values_patch_stays_i
     let hooks = FakeHooks::new();
     hooks.respond(|call| {
         if call.name == "hooks/gen" {
-            let mut out = crate::harness::config_patch(
+            let mut out = addon_operator_testkit::scenario::config_patch(
                 r#"[{"op": "add", "path": "/global/password", "value": "s3cret"}]"#,
             );
             out.values_patch =
