@@ -41,17 +41,18 @@ fn hook_log(root: &std::path::Path) -> String {
 }
 
 fn wait_for(root: &std::path::Path, line: &str) {
-    let started = Instant::now();
-    while !hook_log(root).lines().any(|l| l == line) {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "no '{line}' in {:?}; a: {} b: {}",
+    let logged = || hook_log(root).lines().any(|l| l == line);
+    let context = || {
+        let log = |pod: &str| std::fs::read_to_string(root.join(pod)).unwrap_or_default();
+        format!(
+            "hooks: {:?}; a: {} b: {}",
             hook_log(root),
-            std::fs::read_to_string(root.join("a.log")).unwrap_or_default(),
-            std::fs::read_to_string(root.join("b.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+            log("a.log"),
+            log("b.log")
+        )
+    };
+    let limit = Duration::from_secs(30);
+    addon_operator_testkit::wait::wait_for(&format!("'{line}'"), limit, logged, context);
 }
 
 #[test]

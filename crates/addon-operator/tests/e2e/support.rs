@@ -112,14 +112,12 @@ pub fn start_command(tmp: impl AsRef<Path>, socket: impl AsRef<Path>) -> Command
 }
 
 /// Polls `done` until it holds; after 90 s fails the test with the operator's log at `log`.
-pub fn wait_for(what: &str, log: &Path, mut done: impl FnMut() -> bool) {
-    let started = std::time::Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(90),
-            "timed out waiting for {what}; operator log:\n{}",
+pub fn wait_for(what: &str, log: &Path, done: impl FnMut() -> bool) {
+    let limit = std::time::Duration::from_secs(90);
+    addon_operator_testkit::wait::wait_for(what, limit, done, || {
+        format!(
+            "operator log:\n{}",
             std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+        )
+    });
 }

@@ -3,7 +3,9 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use addon_operator_testkit::wait;
 
 fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_addon-operator"))
@@ -152,25 +154,19 @@ fn a_spinning_binding_filter_fails_its_task_and_the_operator_keeps_serving() {
         .spawn()
         .unwrap();
     let mut running = Running(child);
-    let started = Instant::now();
-    let failures = || {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .matches("longer than the limit of 1s of CPU time")
-            .count()
-    };
-    while failures() < 2 {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no retried jq failure; log:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
+    let operator_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let retried = || {
         assert!(
             running.0.try_wait().unwrap().is_none(),
             "the operator exited"
         );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        operator_log()
+            .matches("longer than the limit of 1s of CPU time")
+            .count()
+            >= 2
+    };
+    let limit = Duration::from_secs(120);
+    wait::wait_for("a retried jq failure", limit, retried, operator_log);
     let queue = run(&[
         "queue",
         "list",
