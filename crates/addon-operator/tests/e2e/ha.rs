@@ -145,7 +145,10 @@ fn a_frozen_leader_runs_no_task_after_the_new_leader_started() {
     let mut a = operator_with_lease(root, &kubeconfig, "a", "3s");
     wait_for(root, "tick a");
     let b = operator_with_lease(root, &kubeconfig, "b", "3s");
-    std::thread::sleep(Duration::from_secs(1));
+    let b_log = root.join("b.log");
+    crate::support::wait_for("b to start as a standby", &b_log, || {
+        std::fs::read_to_string(&b_log).is_ok_and(|l| l.contains("addon-operator started"))
+    });
     signal(&a, "-STOP");
     wait_for(root, "startup b");
     wait_for(root, "tick b");
