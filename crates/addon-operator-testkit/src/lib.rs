@@ -7,6 +7,7 @@
 mod edges_fake;
 mod helm;
 pub mod scenario;
+pub mod tools;
 pub mod wait;
 
 pub use edges_fake::{FakeHooks, FakeKube, HookCall};

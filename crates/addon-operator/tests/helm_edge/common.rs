@@ -17,7 +17,7 @@ pub const NS: &str = "addons";
 
 /// `helm3` or `helm4` from `<workspace>/.tools/bin`, else from PATH; `None` (skip) only outside CI.
 pub fn helm_binary(name: &str) -> Option<PathBuf> {
-    let local = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.tools/bin")).join(name);
+    let local = addon_operator_testkit::tools::tools_dir().join(name);
     if local.is_file() {
         return Some(local);
     }

@@ -5,19 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+use addon_operator_testkit::tools::{path_with_tools, require_tool};
 use addon_operator_testkit::wait;
 
 fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_addon-operator"))
-}
-
-fn tools_path() -> String {
-    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin");
-    format!(
-        "{}:{}",
-        tools.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
 }
 
 /// A tree with one global hook `hooks/watch` whose kubernetes binding `pods` (ConfigMaps) has
@@ -42,7 +34,7 @@ fn tree(dir: &Path, filter: &str) {
 fn run(args: &[&str]) -> Output {
     Command::new(binary())
         .args(args)
-        .env("PATH", tools_path())
+        .env("PATH", path_with_tools())
         .env_remove("ADDON_OPERATOR_MODULES_DIR")
         .env_remove("ADDON_OPERATOR_GLOBAL_HOOKS_DIR")
         .env_remove("MODULES_DIR")
@@ -118,15 +110,7 @@ impl Drop for Running {
 /// socket answers.
 #[test]
 fn a_spinning_binding_filter_fails_its_task_and_the_operator_keeps_serving() {
-    let helm = Command::new("sh")
-        .args(["-c", "command -v helm"])
-        .env("PATH", tools_path())
-        .output();
-    if !helm.is_ok_and(|o| o.status.success()) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "helm is required (scripts/install-tools)"
-        );
+    if !require_tool("helm") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -148,7 +132,7 @@ fn a_spinning_binding_filter_fails_its_task_and_the_operator_keeps_serving() {
         ])
         .arg("--debug-unix-socket")
         .arg(&socket)
-        .env("PATH", tools_path())
+        .env("PATH", path_with_tools())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
