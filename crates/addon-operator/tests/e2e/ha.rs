@@ -153,14 +153,14 @@ fn a_frozen_leader_runs_no_task_after_the_new_leader_started() {
     wait_for(root, "startup b");
     wait_for(root, "tick b");
     signal(&a, "-CONT");
-    let exited = Instant::now();
-    let status = loop {
-        if let Some(status) = a.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(exited.elapsed() < Duration::from_secs(10), "a must stop");
-        std::thread::sleep(Duration::from_millis(50));
+    let mut status = None;
+    let stopped = || {
+        status = a.0.try_wait().unwrap();
+        status.is_some()
     };
+    let a_log = || std::fs::read_to_string(root.join("a.log")).unwrap_or_default();
+    addon_operator_testkit::wait::wait_for("a to stop", Duration::from_secs(10), stopped, a_log);
+    let status = status.unwrap();
     assert!(
         !status.success(),
         "a stops with an error after losing the lease"
