@@ -1,11 +1,13 @@
 //! Fault injection for tests: drop open watches, fail the next requests; and counters of list
-//! requests tests can read.
+//! requests and open watches tests can read.
 
-use std::sync::Mutex;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
+use crate::resources::ResKey;
 use crate::status::ApiError;
 
 /// Switches tests flip to make the emulator misbehave.
@@ -15,6 +17,8 @@ pub struct Faults {
     failures: Mutex<(u32, u16)>,
     /// List requests without `continue` (list starts), and those of them with a `limit`.
     lists: [AtomicU64; 2],
+    /// Watch streams being served now, per resource (a test's signal that a watch started).
+    watches: Arc<Mutex<BTreeMap<ResKey, usize>>>,
 }
 
 impl Default for Faults {
@@ -23,6 +27,7 @@ impl Default for Faults {
             drops: watch::channel(0).0,
             failures: Mutex::new((0, 500)),
             lists: Default::default(),
+            watches: Arc::default(),
         }
     }
 }
@@ -60,6 +65,20 @@ impl Faults {
         (read(0), read(1))
     }
 
+    /// Counts a watch of `key` as open until the returned guard is dropped.
+    pub fn open_watch(&self, key: ResKey) -> OpenWatch {
+        *lock(&self.watches).entry(key.clone()).or_default() += 1;
+        OpenWatch {
+            key,
+            watches: Arc::clone(&self.watches),
+        }
+    }
+
+    /// Watch streams of `key` being served now.
+    pub fn open_watches(&self, key: &ResKey) -> usize {
+        lock(&self.watches).get(key).copied().unwrap_or_default()
+    }
+
     /// The injected failure for this request, if one is pending.
     pub fn take_failure(&self) -> Option<ApiError> {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
@@ -74,6 +93,25 @@ impl Faults {
     }
 }
 
+/// One open watch stream; dropping it (the stream ended) takes it off the count.
+#[derive(Debug)]
+pub struct OpenWatch {
+    key: ResKey,
+    watches: Arc<Mutex<BTreeMap<ResKey, usize>>>,
+}
+
+impl Drop for OpenWatch {
+    fn drop(&mut self) {
+        if let Some(n) = lock(&self.watches).get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +123,19 @@ mod tests {
         assert_eq!(f.take_failure().unwrap().code(), 429);
         assert!(f.take_failure().is_some());
         assert!(f.take_failure().is_none());
+    }
+
+    #[test]
+    fn a_watch_counts_as_open_until_its_guard_is_dropped() {
+        let f = Faults::default();
+        let pods = ResKey::new("", "pods");
+        let first = f.open_watch(pods.clone());
+        let second = f.open_watch(pods.clone());
+        assert_eq!(f.open_watches(&pods), 2);
+        assert_eq!(f.open_watches(&ResKey::new("", "configmaps")), 0);
+        drop(first);
+        assert_eq!(f.open_watches(&pods), 1);
+        drop(second);
+        assert_eq!(f.open_watches(&pods), 0);
     }
 }

@@ -278,6 +278,12 @@ impl EmulatorHandle {
         self.faults.lists()
     }
 
+    /// Watch streams of a resource being served now (`group` is `""` for core): a test's signal
+    /// that a client's watch started (or, when it falls, stopped).
+    pub fn open_watches(&self, group: &str, resource: &str) -> usize {
+        self.faults.open_watches(&ResKey::new(group, resource))
+    }
+
     /// Forgets the watch history: resuming from any version seen so far gets `410 Gone`.
     pub fn expire_history(&self) {
         self.store.compact_history();

@@ -123,6 +123,7 @@ pub fn serve(app: &Arc<App>, req: ResourceRequest, params: &Params) -> Result<Re
     match app.store.watch(&filter.req.info.key(), from) {
         Ok(start) => {
             let task = Pump {
+                _open: app.faults.open_watch(filter.req.info.key()),
                 tx,
                 filter,
                 send_initial,
@@ -154,6 +155,8 @@ pub fn serve(app: &Arc<App>, req: ResourceRequest, params: &Params) -> Result<Re
 
 /// The task feeding one watch connection.
 struct Pump {
+    /// Keeps this watch on the emulator's count of open watches while the pump runs.
+    _open: crate::faults::OpenWatch,
     tx: mpsc::Sender<Bytes>,
     filter: Filter,
     send_initial: bool,

@@ -6,7 +6,6 @@ mod config_edit;
 pub mod config_writer;
 mod decisions;
 pub mod edges;
-mod edges_fake;
 mod handlers;
 pub(crate) mod hooks;
 mod intake;
@@ -33,7 +32,6 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use edges::{Edges, KubeEvent, MonitorKey};
-pub use edges_fake::{FakeHooks, FakeKube, HookCall};
 use state::{HookDef, ModuleState, State};
 use task::Task;
 

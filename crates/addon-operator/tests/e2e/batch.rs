@@ -3,8 +3,9 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use addon_operator_testkit::wait;
 use serde_json::Value;
 
 use crate::support::{Running, require_tool, run, start_command, write};
@@ -132,18 +133,17 @@ fn start_runs_batch_hooks_with_their_contexts_and_patches() {
         "run 1 [\"beforeHelm\"] yes",
         "ready [\"probe\"]",
     ];
-    let started = Instant::now();
-    loop {
-        let lines = std::fs::read_to_string(&hook_log).unwrap_or_default();
-        if wanted.iter().all(|w| lines.lines().any(|l| l == *w)) {
-            assert!(lines.lines().any(|l| l == "plain"), "{lines}");
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "hook log:\n{lines}\noperator log:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let lines = || std::fs::read_to_string(&hook_log).unwrap_or_default();
+    let context = || {
+        let operator = std::fs::read_to_string(&log).unwrap_or_default();
+        format!("hook log:\n{}\noperator log:\n{operator}", lines())
+    };
+    let all_ran = || wanted.iter().all(|w| lines().lines().any(|l| l == *w));
+    wait::wait_for(
+        "every hook's run",
+        Duration::from_secs(30),
+        all_ran,
+        context,
+    );
+    assert!(lines().lines().any(|l| l == "plain"), "{}", lines());
 }

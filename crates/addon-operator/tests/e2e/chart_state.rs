@@ -4,14 +4,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use crate::cluster::Cluster;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::api::ListParams;
 
-use crate::support::{Running, require_tool, start_command};
+use crate::support::{Running, require_tool, start_command, wait_for};
 
 const MODULE: &str = "modules/010-crontabs";
 
@@ -49,16 +48,10 @@ fn hook_log(root: &Path) -> String {
 /// `CronTab` in the first run), stops it; returns its log up to the shutdown.
 fn run_once(root: &Path, run: usize) -> String {
     let operator = operator(root, run);
-    let started = Instant::now();
     let log_file = root.join(format!("operator-{run}.log"));
-    while after_helm_runs(root) < run || !hook_log(root).contains("Added crontab nightly") {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "run {run} did not finish: {}",
-            std::fs::read_to_string(&log_file).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for(&format!("run {run} to finish"), &log_file, || {
+        after_helm_runs(root) >= run && hook_log(root).contains("Added crontab nightly")
+    });
     let log = std::fs::read_to_string(&log_file).unwrap();
     drop(operator);
     log
@@ -104,16 +97,12 @@ fn crds_make_one_converge_work_and_only_chart_edits_upgrade_the_release() {
         !log.contains("task failed"),
         "one converge is enough:\n{log}"
     );
-    let hooks = std::fs::read_to_string(root.join("hooks.log")).unwrap();
     assert_eq!(revisions(tokio, &client), 1);
-    let started = Instant::now();
-    while !std::fs::read_to_string(root.join("hooks.log"))
-        .unwrap()
-        .contains("Added crontab nightly")
-    {
-        assert!(started.elapsed() < Duration::from_secs(10), "{hooks}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for(
+        "the hook to see the CronTab",
+        &root.join("hooks.log"),
+        || hook_log(root).contains("Added crontab nightly"),
+    );
 
     run_once(root, 2);
     assert_eq!(

@@ -5,8 +5,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use addon_operator_testkit::wait;
 use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 
 use crate::support::{Running, path_with_tools, start_command};
@@ -88,10 +89,8 @@ pub fn operator_log(root: &Path) -> String {
 
 /// The address the operator's HTTP server listens on, from its log (waits up to 30 s).
 pub fn http_addr(root: &Path) -> String {
-    let started = Instant::now();
-    loop {
-        let log = operator_log(root);
-        let found = log
+    let addr = || {
+        operator_log(root)
             .lines()
             .filter(|l| l.contains("serving /metrics"))
             .find_map(|l| l.split("addr=").nth(1))
@@ -100,16 +99,17 @@ pub fn http_addr(root: &Path) -> String {
                     .skip_while(|c| !c.is_ascii_digit())
                     .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
                     .collect::<String>()
-            });
-        if let Some(addr) = found.filter(|a| a.contains(':')) {
-            return addr;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "no HTTP address in the log:\n{log}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+            })
+            .filter(|a| a.contains(':'))
+    };
+    let limit = Duration::from_secs(30);
+    wait::wait_for(
+        "the HTTP address in the log",
+        limit,
+        || addr().is_some(),
+        || operator_log(root),
+    );
+    addr().unwrap_or_default()
 }
 
 /// GET `path`: (status code, body); `None` when the server does not answer.
@@ -135,19 +135,17 @@ pub fn wait_for_metrics(
     limit: Duration,
     done: impl Fn(&str) -> bool,
 ) -> String {
-    let started = Instant::now();
-    loop {
-        let text = get(addr, "/metrics")
+    let metrics = || {
+        get(addr, "/metrics")
             .map(|(_, body)| body)
-            .unwrap_or_default();
-        if done(&text) {
-            return text;
-        }
-        assert!(
-            started.elapsed() < limit,
-            "timed out waiting for {what}\nmetrics:\n{text}\nlog:\n{}",
-            operator_log(root)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+            .unwrap_or_default()
+    };
+    let text = std::cell::RefCell::new(String::new());
+    let fetched = || {
+        *text.borrow_mut() = metrics();
+        done(&text.borrow())
+    };
+    let context = || format!("metrics:\n{}\nlog:\n{}", text.borrow(), operator_log(root));
+    wait::wait_for(what, limit, fetched, context);
+    text.into_inner()
 }

@@ -18,7 +18,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube_emulator::{Emulator, EmulatorConfig};
 use serde_json::json;
 
-use crate::support::{Running, binary, path_with_tools, require_tool, write};
+use crate::support::{Running, binary, path_with_tools, require_tool, wait_for, write};
 
 const NS: &str = "race";
 const NAME: &str = "addon-operator";
@@ -108,18 +108,6 @@ fn counter_value(text: &str, series: &str) -> usize {
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse::<f64>().ok())
         .map_or(0, |v| v as usize)
-}
-
-fn wait_until(what: &str, root: &Path, done: impl Fn() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "timed out waiting for {what}; operator log:\n{}",
-            std::fs::read_to_string(root.join("operator.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -221,9 +209,11 @@ fn same_key_edit(
             }
         }
     });
-    wait_until("the operator to take the user's write", root, || {
-        external() > before
-    });
+    wait_for(
+        "the operator to take the user's write",
+        &root.join("operator.log"),
+        || external() > before,
+    );
     rt.block_on(async {
         let patch = json!({"data": {"tick": "after-the-user"}});
         api.patch("ticker", &PatchParams::default(), &Patch::Merge(&patch))
@@ -238,9 +228,11 @@ fn same_key_edit(
             .and_then(|l| l.parse::<u64>().ok())
             .unwrap_or(0)
     };
-    wait_until("the hook's run after the user's write", root, || {
-        last_run() > 10000
-    });
+    wait_for(
+        "the hook's run after the user's write",
+        &root.join("operator.log"),
+        || last_run() > 10000,
+    );
     std::thread::sleep(Duration::from_millis(500));
     let global = rt
         .block_on(api.get(NAME))
@@ -271,7 +263,9 @@ fn race(edits: usize) -> Figures {
 
     let port = free_port();
     let _operator = operator(root, &kubeconfig, port);
-    wait_until("the first hook run", root, || hook_runs(root) > 0);
+    wait_for("the first hook run", &root.join("operator.log"), || {
+        hook_runs(root) > 0
+    });
     let stop = Arc::new(AtomicBool::new(false));
     let ticker = rt.spawn(tick(api.clone(), stop.clone()));
     let mut figures = Figures::default();

@@ -41,17 +41,18 @@ fn hook_log(root: &std::path::Path) -> String {
 }
 
 fn wait_for(root: &std::path::Path, line: &str) {
-    let started = Instant::now();
-    while !hook_log(root).lines().any(|l| l == line) {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "no '{line}' in {:?}; a: {} b: {}",
+    let logged = || hook_log(root).lines().any(|l| l == line);
+    let context = || {
+        let log = |pod: &str| std::fs::read_to_string(root.join(pod)).unwrap_or_default();
+        format!(
+            "hooks: {:?}; a: {} b: {}",
             hook_log(root),
-            std::fs::read_to_string(root.join("a.log")).unwrap_or_default(),
-            std::fs::read_to_string(root.join("b.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+            log("a.log"),
+            log("b.log")
+        )
+    };
+    let limit = Duration::from_secs(30);
+    addon_operator_testkit::wait::wait_for(&format!("'{line}'"), limit, logged, context);
 }
 
 #[test]
@@ -144,19 +145,22 @@ fn a_frozen_leader_runs_no_task_after_the_new_leader_started() {
     let mut a = operator_with_lease(root, &kubeconfig, "a", "3s");
     wait_for(root, "tick a");
     let b = operator_with_lease(root, &kubeconfig, "b", "3s");
-    std::thread::sleep(Duration::from_secs(1));
+    let b_log = root.join("b.log");
+    crate::support::wait_for("b to start as a standby", &b_log, || {
+        std::fs::read_to_string(&b_log).is_ok_and(|l| l.contains("addon-operator started"))
+    });
     signal(&a, "-STOP");
     wait_for(root, "startup b");
     wait_for(root, "tick b");
     signal(&a, "-CONT");
-    let exited = Instant::now();
-    let status = loop {
-        if let Some(status) = a.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(exited.elapsed() < Duration::from_secs(10), "a must stop");
-        std::thread::sleep(Duration::from_millis(50));
+    let mut status = None;
+    let stopped = || {
+        status = a.0.try_wait().unwrap();
+        status.is_some()
     };
+    let a_log = || std::fs::read_to_string(root.join("a.log")).unwrap_or_default();
+    addon_operator_testkit::wait::wait_for("a to stop", Duration::from_secs(10), stopped, a_log);
+    let status = status.unwrap();
     assert!(
         !status.success(),
         "a stops with an error after losing the lease"

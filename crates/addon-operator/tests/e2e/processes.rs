@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{binary, path_with_tools, require_tool, write};
+use crate::support::{binary, path_with_tools, require_tool, wait_for, write};
 
 /// A global `onStartup` hook in plain sh that runs `body` (with `$OUT` = the test's dir).
 fn tree(body: &str) -> tempfile::TempDir {
@@ -57,17 +57,6 @@ fn log(root: &Path) -> String {
     std::fs::read_to_string(root.join("operator.log")).unwrap_or_default()
 }
 
-fn wait_until(root: &Path, what: &str, done: impl Fn() -> bool) {
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(30) {
-        if done() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out waiting for {what}\noperator log:\n{}", log(root));
-}
-
 /// `(pid, command, state)` of every process whose parent is `parent`.
 fn children_of(parent: u32) -> Vec<(u32, String, char)> {
     let mut children = Vec::new();
@@ -103,19 +92,27 @@ const DOUBLE_FORK: &str = "( sleep 3 </dev/null >/dev/null 2>&1 & )\n\
 /// Waits until `operator` adopted the hook's two sleeps, then until none of its children is a
 /// sleep or a zombie.
 fn assert_orphans_are_adopted_and_reaped(root: &Path, operator: u32) {
-    wait_until(root, "the operator to adopt both orphans", || {
-        let children = children_of(operator);
-        children
-            .iter()
-            .filter(|(_, name, _)| name == "sleep")
-            .count()
-            == 2
-    });
-    wait_until(root, "the orphans to exit and be reaped", || {
-        children_of(operator)
-            .iter()
-            .all(|(_, name, state)| name != "sleep" && *state != 'Z')
-    });
+    wait_for(
+        "the operator to adopt both orphans",
+        &root.join("operator.log"),
+        || {
+            let children = children_of(operator);
+            children
+                .iter()
+                .filter(|(_, name, _)| name == "sleep")
+                .count()
+                == 2
+        },
+    );
+    wait_for(
+        "the orphans to exit and be reaped",
+        &root.join("operator.log"),
+        || {
+            children_of(operator)
+                .iter()
+                .all(|(_, name, state)| name != "sleep" && *state != 'Z')
+        },
+    );
 }
 
 #[test]
@@ -163,9 +160,11 @@ fn as_pid_1_in_a_pid_namespace_the_operator_reaps_orphans() {
     let root = tree(DOUBLE_FORK);
     let r = root.path();
     let mut unshare = start(r, &wrapper, &[]);
-    wait_until(r, "the operator to start inside the namespace", || {
-        !children_of(unshare.id()).is_empty()
-    });
+    wait_for(
+        "the operator to start inside the namespace",
+        &r.join("operator.log"),
+        || !children_of(unshare.id()).is_empty(),
+    );
     let operator = children_of(unshare.id())[0].0;
     assert_orphans_are_adopted_and_reaped(r, operator);
     let _ = Command::new("kill")
@@ -181,7 +180,9 @@ fn sigterm_kills_a_hook_ignoring_it_after_the_grace_period_and_exits_0() {
     let r = root.path();
     let grace = Duration::from_secs(2);
     let mut operator = start(r, &[], &["--hook-kill-grace", "2s"]);
-    wait_until(r, "the hook to start", || r.join("hook.pid").exists());
+    wait_for("the hook to start", &r.join("operator.log"), || {
+        r.join("hook.pid").exists()
+    });
     let hook_pid = std::fs::read_to_string(r.join("hook.pid")).unwrap();
     let started = Instant::now();
     Command::new("kill")
@@ -240,9 +241,11 @@ fn endless_output_lines_and_a_1g_metrics_file_cost_the_operator_no_memory() {
     );
     let r = root.path();
     let mut operator = start(r, &[], &["--retry-initial-delay", "60s"]);
-    wait_until(r, "the hook to fail on its metrics file", || {
-        log(r).contains("is larger than the limit of 67108864 bytes")
-    });
+    wait_for(
+        "the hook to fail on its metrics file",
+        &r.join("operator.log"),
+        || log(r).contains("is larger than the limit of 67108864 bytes"),
+    );
     let peak_mb = vm_hwm_kb(operator.id()) / 1024;
     let text = log(r);
     terminate(&mut operator);
@@ -310,9 +313,11 @@ fn planted_symlinks_never_redirect_the_embedded_kubeconfig() {
         &[],
         &["--embedded-cluster", "--embedded-cluster-port", "0"],
     );
-    wait_until(r, "the kubeconfig to be written", || {
-        std::fs::symlink_metadata(&kubeconfig).is_ok_and(|meta| meta.is_file())
-    });
+    wait_for(
+        "the kubeconfig to be written",
+        &r.join("operator.log"),
+        || std::fs::symlink_metadata(&kubeconfig).is_ok_and(|meta| meta.is_file()),
+    );
     terminate(&mut operator);
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
     let mode = std::fs::metadata(&kubeconfig).unwrap().permissions().mode();

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use addon_operator_testkit::wait;
 use serde_json::{Value, json};
 
 use crate::support::{binary, path_with_tools, require_tool, start_command, write};
@@ -55,18 +56,18 @@ impl Operator {
 
     /// Waits until `done(hook log)` holds (at most 30 s).
     fn wait_for(&self, what: &str, done: impl Fn(&[String]) -> bool) {
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(30) {
-            if done(&self.hook_log()) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!(
-            "timed out waiting for {what}\nhook log:\n{}\noperator log:\n{}",
-            self.hook_log().join("\n"),
-            self.operator_log()
-        );
+        self.wait_until(what, Duration::from_secs(30), || done(&self.hook_log()));
+    }
+
+    /// Waits until `done()` holds (at most `limit`), else fails with both logs.
+    fn wait_until(&self, what: &str, limit: Duration, done: impl FnMut() -> bool) {
+        wait::wait_for(what, limit, done, || {
+            format!(
+                "hook log:\n{}\noperator log:\n{}",
+                self.hook_log().join("\n"),
+                self.operator_log()
+            )
+        });
     }
 
     fn seen(&self, name: &str) -> Value {
@@ -226,15 +227,9 @@ fn lifecycle_order_values_files_config_patches_and_file_edits() {
         "global: |\n  param1: [broken\n",
         false,
     );
-    let started = Instant::now();
-    while !op.operator_log().contains("config edit rejected") {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "{}",
-            op.operator_log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    op.wait_until("the edit to be rejected", Duration::from_secs(20), || {
+        op.operator_log().contains("config edit rejected")
+    });
     assert_eq!(op.hook_log().len(), log.len());
 }
 
@@ -403,15 +398,9 @@ fn missing_config_file_is_an_empty_config_and_the_first_config_patch_creates_it(
     write(&r.join("modules/.keep"), "", false);
     let op = Operator::start(root, &[]);
     op.wait_for("the hook", |log| log.iter().any(|l| l == "gen onStartup"));
-    let started = Instant::now();
-    while !op.path("config.yaml").exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{}",
-            op.operator_log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    op.wait_until("the config file", Duration::from_secs(10), || {
+        op.path("config.yaml").exists()
+    });
     let text = std::fs::read_to_string(op.path("config.yaml")).unwrap();
     assert!(text.contains("token: abc"), "{text}");
 }

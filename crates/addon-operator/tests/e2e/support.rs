@@ -4,37 +4,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 
+pub use addon_operator_testkit::tools::{path_with_tools, require_tool};
+
 /// The operator binary built for this test run.
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_addon-operator"))
-}
-
-/// The workspace's `.tools/bin` (filled by `scripts/install-tools`).
-pub fn tools_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin")
-}
-
-/// `PATH` with the project's tools first.
-pub fn path_with_tools() -> String {
-    let path = std::env::var("PATH").unwrap_or_default();
-    format!("{}:{path}", tools_dir().display())
-}
-
-/// Whether `tool` can be run; under `CI` a missing tool fails the test instead of skipping it.
-pub fn require_tool(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .env("PATH", path_with_tools())
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{tool} is required for this test (run scripts/install-tools)"
-        );
-        eprintln!("skipping: {tool} not found (run scripts/install-tools)");
-    }
-    found
 }
 
 /// Writes a file, creating parent directories; `executable` sets mode 0755.
@@ -112,14 +86,12 @@ pub fn start_command(tmp: impl AsRef<Path>, socket: impl AsRef<Path>) -> Command
 }
 
 /// Polls `done` until it holds; after 90 s fails the test with the operator's log at `log`.
-pub fn wait_for(what: &str, log: &Path, mut done: impl FnMut() -> bool) {
-    let started = std::time::Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(90),
-            "timed out waiting for {what}; operator log:\n{}",
+pub fn wait_for(what: &str, log: &Path, done: impl FnMut() -> bool) {
+    let limit = std::time::Duration::from_secs(90);
+    addon_operator_testkit::wait::wait_for(what, limit, done, || {
+        format!(
+            "operator log:\n{}",
             std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+        )
+    });
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::support::{require_tool, run};
+use crate::support::{require_tool, run, wait_for};
 
 fn upstream(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -230,7 +230,6 @@ fn http_get(port: u16, path: &str) -> Option<String> {
 fn shell_operator_variables_and_helm_flags_are_honoured() {
     use crate::support::{Running, binary, path_with_tools, write};
     use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
     if !require_tool("helm") {
         return;
     }
@@ -286,19 +285,14 @@ fn shell_operator_variables_and_helm_flags_are_honoured() {
         .spawn()
         .unwrap();
     let _running = Running(child);
-    let started = Instant::now();
-    let upgrade = loop {
+    let upgrade = || {
         let argv = std::fs::read_to_string(&argv_log).unwrap_or_default();
-        if let Some(line) = argv.lines().find(|l| l.starts_with("upgrade")) {
-            break line.to_string();
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "no helm upgrade; operator log:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(200));
+        argv.lines()
+            .find(|l| l.starts_with("upgrade"))
+            .map(str::to_string)
     };
+    wait_for("a helm upgrade", &log, || upgrade().is_some());
+    let upgrade = upgrade().unwrap_or_default();
     assert!(upgrade.contains("-n shellns"), "{upgrade}");
     assert!(
         upgrade.contains("--history-max 3 --timeout 90s"),

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use addon_operator::edges::helm::UpgradeRequest;
 use addon_operator::edges::helm::binary::{BinaryHelm, HelmSettings};
+use addon_operator_testkit::wait::wait_for_async;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -16,7 +17,7 @@ pub const NS: &str = "addons";
 
 /// `helm3` or `helm4` from `<workspace>/.tools/bin`, else from PATH; `None` (skip) only outside CI.
 pub fn helm_binary(name: &str) -> Option<PathBuf> {
-    let local = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.tools/bin")).join(name);
+    let local = addon_operator_testkit::tools::tools_dir().join(name);
     if local.is_file() {
         return Some(local);
     }
@@ -79,16 +80,13 @@ impl Env {
     }
 
     /// Polls `should_upgrade` until it says yes (for changes made behind the edge's back, which
-    /// reach it through its storage watch); false if it still says no after 30 s.
-    pub async fn eventually_needs_upgrade(&self, req: &UpgradeRequest) -> bool {
+    /// reach it through its storage watch); fails the test naming `why` after 30 s.
+    pub async fn wait_until_needs_upgrade(&self, req: &UpgradeRequest, why: &str) {
         use addon_operator::edges::helm::Helm;
-        for _ in 0..600 {
-            if self.helm.should_upgrade(req).await.unwrap() {
-                return true;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        false
+        let needed = || async { self.helm.should_upgrade(req).await.unwrap() };
+        let limit = std::time::Duration::from_secs(30);
+        let what = format!("an upgrade to be needed ({why})");
+        wait_for_async(&what, limit, needed, || self.helm_calls().join("\n")).await;
     }
 
     /// Every helm command line the edge ran so far (one per process), in order.

@@ -39,10 +39,8 @@ pub async fn a_failed_last_revision_needs_an_upgrade(env: Env) {
 
     env.write_revision("web", 2, "failed").await;
 
-    assert!(
-        env.eventually_needs_upgrade(&req).await,
-        "the watch delivers v2"
-    );
+    env.wait_until_needs_upgrade(&req, "the watch delivers v2")
+        .await;
     env.helm.upgrade(&req).await.unwrap();
     assert!(!env.helm.should_upgrade(&req).await.unwrap());
 }

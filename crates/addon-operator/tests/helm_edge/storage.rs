@@ -117,10 +117,8 @@ pub async fn a_revision_written_by_another_helm_reaches_the_decision_through_the
         String::from_utf8_lossy(&out.stderr)
     );
 
-    assert!(
-        env.eventually_needs_upgrade(&req).await,
-        "v2 has no checksum"
-    );
+    env.wait_until_needs_upgrade(&req, "v2 has no checksum")
+        .await;
     assert_eq!(
         env.helm.storage_counters().unwrap().1,
         lists,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use addon_operator::cli::debug::{DebugClientError, get};
 use addon_operator::edges::http;
+use addon_operator_testkit::wait::wait_for_async;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -208,14 +209,10 @@ async fn a_stale_socket_file_is_replaced_and_removed_on_shutdown() {
         let (socket, shutdown) = (socket.clone(), shutdown.clone());
         async move { http::serve_debug_socket(&socket, status, shutdown).await }
     });
-    let mut answer = None;
-    for _ in 0..100 {
-        if let Ok(body) = get(&socket, "/").await {
-            answer = Some(body);
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let answers = || async { get(&socket, "/").await.is_ok() };
+    let limit = std::time::Duration::from_secs(5);
+    wait_for_async("the debug socket to answer", limit, answers, String::new).await;
+    let answer = get(&socket, "/").await.ok();
     assert_eq!(answer.as_deref(), Some("debug endpoint is alive\n"));
     shutdown.cancel();
     task.await.unwrap().unwrap();

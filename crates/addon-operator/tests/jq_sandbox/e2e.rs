@@ -3,19 +3,13 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use addon_operator_testkit::tools::{path_with_tools, require_tool};
+use addon_operator_testkit::wait;
 
 fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_addon-operator"))
-}
-
-fn tools_path() -> String {
-    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin");
-    format!(
-        "{}:{}",
-        tools.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
 }
 
 /// A tree with one global hook `hooks/watch` whose kubernetes binding `pods` (ConfigMaps) has
@@ -40,7 +34,7 @@ fn tree(dir: &Path, filter: &str) {
 fn run(args: &[&str]) -> Output {
     Command::new(binary())
         .args(args)
-        .env("PATH", tools_path())
+        .env("PATH", path_with_tools())
         .env_remove("ADDON_OPERATOR_MODULES_DIR")
         .env_remove("ADDON_OPERATOR_GLOBAL_HOOKS_DIR")
         .env_remove("MODULES_DIR")
@@ -116,15 +110,7 @@ impl Drop for Running {
 /// socket answers.
 #[test]
 fn a_spinning_binding_filter_fails_its_task_and_the_operator_keeps_serving() {
-    let helm = Command::new("sh")
-        .args(["-c", "command -v helm"])
-        .env("PATH", tools_path())
-        .output();
-    if !helm.is_ok_and(|o| o.status.success()) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "helm is required (scripts/install-tools)"
-        );
+    if !require_tool("helm") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -146,31 +132,25 @@ fn a_spinning_binding_filter_fails_its_task_and_the_operator_keeps_serving() {
         ])
         .arg("--debug-unix-socket")
         .arg(&socket)
-        .env("PATH", tools_path())
+        .env("PATH", path_with_tools())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
     let mut running = Running(child);
-    let started = Instant::now();
-    let failures = || {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .matches("longer than the limit of 1s of CPU time")
-            .count()
-    };
-    while failures() < 2 {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no retried jq failure; log:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
+    let operator_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let retried = || {
         assert!(
             running.0.try_wait().unwrap().is_none(),
             "the operator exited"
         );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        operator_log()
+            .matches("longer than the limit of 1s of CPU time")
+            .count()
+            >= 2
+    };
+    let limit = Duration::from_secs(120);
+    wait::wait_for("a retried jq failure", limit, retried, operator_log);
     let queue = run(&[
         "queue",
         "list",

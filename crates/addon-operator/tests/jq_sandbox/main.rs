@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use addon_core::jq::{JqFilter, JqLimits};
 use addon_operator::edges::jq::{DEFAULT_MAX_REPLY_BYTES, JqRunner, SandboxSettings};
+use addon_operator_testkit::wait;
 use serde_json::{Value, json};
 
 pub fn settings(timeout: Duration) -> SandboxSettings {
@@ -83,6 +84,20 @@ fn lists_are_filtered_in_batches_with_per_object_errors() {
     });
 }
 
+/// Whether process `pid` has let go of its files (its pipes are closed): it is gone, or every
+/// thread of it exited and only the zombie waits to be reaped.
+fn exited(pid: u32) -> bool {
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return true;
+    };
+    threads.flatten().all(|thread| {
+        std::fs::read_to_string(thread.path().join("stat")).map_or(true, |stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with(['Z', 'X']))
+        })
+    })
+}
+
 #[test]
 fn a_child_killed_between_requests_is_replaced_without_failing_the_next_request() {
     let sandbox = addon_operator::edges::jq::JqSandbox::new(settings(Duration::from_secs(5)));
@@ -93,7 +108,15 @@ fn a_child_killed_between_requests_is_replaced_without_failing_the_next_request(
         let first = sandbox.child_id().await.unwrap();
         let pid = nix::unistd::Pid::from_raw(i32::try_from(first).unwrap());
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let dead = || async { exited(first) };
+        let limit = Duration::from_secs(10);
+        wait::wait_for_async(
+            "the killed child to close its pipes",
+            limit,
+            dead,
+            String::new,
+        )
+        .await;
         assert_eq!(sandbox.run(&filter, &input).await.unwrap()[0], Ok(json!(1)));
         assert_ne!(sandbox.child_id().await, Some(first));
     });

@@ -8,6 +8,7 @@ use addon_core::hook_config::{self, HookScope, KubernetesBinding};
 use addon_core::names::HookName;
 use addon_operator::edges::kube::{KindResolver, KubeEdge, connect};
 use addon_operator::runtime::edges::{KubeEvent, MonitorKey};
+use addon_operator_testkit::wait::wait_for_async;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
 use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
@@ -35,6 +36,15 @@ pub async fn start() -> Env {
 }
 
 impl Env {
+    /// Waits until the emulator serves exactly `n` watches of the core `resource`: the edge's
+    /// watch started (or, with fewer than before, one stopped).
+    pub async fn watching(&self, resource: &str, n: usize) {
+        let open = || async { self.emu.open_watches("", resource) == n };
+        let seen = || format!("open: {}", self.emu.open_watches("", resource));
+        let what = format!("{n} open watch(es) of {resource}");
+        wait_for_async(&what, Duration::from_secs(10), open, seen).await;
+    }
+
     pub async fn client(&self) -> kube::Client {
         connect(Some(&self.kubeconfig)).await.unwrap()
     }

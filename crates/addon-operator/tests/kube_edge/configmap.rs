@@ -138,7 +138,7 @@ async fn a_bad_yaml_edit_arrives_as_a_parse_error_and_a_deletion_as_an_empty_con
     let store = store(&env).await;
     save(&store, &config(&[("global", "a: 1\n")])).await;
     let mut rx = store.watch();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.watching("configmaps", 1).await;
 
     edit(&env, json!({"global": "a: [unclosed\n"})).await;
     match next_update(&mut rx).await {
@@ -159,7 +159,7 @@ async fn our_own_save_produces_no_update() {
     let store = store(&env).await;
     assert_eq!(store.load().await.unwrap(), Config::empty());
     let mut rx = store.watch();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.watching("configmaps", 1).await;
 
     save(&store, &config(&[("global", "a: 1\n")])).await;
     save(&store, &config(&[("global", "a: 2\n")])).await;
@@ -179,7 +179,7 @@ async fn an_edit_made_while_the_watch_is_down_arrives_once_and_a_relist_of_uncha
     let store = store(&env).await;
     save(&store, &config(&[("global", "a: 1\n")])).await;
     let mut rx = store.watch();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.watching("configmaps", 1).await;
 
     // A relist (expired history) of the same data reports nothing.
     env.emu.expire_history();
@@ -245,7 +245,7 @@ async fn a_conflict_reapplies_the_same_key_change_to_a_fresh_read() {
     // A client that read before us and writes during our save: its PUT lands first.
     let mut theirs = api.get(DEFAULT_CONFIGMAP_NAME).await.unwrap();
     let mut rx = store.watch();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.watching("configmaps", 1).await;
     theirs
         .data
         .get_or_insert_default()

@@ -140,8 +140,8 @@ async fn changes_made_while_watches_are_dropped_arrive_once_without_duplicate_ad
     let (watches, mut rx) = watches(&env).await;
     let binding = &bindings("- kind: Pod\n")[0];
     assert_eq!(watches.start(&key(0), binding).await.unwrap().len(), 3);
-    // Let the watch get going, then cut it and change things while it reconnects.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Once the watch is open, cut it and change things while it reconnects.
+    env.watching("pods", 1).await;
     env.emu.drop_watches();
     touch(&env, "default", "a", "1").await;
     delete(&env, "default", "b").await;
@@ -180,7 +180,7 @@ async fn after_an_emulator_restart_changes_made_meanwhile_arrive_once() {
     let (watches, mut rx) = watches(&env).await;
     let binding = &bindings("- kind: Pod\n")[0];
     assert_eq!(watches.start(&key(0), binding).await.unwrap().len(), 2);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.watching("pods", 1).await;
 
     env.emu.restart().await.unwrap();
     touch(&env, "default", "b", "1").await;
@@ -289,7 +289,7 @@ async fn a_namespace_label_selector_follows_namespaces_gaining_and_losing_the_la
     assert_eq!(got, [ev("Added", "green/p"), ev("Added", "green/q")]);
 
     label_namespace(&env, "red", "b").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.watching("pods", 2).await;
     env.create(pod("red", "r", "x")).await;
     env.create(pod("green", "r", "x")).await;
     assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "green/r")]);
@@ -314,7 +314,7 @@ async fn a_failing_api_server_fails_start_and_a_later_start_succeeds() {
 
     // Failures while watching only delay events.
     let api = env.api_of(&pod("default", "b", "x")).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.watching("pods", 1).await;
     env.emu.fail_next_requests(3, 503);
     env.emu.drop_watches();
     let b: kube::api::DynamicObject = serde_json::from_value(pod("default", "b", "x")).unwrap();

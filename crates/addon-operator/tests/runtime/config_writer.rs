@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use addon_operator::edges::helm::fake::FakeHelm;
-use addon_operator::runtime::FakeHooks;
+use addon_operator_testkit::FakeHelm;
+use addon_operator_testkit::FakeHooks;
 use serde_json::json;
 
-use crate::harness::{config_patch, start, tree};
+use addon_operator_testkit::scenario::{config_patch, start, tree};
 
 /// A global hook that adds one to `global.counter` of the config values it is given, on startup
 /// and every 10 s.

@@ -5,7 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod config_writer;
-mod harness;
 mod metrics;
 mod scenarios;
 mod state_ownership;

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use addon_operator::edges::helm::Drift;
-use addon_operator::edges::helm::fake::FakeHelm;
-use addon_operator::runtime::FakeHooks;
+use addon_operator_testkit::FakeHelm;
+use addon_operator_testkit::FakeHooks;
 
-use crate::harness::{Op, flaky, start, tree};
+use addon_operator_testkit::scenario::{Op, flaky, start, tree};
 
 /// The value of the sample whose line starts with `prefix` (name and labels).
 fn value(op: &Op, prefix: &str) -> Option<f64> {

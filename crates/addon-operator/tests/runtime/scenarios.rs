@@ -1,10 +1,9 @@
 //! The lifecycle scenarios of the specification, each as an ordered history.
 
 use addon_operator::edges::exec::hook_run::HookOutputs;
-use addon_operator::edges::helm::fake::{FakeHelm, HelmCall};
-use addon_operator::runtime::FakeHooks;
-
-use crate::harness::{failing, flaky, start, tree, values_patch};
+use addon_operator_testkit::scenario::{failing, flaky, start, tree, values_patch};
+use addon_operator_testkit::wait::wait_for_async;
+use addon_operator_testkit::{FakeHelm, FakeHooks, HelmCall};
 
 const GLOBAL_STARTUP: &str = "configVersion: v1\nonStartup: 2\nbeforeAll: 1\n";
 const GLOBAL_WATCH: &str =
@@ -452,7 +451,10 @@ async fn three_pending_events_of_one_hook_run_once_with_three_contexts() {
         op.kube
             .emit(addon_core::hook_config::WatchEvent::Added, pod(name));
     }
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let queued = || async { op.handle.queues_json()["summary"]["totalTasks"] == 4 };
+    let queues = || op.handle.queues_text();
+    let limit = std::time::Duration::from_secs(5);
+    wait_for_async("three events behind the blocker", limit, queued, queues).await;
     op.hooks.respond(|_| Ok(HookOutputs::default()));
     op.settle().await;
     let pods_runs: Vec<_> = op
@@ -543,7 +545,7 @@ async fn config_patch_lands_in_the_config_store_at_once_and_values_patch_stays_i
     let hooks = FakeHooks::new();
     hooks.respond(|call| {
         if call.name == "hooks/gen" {
-            let mut out = crate::harness::config_patch(
+            let mut out = addon_operator_testkit::scenario::config_patch(
                 r#"[{"op": "add", "path": "/global/password", "value": "s3cret"}]"#,
             );
             out.values_patch =

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use addon_core::hook_config::WatchEvent;
 use addon_operator::edges::exec::hook_run::HookOutputs;
-use addon_operator::edges::helm::fake::FakeHelm;
-use addon_operator::runtime::FakeHooks;
+use addon_operator_testkit::FakeHelm;
+use addon_operator_testkit::FakeHooks;
 
-use crate::harness::{start, start_keeping, tree};
+use addon_operator_testkit::scenario::{start, start_keeping, tree};
 
 fn crontab(name: &str) -> serde_json::Value {
     serde_json::json!({"kind": "CronTab", "metadata": {"name": name, "namespace": "default"}})

@@ -299,6 +299,32 @@ async fn a_watch_resumes_from_its_resource_version_after_a_restart_on_the_same_d
 }
 
 #[tokio::test]
+async fn a_served_watch_counts_as_open_until_the_client_drops_it() {
+    let env = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    assert_eq!(env.emu.open_watches("", "configmaps"), 0);
+    let mut stream = watcher(cms.clone(), watcher::Config::default()).boxed();
+    for name in ["listed", "watched"] {
+        cms.create(&PostParams::default(), &config_map(name, &[]))
+            .await
+            .unwrap();
+        // the first arrives in the list, the second only through the watch that followed it
+        expect_events(&mut stream, &[&format!("apply {name}")]).await;
+    }
+    assert_eq!(env.emu.open_watches("", "configmaps"), 1);
+    assert_eq!(env.emu.open_watches("", "pods"), 0);
+    drop(stream);
+    let closed = async {
+        while env.emu.open_watches("", "configmaps") > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), closed)
+        .await
+        .expect("the dropped watch is no longer counted");
+}
+
+#[tokio::test]
 async fn watcher_relists_after_410_gone_when_its_version_is_expired() {
     let env = start().await;
     let cms: Api<ConfigMap> = Api::namespaced(env.client().await, "default");

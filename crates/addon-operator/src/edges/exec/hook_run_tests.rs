@@ -1,6 +1,7 @@
 //! Tests of the hook I/O contract with real `#!/bin/sh` scripts.
 
 use super::*;
+use addon_operator_testkit::wait::wait_for_async;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 
@@ -230,16 +231,12 @@ async fn a_timeout_kills_the_hook_and_its_child_quickly() {
     assert_eq!(output.process.exit, process::ExitKind::TimedOut);
     assert!(started.elapsed() < Duration::from_secs(5));
     let child: i32 = fixture.report().trim().parse().unwrap();
-    for _ in 0..200 {
-        let alive = std::fs::read_to_string(format!("/proc/{child}/stat"))
-            .map(|stat| !stat.contains(") Z "))
-            .unwrap_or(false);
-        if !alive {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the hook's child {child} survived the timeout");
+    let ended = || async {
+        std::fs::read_to_string(format!("/proc/{child}/stat"))
+            .map_or(true, |stat| stat.contains(") Z "))
+    };
+    let what = format!("the hook's child {child} to end after the timeout");
+    wait_for_async(&what, Duration::from_secs(5), ended, String::new).await;
 }
 
 #[tokio::test]
@@ -359,11 +356,12 @@ async fn dropping_a_running_hook_removes_its_tmp_files() {
     let running = fixture.run(&hook);
     tokio::select! {
         _ = running => panic!("the hook should still be running"),
-        () = async {
-            while !fixture.module_dir().join("hooks/sub/report").exists() {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        } => {}
+        () = wait_for_async(
+            "the hook's report",
+            Duration::from_secs(10),
+            || async { fixture.module_dir().join("hooks/sub/report").exists() },
+            String::new,
+        ) => {}
     }
     assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
 }

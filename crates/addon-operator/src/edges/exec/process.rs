@@ -544,6 +544,7 @@ async fn collect(reader: Option<JoinHandle<Collected>>) -> Collected {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use addon_operator_testkit::wait::wait_for_async;
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 
@@ -574,25 +575,17 @@ mod tests {
     }
 
     async fn wait_for_pid_file(path: &Path) -> i32 {
-        for _ in 0..200 {
-            if let Ok(text) = std::fs::read_to_string(path)
-                && let Ok(pid) = text.trim().parse()
-            {
-                return pid;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("{} was never written", path.display());
+        let pid = || std::fs::read_to_string(path).ok()?.trim().parse().ok();
+        let what = format!("{} to be written", path.display());
+        let written = || async { pid().is_some() };
+        wait_for_async(&what, Duration::from_secs(5), written, String::new).await;
+        pid().unwrap_or_default()
     }
 
     async fn assert_dies_soon(pid: i32) {
-        for _ in 0..200 {
-            if !is_alive(pid) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("process {pid} is still alive");
+        let dead = || async { !is_alive(pid) };
+        let what = format!("process {pid} to die");
+        wait_for_async(&what, Duration::from_secs(5), dead, String::new).await;
     }
 
     #[tokio::test]

@@ -1,9 +1,8 @@
 //! The Helm edge: what the runtime asks of Helm (releases, upgrade decisions, install, delete),
-//! behind a trait with an in-memory fake for tests.
+//! behind a trait (the test kit crate has an in-memory fake).
 
 pub mod binary;
 pub mod chart_files;
-pub mod fake;
 pub mod helmignore;
 pub mod template;
 

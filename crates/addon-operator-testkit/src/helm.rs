@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 
-use super::{Drift, Helm, HelmError, UpgradeRequest};
+use addon_operator::edges::helm::{Drift, Helm, HelmError, UpgradeRequest};
 
 /// A recorded call.
 #[derive(Debug, Clone, PartialEq, Eq)]

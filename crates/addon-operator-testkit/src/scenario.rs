@@ -1,5 +1,6 @@
-//! A module tree on disk whose hooks are never executed: each hook file holds its own `--config`
-//! text, and the fake executor answers for it.
+//! Runtime scenarios: a whole operator built on a module tree on disk whose hooks are never
+//! executed (each hook file holds its own `--config` text, the fake executor answers for it),
+//! with the in-memory edges, paused time and the ordered history of tasks and hook runs.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -12,12 +13,17 @@ use addon_core::discovery::Discovered;
 use addon_core::hook_config::{self, HookConfig, HookScope};
 use addon_core::queue::Backoff;
 use addon_operator::edges::exec::hook_run::HookOutputs;
-use addon_operator::edges::helm::fake::FakeHelm;
 use addon_operator::edges::tree::{self as loader, LoaderConfig};
 use addon_operator::runtime::edges::{Edges, MemoryConfig};
 use addon_operator::runtime::schedule::TokioClock;
-use addon_operator::runtime::{FakeHooks, FakeKube, Runtime, RuntimeHandle, RuntimeSettings};
+use addon_operator::runtime::{Runtime, RuntimeHandle, RuntimeSettings};
 use tokio_util::sync::CancellationToken;
+
+use crate::wait::wait_for_async;
+use crate::{FakeHelm, FakeHooks, FakeKube};
+
+/// How much (paused) time an operator gets to become idle before the test fails.
+const SETTLE_LIMIT: Duration = Duration::from_secs(100);
 
 /// A running operator and its fakes.
 pub struct Op {
@@ -138,21 +144,22 @@ impl Drop for Op {
 impl Op {
     /// Waits (in paused time) until every queue is empty and the first converge is done.
     pub async fn settle(&self) {
-        for _ in 0..10_000 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            if self.handle.is_idle() && self.handle.first_converge_done() {
-                // let intake tasks deliver anything pending, then check again
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                if self.handle.is_idle() {
-                    return;
-                }
+        let settled = || async {
+            if !(self.handle.is_idle() && self.handle.first_converge_done()) {
+                return false;
             }
-        }
-        panic!(
-            "the operator did not settle:\n{}\nhistory:\n{}",
-            self.handle.queues_text(),
-            self.handle.history().join("\n")
-        );
+            // let intake tasks deliver anything pending, then check again
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            self.handle.is_idle()
+        };
+        let context = || {
+            format!(
+                "queues:\n{}\nhistory:\n{}",
+                self.handle.queues_text(),
+                self.handle.history().join("\n")
+            )
+        };
+        wait_for_async("the operator to settle", SETTLE_LIMIT, settled, context).await;
     }
 
     /// History lines that record hook runs, Helm and enabled scripts (no task starts).

@@ -13,11 +13,11 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::edges::{
+use addon_operator::edges::exec::hook_run::HookOutputs;
+use addon_operator::runtime::edges::{
     EnabledAnswer, HookExecutor, HookFailure, HookRequest, HookSuccess, KubeError, KubeEvent,
     KubeEvents, MonitorKey, ObjectPatches,
 };
-use crate::edges::exec::hook_run::HookOutputs;
 
 /// One recorded hook (or `enabled` script) run.
 #[derive(Debug, Clone, PartialEq)]

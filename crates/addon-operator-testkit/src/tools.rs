@@ -1,0 +1,50 @@
+//! The outside tools tests run (helm, kubectl, jq, bash): where `scripts/install-tools` puts them,
+//! and the rule that a missing tool skips a test only outside CI.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace's `.tools/bin` (filled by `scripts/install-tools`).
+pub fn tools_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin")
+}
+
+/// `PATH` with the project's tools first.
+pub fn path_with_tools() -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    format!("{}:{path}", tools_dir().display())
+}
+
+/// Whether `tool` can be run; under `CI` a missing tool fails the test instead of skipping it.
+pub fn require_tool(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .env("PATH", path_with_tools())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{tool} is required for this test (run scripts/install-tools)"
+        );
+        eprintln!("skipping: {tool} not found (run scripts/install-tools)");
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tools_dir_comes_first_on_the_path() {
+        let path = path_with_tools();
+        let first = path.split(':').next().unwrap_or_default();
+        assert_eq!(Path::new(first), tools_dir());
+    }
+
+    #[test]
+    fn a_shell_builtin_tool_is_found() {
+        assert!(require_tool("sh"));
+    }
+}
