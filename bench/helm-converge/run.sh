@@ -9,7 +9,7 @@
 # Usage: bench/helm-converge/run.sh [N=50] [ROUNDS=3]
 # Env: BEFORE_BIN (another operator binary, e.g. an older build, measured in the same rounds),
 #      ADDON_OPERATOR_BIN, KUBE_EMULATOR_BIN (default target/release/...), HELM (default helm from
-#      .tools/bin or PATH), IDLE_SECONDS (60), MONITOR_INTERVAL (10s),
+#      .tools/bin or PATH), IDLE_SECONDS (60; 0 skips the idle phase), MONITOR_INTERVAL (10s),
 #      PROFILE=1 (every helm process of both sides is timed and its API requests counted, and each
 #      converge is broken down: time to the first helm, helm processes, gaps between them, tail;
 #      the timing wrapper and the emulator's request log cost both sides alike).
@@ -156,6 +156,7 @@ done
 
 # idle: one operator of each side, started afresh and converged above, nothing else running
 stop_operators
+[ "$idle" -gt 0 ] || exit 0
 for side in $sides; do
   [ "$side" = op ] && binary=$bin || binary=$BEFORE_BIN
   converge "$binary" "$side" "$side$((rounds + 1))"
