@@ -9,7 +9,10 @@
 # Usage: bench/helm-converge/run.sh [N=50] [ROUNDS=3]
 # Env: BEFORE_BIN (another operator binary, e.g. an older build, measured in the same rounds),
 #      ADDON_OPERATOR_BIN, KUBE_EMULATOR_BIN (default target/release/...), HELM (default helm from
-#      .tools/bin or PATH), IDLE_SECONDS (60), MONITOR_INTERVAL (10s).
+#      .tools/bin or PATH), IDLE_SECONDS (60; 0 skips the idle phase), MONITOR_INTERVAL (10s),
+#      PROFILE=1 (every helm process of both sides is timed and its API requests counted, and each
+#      converge is broken down: time to the first helm, helm processes, gaps between them, tail;
+#      the timing wrapper and the emulator's request log cost both sides alike).
 # Build first: cargo build --release -p addon-operator -p kube-emulator
 set -euo pipefail
 n=${1:-50}
@@ -27,11 +30,18 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$wo
 
 now() { date +%s.%N; }
 
-# a helm that counts its processes in $work/calls.<side>
+# a helm that counts its processes in $work/calls.<side> (PROFILE: "start end args" per line)
 for side in base op old; do
-  printf '#!/bin/sh\necho "$*" >> %s/calls.%s\nexec %s "$@"\n' "$work" "$side" "$helm" > "$work/helm-$side"
+  if [ -n "${PROFILE:-}" ]; then
+    printf '#!/bin/bash\ns=$EPOCHREALTIME\n%s "$@"\nrc=$?\necho "$s $EPOCHREALTIME $*" >> %s/calls.%s\nexit $rc\n' \
+      "$helm" "$work" "$side" > "$work/helm-$side"
+  else
+    printf '#!/bin/sh\necho "$*" >> %s/calls.%s\nexec %s "$@"\n' "$work" "$side" "$helm" > "$work/helm-$side"
+  fi
   chmod +x "$work/helm-$side"
 done
+# the operation of each line of calls.<side> (PROFILE lines start with two timestamps)
+ops() { if [ -n "${PROFILE:-}" ]; then cut -d' ' -f3 "$1"; else cut -d' ' -f1 "$1"; fi; }
 
 # the tree: N modules, each a chart with one ConfigMap
 mkdir -p "$work/tree/global-hooks" "$work/tree/modules"
@@ -45,7 +55,7 @@ for i in $(seq -w 1 "$n"); do
 done
 printf 'global: |\n  a: 1\n' > "$work/tree/config.yaml"
 
-"$emu_bin" --port 0 --kubeconfig "$work/kubeconfig" > "$work/emulator.log" 2>&1 &
+RUST_LOG=${PROFILE:+kube_emulator=trace} "$emu_bin" --port 0 --kubeconfig "$work/kubeconfig" > "$work/emulator.log" 2>&1 &
 pids+=($!)
 until [ -s "$work/kubeconfig" ]; do sleep 0.05; done
 export KUBECONFIG="$work/kubeconfig"
@@ -58,6 +68,26 @@ baseline() { # $1: namespace
       --history-max 10 > /dev/null
   done
   echo "$(now) - $s" | bc
+}
+
+# PROFILE: where a converge's time went. $1: side, $2: its start, $3: its end (epoch seconds);
+# prints first-helm delay, helm time (sum, mean), gaps between helm processes, tail after the last,
+# and API requests per helm process (from the emulator's request log inside the helm windows).
+breakdown() {
+  [ -n "${PROFILE:-}" ] || return 0
+  awk -v side="$1" -v t0="$2" -v t1="$3" '
+    { s[NR]=$1; e[NR]=$2 }
+    END {
+      for (i = 1; i <= NR; i++) { sum += e[i] - s[i]; if (i > 1) gap += s[i] - e[i-1] }
+      printf "    %-4s total %6.2f  first helm after %5.3f  helm %6.2f (%3d x %5.1f ms)  gaps %5.3f  tail %5.3f",
+        side, t1 - t0, s[1] - t0, sum, NR, 1000 * sum / NR, gap, t1 - e[NR]
+    }' "$work/calls.$1"
+  echo "  API requests $(($(wc -l < "$work/emulator.log") - $4))"
+}
+# PROFILE: the API requests of the emulator log since line $1, by method and path shape
+requests() {
+  tail -n +"$(($1 + 1))" "$work/emulator.log" | sed 's/\x1b\[[0-9;]*m//g' | grep -o 'method=[A-Z]* path=[^ ]*' \
+    | sed -E 's/(mod|base|op|old)[0-9]+/X/g' | sort | uniq -c | sort -rn | head -20
 }
 
 operator_start() { # $1: binary, $2: side (helm wrapper), $3: namespace, $4: port; prints the pid
@@ -78,7 +108,7 @@ stop_operators() { # the previous round's operators, so their monitors do not lo
 
 converge() { # $1: binary, $2: side, $3: namespace; sets $elapsed, keeps the operator running
   : > "$work/calls.$2"
-  local port pid s; port=$(free_port); s=$(now)
+  local port pid s; port=$(free_port); s=$(now); conv_start=$s
   pid=$(operator_start "$1" "$2" "$3" "$port")
   pids+=("$pid"); running[$2]=$pid
   until curl -sf "http://127.0.0.1:$port/readyz" > /dev/null; do
@@ -99,26 +129,34 @@ printf 'round  baseline_s'; for side in $sides; do printf '  %s_s  ratio  helm_p
 for r in $(seq 1 "$rounds"); do
   stop_operators
   : > "$work/calls.base"
+  l0=$(wc -l < "$work/emulator.log"); s0=$(now)
   b=$(baseline "base$r")
+  profile=$(breakdown base "$s0" "$(echo "$s0 + $b" | bc)" "$l0")
+  [ -n "${PROFILE:-}" ] && [ "$r" = 1 ] && profile+=$'\n'$(requests "$l0")
   line=$(printf '%5s  %10.2f' "$r" "$b")
   for side in $sides; do
     [ "$side" = op ] && binary=$bin || binary=$BEFORE_BIN
     [ "$side" = old ] && stop_operators
+    l0=$(wc -l < "$work/emulator.log")
     converge "$binary" "$side" "$side$r"
+    profile+=$'\n'$(breakdown "$side" "$conv_start" "$(echo "$conv_start + $elapsed" | bc)" "$l0")
+    [ -n "${PROFILE:-}" ] && [ "$r" = 1 ] && profile+=$'\n'$(requests "$l0")
     ratio=$(echo "$b / $elapsed" | bc -l)
     echo "$ratio" >> "$work/ratios.$side"
     line+=$(printf '  %6.2f  %5.2f  %3s' "$elapsed" "$ratio" "$(wc -l < "$work/calls.$side")")
   done
   echo "$line   (baseline: $(wc -l < "$work/calls.base") helm processes)"
+  [ -z "${PROFILE:-}" ] || echo "$profile"
 done
 for side in $sides; do
   echo "$side: median ratio baseline/operator $(median < "$work/ratios.$side" | xargs printf '%.2f');" \
-    "helm processes of the last converge: $(cut -d' ' -f1 "$work/calls.$side" | sort | uniq -c | xargs)"
+    "helm processes of the last converge: $(ops "$work/calls.$side" | sort | uniq -c | xargs)"
   : > "$work/calls.$side"
 done
 
 # idle: one operator of each side, started afresh and converged above, nothing else running
 stop_operators
+[ "$idle" -gt 0 ] || exit 0
 for side in $sides; do
   [ "$side" = op ] && binary=$bin || binary=$BEFORE_BIN
   converge "$binary" "$side" "$side$((rounds + 1))"
@@ -128,5 +166,5 @@ sleep "$idle"
 for side in $sides; do
   procs=$(wc -l < "$work/calls.$side")
   echo "$side idle: $procs helm processes in ${idle}s, resource monitor every $monitor, $n chart modules" \
-    "($(echo "$procs * 60 / $idle" | bc -l | xargs printf '%.1f') per minute: $(cut -d' ' -f1 "$work/calls.$side" | sort | uniq -c | xargs))"
+    "($(echo "$procs * 60 / $idle" | bc -l | xargs printf '%.1f') per minute: $(ops "$work/calls.$side" | sort | uniq -c | xargs))"
 done

@@ -5,6 +5,7 @@
 mod absent;
 mod common;
 mod failures;
+mod kube_cache;
 mod lifecycle;
 mod startup;
 mod storage;
@@ -64,4 +65,6 @@ with_each_helm! {
         => an_upgrade_reads_the_release_once_and_spawns_one_helm;
     crate::storage::a_revision_written_by_another_helm_reaches_the_decision_through_the_watch
         => a_revision_written_by_another_helm_reaches_the_decision_through_the_watch;
+    crate::kube_cache::every_helm_process_shares_the_operators_private_discovery_cache
+        => every_helm_process_shares_the_operators_private_discovery_cache;
 }

@@ -6,6 +6,7 @@ mod argv;
 mod chart;
 mod cluster;
 mod command;
+mod kube_cache;
 mod release;
 mod release_cache;
 mod storage;
@@ -13,7 +14,7 @@ mod version;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use self::argv::Target;
 pub use self::cluster::ClusterError;
 use self::cluster::{Kinds, ManifestObject, Storage, manifest_objects};
 use self::command::{Output, RunError, Runner};
+use self::kube_cache::KubeCache;
 use self::release::{ReleaseState, is_in_progress, is_not_found, names_from_list_json};
 use self::storage::StorageWatch;
 pub use self::version::HelmVersion;
@@ -48,6 +50,9 @@ pub struct HelmSettings {
     pub query_timeout: Duration,
     /// Extra environment of every helm process, set last.
     pub extra_env: Vec<(String, String)>,
+    /// Where helm's private discovery cache (`KUBECACHEDIR`) is made, the first usable one
+    /// wins: RAM (`/dev/shm`) by default; `<tmp_dir>/helm/kube-cache` when none is usable.
+    pub kube_cache_parents: Vec<PathBuf>,
 }
 
 impl HelmSettings {
@@ -62,6 +67,7 @@ impl HelmSettings {
             timeout: Duration::from_secs(20 * 60),
             query_timeout: Duration::from_secs(60),
             extra_env: Vec::new(),
+            kube_cache_parents: kube_cache::RAM_DIRS.iter().map(PathBuf::from).collect(),
         }
     }
 }
@@ -113,6 +119,8 @@ pub struct BinaryHelm {
     /// release → the state the last decision that asked for an upgrade read, for the upgrade
     /// that follows it (so a module run reads the release once).
     decided: Mutex<HashMap<String, Option<ReleaseState>>>,
+    /// helm's discovery cache, shared by every helm process of this operator only.
+    kube_cache: KubeCache,
 }
 
 /// The latest revision of a release and the objects of its manifest.
@@ -129,9 +137,15 @@ impl BinaryHelm {
             path: settings.tmp_dir.clone(),
             source,
         })?;
+        let kube_cache = KubeCache::create(&settings.tmp_dir, &settings.kube_cache_parents)
+            .map_err(|source| BinaryHelmError::TmpDir {
+                path: settings.tmp_dir.join("helm").join("kube-cache"),
+                source,
+            })?;
         let runner = Runner::new(
             settings.binary.clone(),
             &settings.tmp_dir,
+            kube_cache.path(),
             settings.kubeconfig.as_deref(),
             &settings.extra_env,
         );
@@ -147,6 +161,7 @@ impl BinaryHelm {
             namespace = %settings.namespace,
             driver,
             storage_watched = storage.is_some(),
+            kube_cache = %kube_cache.path().display(),
             "using the helm binary"
         );
         Ok(Self {
@@ -157,6 +172,7 @@ impl BinaryHelm {
             storage,
             kinds: Kinds::default(),
             decided: Mutex::new(HashMap::new()),
+            kube_cache,
         })
     }
 
@@ -164,6 +180,11 @@ impl BinaryHelm {
     /// `None` when the storage driver is out of reach of the API (`memory`, `sql`).
     pub fn storage_counters(&self) -> Option<(u64, u64)> {
         self.storage.as_ref().map(StorageWatch::counters)
+    }
+
+    /// helm's private discovery cache directory (`KUBECACHEDIR` of every helm process).
+    pub fn kube_cache_dir(&self) -> &Path {
+        self.kube_cache.path()
     }
 
     /// The detected helm version.

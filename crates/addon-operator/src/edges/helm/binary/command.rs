@@ -1,4 +1,5 @@
-//! Running the `helm` binary: private helm directories, KUBECONFIG, a time limit, captured output.
+//! Running the `helm` binary: private helm directories and discovery cache, KUBECONFIG, a time
+//! limit, captured output.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -39,10 +40,13 @@ pub(crate) enum RunError {
 
 impl Runner {
     /// The environment of every helm run: private cache/config/data dirs under `tmp_dir`, the
-    /// secret storage driver, `KUBECONFIG` when given, then `extra` (which may override any of them).
+    /// discovery cache `kube_cache` (`KUBECACHEDIR`, else helm writes `~/.kube/cache` on every
+    /// run), the secret storage driver, `KUBECONFIG` when given, then `extra` (which may override
+    /// any of them).
     pub fn new(
         binary: PathBuf,
         tmp_dir: &Path,
+        kube_cache: &Path,
         kubeconfig: Option<&Path>,
         extra: &[(String, String)],
     ) -> Self {
@@ -52,6 +56,7 @@ impl Runner {
             ("HELM_CONFIG_HOME".into(), home.join("config").into()),
             ("HELM_DATA_HOME".into(), home.join("data").into()),
             ("HELM_DRIVER".into(), "secret".into()),
+            ("KUBECACHEDIR".into(), kube_cache.into()),
         ];
         if let Some(path) = kubeconfig {
             env.push(("KUBECONFIG".into(), path.into()));
@@ -132,7 +137,13 @@ mod tests {
     #[tokio::test]
     async fn a_helm_that_runs_too_long_is_killed() {
         let tmp = tempfile::tempdir().unwrap();
-        let runner = Runner::new(script(tmp.path(), "sleep 30"), tmp.path(), None, &[]);
+        let runner = Runner::new(
+            script(tmp.path(), "sleep 30"),
+            tmp.path(),
+            tmp.path(),
+            None,
+            &[],
+        );
         let started = std::time::Instant::now();
         let result = runner.run(&[], Duration::from_millis(200)).await;
         assert!(
@@ -145,10 +156,12 @@ mod tests {
     #[tokio::test]
     async fn output_and_trimmed_stderr_are_captured_with_the_private_env() {
         let tmp = tempfile::tempdir().unwrap();
-        let body = "echo \"$HELM_DATA_HOME $KUBECONFIG $1\"; echo '  oops  ' >&2; exit 3";
+        let body =
+            "echo \"$HELM_DATA_HOME $KUBECACHEDIR $KUBECONFIG $1\"; echo '  oops  ' >&2; exit 3";
         let runner = Runner::new(
             script(tmp.path(), body),
             Path::new("/t"),
+            Path::new("/c"),
             Some(Path::new("/k")),
             &[],
         );
@@ -157,7 +170,7 @@ mod tests {
             .await
             .unwrap();
         assert!(!out.success);
-        assert_eq!(out.stdout, "/t/helm/data /k arg\n");
+        assert_eq!(out.stdout, "/t/helm/data /c /k arg\n");
         assert_eq!(out.stderr, "oops");
     }
 
@@ -166,6 +179,7 @@ mod tests {
         let runner = Runner::new(
             "helm".into(),
             Path::new("/t"),
+            Path::new("/c"),
             Some(Path::new("/k")),
             &[("HELM_DRIVER".into(), "configmap".into())],
         );
