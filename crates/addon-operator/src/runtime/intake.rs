@@ -121,9 +121,9 @@ fn drain_converge(st: &mut super::state::State) {
     }
 }
 
-/// Watch events taken from the channel at once: consecutive events of one binding go through the
-/// jq sandbox in one request instead of one round trip each.
-const EVENT_BATCH: usize = 256;
+/// Watch events taken from the channel at once (one sandbox request's worth): consecutive events
+/// of one binding go through the jq sandbox in one request instead of one round trip each.
+const EVENT_BATCH: usize = crate::edges::jq::MAX_BATCH;
 
 /// Feeds watch events into the monitors and queues hook runs for them.
 pub async fn kube_events(
