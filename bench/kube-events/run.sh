@@ -6,7 +6,8 @@
 # its binding context file; afterwards every Event context is counted. Prints the written rate, the
 # delivered/written ratio (1.00: no write lost) and events/s from the first write to the last run.
 # Usage: bench/kube-events/run.sh [WRITES=50000] [RATE=5000] [OBJECTS=50] [CONCURRENCY=64]
-# Build first (release): cargo build --release -p addon-operator -p kube-emulator --example write_burst
+# Build first (release): cargo build --release -p addon-operator -p kube-emulator --bins &&
+#   cargo build --release -p kube-emulator --example write_burst
 # ADDON_OPERATOR_BIN / KUBE_EMULATOR_BIN / WRITER_BIN override the binaries.
 set -euo pipefail
 writes=${1:-50000}
