@@ -2,27 +2,47 @@
 //! change, events whose filter result did not change suppressed, full objects dropped when the
 //! binding does not keep them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::binding_context::{ObjectAndFilterResult, ObjectId};
+use crate::binding_context::{KeptObject, ObjectAndFilterResult, ObjectId};
 use crate::hook_config::{FilteredObject, KubernetesBinding, WatchEvent};
 use crate::jq::JqError;
 
-/// One object, without its id (the map's key): the full object only when the binding keeps it.
+/// An object's place in the cache: its [`ObjectId`] with the namespace and kind shared by every
+/// object that has them (fields in `ObjectId`'s order, so both sort alike).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    namespace: Arc<str>,
+    kind: Arc<str>,
+    name: Box<str>,
+}
+
+impl Key {
+    fn id(&self) -> ObjectId {
+        ObjectId {
+            namespace: self.namespace.to_string(),
+            kind: self.kind.to_string(),
+            name: self.name.to_string(),
+        }
+    }
+}
+
+/// One object, without its key: the full object only when the binding keeps it, and the
+/// checksum that tells whether an event changed what the hook sees.
 #[derive(Debug, Clone)]
 struct Entry {
-    object: Option<Arc<Value>>,
+    object: Option<KeptObject>,
     filter_result: Option<Arc<Value>>,
-    checksum: String,
+    checksum: u128,
 }
 
 impl Entry {
-    fn item(&self, id: &ObjectId) -> ObjectAndFilterResult {
+    fn item(&self, key: &Key) -> ObjectAndFilterResult {
         ObjectAndFilterResult {
-            id: id.clone(),
+            id: key.id(),
             object: self.object.clone(),
             filter_result: self.filter_result.clone(),
         }
@@ -33,7 +53,9 @@ impl Entry {
 #[derive(Debug, Clone)]
 pub struct MonitorCache {
     binding: KubernetesBinding,
-    entries: BTreeMap<ObjectId, Entry>,
+    entries: BTreeMap<Key, Entry>,
+    /// The namespaces and kinds of the keys, one copy each.
+    words: BTreeSet<Arc<str>>,
 }
 
 impl MonitorCache {
@@ -41,6 +63,7 @@ impl MonitorCache {
         Self {
             binding: binding.clone(),
             entries: BTreeMap::new(),
+            words: BTreeSet::new(),
         }
     }
 
@@ -62,10 +85,18 @@ impl MonitorCache {
 
     /// [`MonitorCache::reset`] with filter results computed by the caller.
     pub fn reset_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
-        self.entries = objects
-            .into_iter()
-            .map(|(object, filtered)| self.entry(object, filtered))
-            .collect();
+        self.entries.clear();
+        self.words.clear();
+        self.extend_filtered(objects);
+    }
+
+    /// Adds objects of a listing being loaded a page at a time: what the binding does not keep of
+    /// each object (its body, with `keepFullObjectsInMemory: false`) is dropped here.
+    pub fn extend_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
+        for (object, filtered) in objects {
+            let (key, entry) = self.entry(&object, filtered);
+            self.entries.insert(key, entry);
+        }
     }
 
     /// Applies one watch event. Returns the item to put in an Event context, or `None` when the
@@ -87,16 +118,16 @@ impl MonitorCache {
         object: Value,
         filtered: FilteredObject,
     ) -> Option<ObjectAndFilterResult> {
-        let (id, entry) = self.entry(object, filtered);
-        let item = entry.item(&id);
+        let (key, entry) = self.entry(&object, filtered);
+        let item = entry.item(&key);
         match event {
-            WatchEvent::Deleted => self.entries.remove(&id).map(|_| item),
+            WatchEvent::Deleted => self.entries.remove(&key).map(|_| item),
             WatchEvent::Added | WatchEvent::Modified => {
                 let unchanged = self
                     .entries
-                    .get(&id)
+                    .get(&key)
                     .is_some_and(|old| old.checksum == entry.checksum);
-                self.entries.insert(id, entry);
+                self.entries.insert(key, entry);
                 (!unchanged).then_some(item)
             }
         }
@@ -104,39 +135,43 @@ impl MonitorCache {
 
     /// Every object, in (namespace, kind, name) order.
     pub fn items(&self) -> Vec<ObjectAndFilterResult> {
-        self.entries.iter().map(|(id, e)| e.item(id)).collect()
+        self.entries.iter().map(|(k, e)| e.item(k)).collect()
     }
 
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
-    /// What a binding that does not keep full objects needs of `object` once filtered: `kind`,
-    /// `metadata.namespace` and `metadata.name` (see [`ObjectId::of`]).
-    pub fn identity_of(object: &Value) -> Value {
-        let id = ObjectId::of(object);
-        serde_json::json!({
-            "kind": id.kind,
-            "metadata": {"namespace": id.namespace, "name": id.name},
-        })
-    }
-
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
-    fn entry(&self, object: Value, filtered: FilteredObject) -> (ObjectId, Entry) {
-        let id = ObjectId::of(&object);
-        let object = self
-            .binding
-            .keep_full_objects_in_memory
-            .then(|| Arc::new(object));
+    fn entry(&mut self, object: &Value, filtered: FilteredObject) -> (Key, Entry) {
+        let id = ObjectId::of(object);
+        let key = Key {
+            namespace: self.word(&id.namespace),
+            kind: self.word(&id.kind),
+            name: id.name.into_boxed_str(),
+        };
         let entry = Entry {
-            object,
+            object: self
+                .binding
+                .keep_full_objects_in_memory
+                .then(|| KeptObject::new(object)),
             filter_result: filtered.filter_result.map(Arc::new),
             checksum: filtered.checksum,
         };
-        (id, entry)
+        (key, entry)
+    }
+
+    /// The shared copy of a namespace or kind.
+    fn word(&mut self, text: &str) -> Arc<str> {
+        if let Some(word) = self.words.get(text) {
+            return word.clone();
+        }
+        let word: Arc<str> = Arc::from(text);
+        self.words.insert(word.clone());
+        word
     }
 }
 
@@ -228,29 +263,21 @@ mod tests {
     }
 
     #[test]
-    fn a_binding_fed_identities_after_filtering_shows_the_same_snapshot() {
+    fn a_listing_loaded_a_page_at_a_time_shows_the_same_snapshot_as_a_reset() {
         let binding = binding("  jqFilter: .metadata.labels\n  keepFullObjectsInMemory: false\n");
-        let objects = [pod("b", "x", "1"), pod("a", "y", "1")];
+        let objects = [pod("b", "x", "1"), pod("a", "y", "1"), pod("c", "z", "1")];
         let filtered: Vec<_> = objects
             .iter()
-            .map(|o| binding.filter_object(o).unwrap())
+            .map(|o| (o.clone(), binding.filter_object(o).unwrap()))
             .collect();
-        let mut full = MonitorCache::new(&binding);
-        full.reset_filtered(objects.iter().cloned().zip(filtered.clone()).collect());
-        let mut lean = MonitorCache::new(&binding);
-        lean.reset_filtered(
-            objects
-                .iter()
-                .map(MonitorCache::identity_of)
-                .zip(filtered)
-                .collect(),
-        );
-        assert_eq!(lean.items(), full.items());
-        let identity = MonitorCache::identity_of(&objects[0]);
-        assert_eq!(
-            identity,
-            json!({"kind": "Pod", "metadata": {"namespace": "ns", "name": "b"}})
-        );
+        let mut whole = MonitorCache::new(&binding);
+        whole.reset_filtered(filtered.clone());
+        let mut paged = MonitorCache::new(&binding);
+        for page in filtered.chunks(2) {
+            paged.extend_filtered(page.to_vec());
+        }
+        assert_eq!(paged.items(), whole.items());
+        assert_eq!(paged.len(), 3);
     }
 
     #[test]
@@ -276,6 +303,35 @@ mod tests {
         let (Some(kept), Some(shown)) = (kept, snapshot[0].object.clone()) else {
             panic!("the full object is kept");
         };
-        assert!(Arc::ptr_eq(&kept, &shown));
+        assert!(kept.is_same_copy(&shown));
+        assert_eq!(shown.to_value(), pod("a", "x", "1"));
+    }
+
+    #[test]
+    fn a_full_binding_keeps_the_object_as_its_json_text() {
+        let mut cache = MonitorCache::new(&binding("  keepFullObjectsInMemory: true\n"));
+        let mut big = pod("a", "x", "1");
+        big["data"] = json!({"payload": "x".repeat(4096)});
+        cache.reset(vec![big.clone()]).unwrap();
+        let kept = cache.entries.values().next().and_then(|e| e.object.clone());
+        let kept = kept.expect("the full object is kept");
+        assert_eq!(kept.len(), big.to_string().len());
+        assert_eq!(cache.items()[0].to_json(), json!({"object": big}));
+    }
+
+    #[test]
+    fn objects_share_one_copy_of_their_namespace_and_kind() {
+        let mut cache = MonitorCache::new(&binding("  keepFullObjectsInMemory: false\n"));
+        cache
+            .reset(vec![pod("a", "x", "1"), pod("b", "x", "1")])
+            .unwrap();
+        cache.apply(WatchEvent::Added, pod("c", "x", "1")).unwrap();
+        let keys: Vec<&Key> = cache.entries.keys().collect();
+        assert_eq!(keys.len(), 3);
+        for key in &keys[1..] {
+            assert!(Arc::ptr_eq(&key.namespace, &keys[0].namespace));
+            assert!(Arc::ptr_eq(&key.kind, &keys[0].kind));
+        }
+        assert_eq!(cache.words.len(), 2, "{:?}", cache.words);
     }
 }

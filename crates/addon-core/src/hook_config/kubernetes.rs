@@ -110,8 +110,8 @@ impl KubernetesBinding {
 pub struct FilteredObject {
     /// `Some` when the binding has a jqFilter.
     pub filter_result: Option<Value>,
-    /// Of the filter result, or of the whole object without a filter.
-    pub checksum: String,
+    /// Of the filter result, or of the whole object without a filter ([`jq::checksum`]).
+    pub checksum: u128,
 }
 
 impl FilteredObject {

@@ -43,16 +43,26 @@ pub(super) fn outcome(
 /// Executes a decision made outside a task (startup, a config edit, the resource monitor, an
 /// event): edits, then its tasks at the end of their queues, then the changes.
 pub(super) fn enqueue(shared: &Shared, mut st: MutexGuard<'_, State>, decision: Decision) {
-    edit_queues(&mut st, &decision.edits);
-    let main = QueueName::main();
-    let head = decision.head.into_iter().map(|t| (main.clone(), t));
-    for (queue, task) in head.chain(decision.tail) {
-        shared.push(&mut st, &queue, task);
-    }
-    let stopped = apply_changes(shared, &mut st, decision.changes);
+    let stopped = enqueue_locked(shared, &mut st, decision);
     drop(st);
     stop_modules(shared, &stopped);
     shared.notify.notify_waiters();
+}
+
+/// [`enqueue`] for a caller that goes on holding the lock (a batch of watch events): returns the
+/// modules to stop once the lock is released; the caller wakes the workers.
+pub(super) fn enqueue_locked(
+    shared: &Shared,
+    st: &mut State,
+    decision: Decision,
+) -> Vec<ModuleName> {
+    edit_queues(st, &decision.edits);
+    let main = QueueName::main();
+    let head = decision.head.into_iter().map(|t| (main.clone(), t));
+    for (queue, task) in head.chain(decision.tail) {
+        shared.push(st, &queue, task);
+    }
+    apply_changes(shared, st, decision.changes)
 }
 
 fn edit_queues(st: &mut State, edits: &[QueueEdit]) {
@@ -119,7 +129,7 @@ fn converge_finished(shared: &Shared, st: &mut State, activation: &str) {
     st.first_converge_done = true;
 }
 
-fn stop_modules(shared: &Shared, modules: &[ModuleName]) {
+pub(super) fn stop_modules(shared: &Shared, modules: &[ModuleName]) {
     for module in modules {
         shared.stop_module(module);
     }

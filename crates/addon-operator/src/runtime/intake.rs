@@ -4,13 +4,15 @@
 use std::sync::Arc;
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
-use addon_core::hook_config::BindingType;
+use addon_core::hook_config::{BindingType, FilteredObject, WatchEvent};
+use addon_core::jq::JqFilter;
 use addon_core::lifecycle::{self, EventRun};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::decisions;
-use super::edges::{ConfigUpdate, KubeEvent};
+use super::edges::{ConfigUpdate, KubeEvent, MonitorKey};
 use super::kube_metrics::MonitorLabels;
 use super::{ScheduleId, Shared};
 
@@ -32,6 +34,10 @@ pub async fn config_updates(
     }
 }
 
+/// Watch events taken from the channel at once (one sandbox request's worth): consecutive events
+/// of one binding go through the jq sandbox in one request instead of one round trip each.
+const EVENT_BATCH: usize = crate::edges::jq::MAX_BATCH;
+
 /// Feeds watch events into the monitors and queues hook runs for them.
 pub async fn kube_events(
     shared: Arc<Shared>,
@@ -43,85 +49,148 @@ pub async fn kube_events(
             e = events.recv() => e,
             () = stop.cancelled() => return,
         };
-        match event {
-            None => return,
-            Some(event) => on_kube_event(&shared, event).await,
+        let Some(first) = event else {
+            return;
+        };
+        let mut batch = vec![first];
+        while batch.len() < EVENT_BATCH
+            && let Ok(next) = events.try_recv()
+        {
+            batch.push(next);
+        }
+        for run in runs_of_one_binding(batch) {
+            on_kube_events(&shared, run).await;
         }
     }
 }
 
-/// Handles one watch event and records `kube_event_duration_seconds` for it.
-async fn on_kube_event(shared: &Shared, ev: KubeEvent) {
+/// Splits `batch` into runs of consecutive events of one binding, in order.
+fn runs_of_one_binding(batch: Vec<KubeEvent>) -> Vec<Vec<KubeEvent>> {
+    let mut runs: Vec<Vec<KubeEvent>> = Vec::new();
+    for event in batch {
+        match runs.last_mut() {
+            Some(run) if run.first().is_some_and(|e| e.key == event.key) => run.push(event),
+            _ => runs.push(vec![event]),
+        }
+    }
+    runs
+}
+
+/// Handles a run of one binding's watch events and records `kube_event_duration_seconds` for each
+/// (its share of the run's time).
+async fn on_kube_events(shared: &Shared, run: Vec<KubeEvent>) {
     let started = std::time::Instant::now();
-    if let Some(labels) = handle_kube_event(shared, ev).await {
-        labels.event(&shared.metrics, started.elapsed());
+    let count = u32::try_from(run.len()).unwrap_or(u32::MAX).max(1);
+    if let Some(labels) = handle_kube_events(shared, run).await {
+        let each = started.elapsed() / count;
+        for _ in 0..count {
+            labels.event(&shared.metrics, each);
+        }
     }
 }
 
-/// Filters the event's object, updates the monitor and queues the hook run. Returns the
-/// binding's metric labels (built once per event) when the monitor existed.
-async fn handle_kube_event(shared: &Shared, ev: KubeEvent) -> Option<MonitorLabels> {
-    let (filter, labels) = shared.lock().monitors.get(&ev.key).map(|m| {
+/// Filters the objects of a run of one binding's events (one sandbox request), updates the
+/// monitor and queues a hook run per event that changed what the hook sees. Returns the
+/// binding's metric labels (built once per run) when the monitor existed.
+async fn handle_kube_events(shared: &Shared, run: Vec<KubeEvent>) -> Option<MonitorLabels> {
+    let key = run.first()?.key.clone();
+    let (filter, labels) = shared.lock().monitors.get(&key).map(|m| {
         let filter = m.cache.binding().jq_filter.clone();
-        (filter, MonitorLabels::of(&ev.key, m))
+        (filter, MonitorLabels::of(&key, m))
     })?;
+    let (events, objects): (Vec<WatchEvent>, Vec<Value>) =
+        run.into_iter().map(|e| (e.event, e.object)).unzip();
     // outside the lock: the filter runs in the jq sandbox, up to --jq-timeout
     let filtering = std::time::Instant::now();
-    let filtered = shared
-        .jq
-        .filter_with(filter.as_ref(), std::slice::from_ref(&ev.object))
-        .await
-        .map(|mut f| f.pop());
+    let filtered = filter_events(shared, &key, filter.as_ref(), &objects).await;
     let filter_time = filtering.elapsed();
-    let filtered = match filtered {
-        Ok(Some(filtered)) => filtered,
-        Ok(None) => return Some(labels),
-        Err(e) => {
-            shared.metrics.kube_watch_error(e.category());
-            tracing::error!(hook = %ev.key.hook, error = %e, "jqFilter failed on an object");
-            return Some(labels);
-        }
-    };
     let mut st = shared.lock();
-    let Some(monitor) = st.monitors.get_mut(&ev.key) else {
-        return Some(labels);
-    };
+    let monitor = st.monitors.get_mut(&key)?;
     if monitor.cache.binding().jq_filter != filter {
         // the monitor was restarted with another filter meanwhile; its listing is current
         return Some(labels);
     }
-    labels.jq_filter(&shared.metrics, 1, filter_time);
-    if let Some(pending) = &mut monitor.pending {
-        pending.push((ev.event, ev.object, filtered));
-        return Some(labels);
+    labels.jq_filter(&shared.metrics, objects.len(), filter_time);
+    for ((event, object), filtered) in events.into_iter().zip(objects).zip(filtered) {
+        if let Some(filtered) = filtered {
+            apply_event(shared, &mut st, &key, event, object, filtered);
+        }
     }
-    let applied = monitor.cache.apply_filtered(ev.event, ev.object, filtered);
-    labels.snapshot(&shared.metrics, monitor.cache.len());
-    let Some(item) = applied else {
-        return Some(labels);
+    if let Some(monitor) = st.monitors.get(&key) {
+        labels.snapshot(&shared.metrics, monitor.cache.len());
+    }
+    Some(labels)
+}
+
+/// The filter results of `objects`, in one sandbox request; when that fails, one object at a
+/// time, so that an object the filter fails on drops only its own event.
+async fn filter_events(
+    shared: &Shared,
+    key: &MonitorKey,
+    filter: Option<&JqFilter>,
+    objects: &[Value],
+) -> Vec<Option<FilteredObject>> {
+    if let Ok(all) = shared.jq.filter_with(filter, objects).await {
+        return all.into_iter().map(Some).collect();
+    }
+    let mut out = Vec::with_capacity(objects.len());
+    for object in objects {
+        let one = shared
+            .jq
+            .filter_with(filter, std::slice::from_ref(object))
+            .await;
+        out.push(match one.map(|mut f| f.pop()) {
+            Ok(filtered) => filtered,
+            Err(e) => {
+                shared.metrics.kube_watch_error(e.category());
+                tracing::error!(hook = %key.hook, error = %e, "jqFilter failed on an object");
+                None
+            }
+        });
+    }
+    out
+}
+
+/// Puts one filtered event into its monitor (or its buffer while the watch starts) and queues the
+/// hook run when the event changed what the hook sees and the binding runs on it.
+fn apply_event(
+    shared: &Shared,
+    st: &mut super::state::State,
+    key: &MonitorKey,
+    event: WatchEvent,
+    object: Value,
+    filtered: FilteredObject,
+) {
+    let Some(monitor) = st.monitors.get_mut(key) else {
+        return;
+    };
+    if let Some(pending) = &mut monitor.pending {
+        pending.push((event, object, filtered));
+        return;
+    }
+    let Some(item) = monitor.cache.apply_filtered(event, object, filtered) else {
+        return;
     };
     let binding = monitor.cache.binding().clone();
-    let runs =
-        lifecycle::watch_event_runs(monitor.synced, &binding.execute_hook_on_event, ev.event);
-    let Some(def) = st
-        .hook(ev.key.module.as_ref(), &ev.key.hook)
-        .filter(|_| runs)
-    else {
-        return Some(labels);
+    if !lifecycle::watch_event_runs(monitor.synced, &binding.execute_hook_on_event, event) {
+        return;
+    }
+    let Some(def) = st.hook(key.module.as_ref(), &key.hook) else {
+        return;
     };
     // snapshots are attached right before the run (ContextBuilder::refresh)
     let snapshots = Snapshots::new();
-    let ctx = ContextBuilder::new(&def.config, &snapshots).event(&binding, ev.event, &item);
+    let ctx = ContextBuilder::new(&def.config, &snapshots).event(&binding, event, &item);
     let decision = lifecycle::event_run(EventRun {
-        module: ev.key.module,
-        hook: ev.key.hook,
+        module: key.module.clone(),
+        hook: key.hook.clone(),
         binding: BindingType::Kubernetes,
         context: ctx,
         allow_failure: binding.allow_failure,
         queue: binding.queue,
     });
-    decisions::enqueue(shared, st, decision);
-    Some(labels)
+    // an event run only queues a hook run: nothing to stop
+    let _ = decisions::enqueue_locked(shared, st, decision);
 }
 
 /// Queues hook runs for schedule ticks; ticks before the first converge is done are dropped.

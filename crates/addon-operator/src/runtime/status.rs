@@ -1,5 +1,6 @@
 //! The runtime seen by the HTTP endpoints and the debug API: short snapshots under the state lock.
 
+use addon_core::binding_context::ObjectAndFilterResult;
 use addon_core::names::ModuleName;
 use addon_core::queue::QueueListDump;
 use addon_core::values::patch::Scope;
@@ -158,16 +159,7 @@ impl RuntimeHandle {
                 .cache
                 .items()
                 .iter()
-                .map(|i| {
-                    let mut m = Map::new();
-                    if let Some(o) = &i.object {
-                        m.insert("object".into(), (**o).clone());
-                    }
-                    if let Some(f) = &i.filter_result {
-                        m.insert("filterResult".into(), (**f).clone());
-                    }
-                    Value::Object(m)
-                })
+                .map(ObjectAndFilterResult::to_json)
                 .collect();
             let hook = out
                 .entry(key.hook.to_string())

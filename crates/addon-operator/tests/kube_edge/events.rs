@@ -1,9 +1,10 @@
-//! `KubeWatches`: initial lists, selectors, namespaces, recovery from dropped watches and restarts, CRD kinds and unknown kinds.
+//! `KubeWatches`: initial lists, selectors, namespaces, recovery from dropped watches and restarts, CRD kinds and unknown kinds, bursts of writes.
 
 use std::time::Duration;
 
 use addon_operator::edges::kube::KubeWatches;
 use addon_operator::runtime::edges::{KubeEvent, KubeEvents};
+use futures::StreamExt as _;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -345,4 +346,50 @@ async fn a_watch_start_lists_once_in_pages_and_its_watch_goes_on_from_that_list(
         "one list per start, paged with `limit`"
     );
     no_events(&mut rx, Duration::from_millis(200)).await;
+}
+
+#[tokio::test]
+async fn a_burst_of_concurrent_writes_reaches_the_watch_without_a_loss() {
+    let env = start().await;
+    let objects = 20;
+    for i in 0..objects {
+        env.create(pod("default", &format!("p{i}"), "x")).await;
+    }
+    let (watches, mut rx) = watches(&env).await;
+    let binding = &bindings("- kind: Pod\n")[0];
+    watches.start(&key(0), binding).await.unwrap();
+
+    // 2,000 writes, 32 in flight: every one must come back as its own Modified event.
+    let writes = 2000;
+    let api = env.api_of(&pod("default", "p0", "x")).await;
+    let write = |n: usize| {
+        let api = api.clone();
+        async move {
+            let patch = json!({"metadata": {"annotations": {"n": n.to_string()}}});
+            let name = format!("p{}", n % objects);
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .unwrap();
+        }
+    };
+    futures::stream::iter(0..writes)
+        .for_each_concurrent(32, write)
+        .await;
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < writes {
+        let ev = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .unwrap_or_else(|_| panic!("stalled after {} of {writes} writes", seen.len()))
+            .unwrap();
+        assert_eq!(ev.event.as_str(), "Modified");
+        let n = ev.object["metadata"]["annotations"]["n"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            seen.insert(n.parse::<usize>().unwrap()),
+            "write {n} reported twice"
+        );
+    }
+    assert_eq!(seen, (0..writes).collect());
+    no_events(&mut rx, Duration::from_millis(300)).await;
 }

@@ -807,3 +807,41 @@ async fn an_event_whose_filter_exceeds_a_limit_is_dropped_and_the_binding_keeps_
     let last = calls.last().unwrap();
     assert_eq!(last.binding_context[0]["filterResult"], "good");
 }
+
+/// A burst of watch events taken from the channel together: one failing object drops only its
+/// own event, and every other event reaches a hook run's binding contexts exactly once (runs may
+/// combine several events).
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_events_reaches_the_hook_once_each_and_a_failing_object_drops_only_itself() {
+    let dir = tree(&[(
+        "global-hooks/hooks/pods",
+        "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n  executeHookOnSynchronization: false\n  jqFilter: 'if .metadata.name == \"bad\" then repeat(1) else .metadata.name end'\n",
+    )]);
+    let op = start(dir, "", FakeHooks::new(), FakeHelm::new()).await;
+    op.settle().await;
+    let before = op.hooks.calls().len();
+    let pod = |name: &str| serde_json::json!({"kind": "Pod", "metadata": {"name": name, "namespace": "default"}});
+    for i in 0..300 {
+        let name = if i == 150 {
+            "bad".to_string()
+        } else {
+            format!("p{i}")
+        };
+        op.kube
+            .emit(addon_core::hook_config::WatchEvent::Added, pod(&name));
+    }
+    op.settle().await;
+    let mut seen: Vec<String> = op.hooks.calls()[before..]
+        .iter()
+        .flat_map(|c| c.binding_context.as_array().cloned().unwrap_or_default())
+        .filter(|ctx| ctx["type"] == "Event")
+        .map(|ctx| ctx["filterResult"].as_str().unwrap_or_default().to_string())
+        .collect();
+    seen.sort();
+    let mut expected: Vec<String> = (0..300)
+        .filter(|i| *i != 150)
+        .map(|i| format!("p{i}"))
+        .collect();
+    expected.sort();
+    assert_eq!(seen, expected);
+}

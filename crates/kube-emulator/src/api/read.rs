@@ -66,32 +66,29 @@ pub(super) fn list(
     params: &Params,
 ) -> Result<Response, ApiError> {
     let (labels, fields) = selectors(params)?;
-    let (items, rv) = app.store.list(&req.info.key(), req.namespace.as_deref());
     let after = params
         .get("continue")
         .filter(|c| !c.is_empty())
         .map(|c| decode_continue(c))
         .transpose()?;
-    let mut matching: Vec<Value> = items
-        .into_iter()
-        .filter(|o| labels.matches(o) && fields.matches(o))
-        .filter(|o| after.as_ref().is_none_or(|a| object_id(o) > *a))
-        .collect();
     let limit = params
         .get("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .filter(|l| *l > 0);
     app.faults.count_list(after.is_none(), limit.is_some());
+    let (matching, remaining, rv) = app.store.list_page(
+        &req.info.key(),
+        req.namespace.as_deref(),
+        after.as_ref(),
+        limit,
+        |o| labels.matches(o) && fields.matches(o),
+    );
     let mut list_meta = json!({ "resourceVersion": rv.to_string() });
-    if let Some(limit) = limit
-        && matching.len() > limit
+    if remaining > 0
+        && let Some(last) = matching.last()
     {
-        let remaining = matching.len() - limit;
-        matching.truncate(limit);
-        if let Some(last) = matching.last() {
-            list_meta["continue"] = json!(encode_continue(&object_id(last)));
-            list_meta["remainingItemCount"] = json!(remaining);
-        }
+        list_meta["continue"] = json!(encode_continue(&object_id(last)));
+        list_meta["remainingItemCount"] = json!(remaining);
     }
     let items: Vec<Value> = matching.into_iter().map(|o| stamp(req, o)).collect();
     match req.view {

@@ -6,6 +6,7 @@ mod update;
 use update::merge_update;
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -158,6 +159,36 @@ impl Store {
             })
             .unwrap_or_default();
         (items, state.rv)
+    }
+
+    /// One page of a list: the first `limit` objects after `after` (in namespace, name order)
+    /// that `matches` accepts, how many more match, and the resourceVersion. Only the page is
+    /// copied, so a paged list costs the size of the list, not pages × list.
+    pub fn list_page(
+        &self,
+        key: &ResKey,
+        ns: Option<&str>,
+        after: Option<&(String, String)>,
+        limit: Option<usize>,
+        matches: impl Fn(&Value) -> bool,
+    ) -> (Vec<Value>, usize, u64) {
+        let state = self.lock();
+        let Some(objects) = state.objects.get(key) else {
+            return (Vec::new(), 0, state.rv);
+        };
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let (mut page, mut more) = (Vec::new(), 0);
+        for ((n, _), object) in objects.range((start, Bound::Unbounded)) {
+            if ns.is_some_and(|want| want != n) || !matches(object) {
+                continue;
+            }
+            if limit.is_some_and(|l| page.len() >= l) {
+                more += 1;
+            } else {
+                page.push(object.clone());
+            }
+        }
+        (page, more, state.rv)
     }
 
     /// Creates an object (namespace already resolved into `obj`'s metadata by the caller).

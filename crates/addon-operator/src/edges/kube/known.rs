@@ -1,9 +1,10 @@
 //! The objects a watch has reported, turning watcher events (including relists after a restart) into Added/Modified/Deleted without duplicates.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
 
 use addon_core::hook_config::WatchEvent;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// What the watcher said, with objects already converted to JSON.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,49 +19,121 @@ pub enum Observed {
     InitDone,
 }
 
-/// What is remembered of an object between events: its identity and version, never its body
-/// (the binding's cache keeps what the hook needs).
-#[derive(Debug, Clone, PartialEq)]
-struct Seen {
-    /// `apiVersion`, `kind`, and `metadata` `name`, `namespace`, `uid`, `resourceVersion`, as
-    /// found: what a deletion found only by a relist carries.
-    fields: [Option<Box<str>>; 6],
+/// An object's identity: its uid (a number when it is a UUID in canonical form, as API servers
+/// make them), else `namespace/name`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Id {
+    Uuid(u128),
+    Uid(Box<str>),
+    Name(Box<str>),
 }
 
-const TOP: [&str; 2] = ["apiVersion", "kind"];
-const META: [&str; 4] = ["name", "namespace", "uid", "resourceVersion"];
+impl Id {
+    fn of(object: &Value) -> Self {
+        let meta = &object["metadata"];
+        match meta["uid"].as_str() {
+            Some(uid) if !uid.is_empty() => {
+                uuid(uid).map_or_else(|| Self::Uid(uid.into()), Self::Uuid)
+            }
+            _ => {
+                let text = |k: &str| meta[k].as_str().unwrap_or_default().to_string();
+                Self::Name(format!("{}/{}", text("namespace"), text("name")).into())
+            }
+        }
+    }
+
+    /// The uid as the object had it.
+    fn uid(&self) -> Option<String> {
+        match self {
+            Self::Uuid(n) => Some(uuid_text(*n)),
+            Self::Uid(text) => Some(text.to_string()),
+            Self::Name(_) => None,
+        }
+    }
+}
+
+/// A UUID in canonical text (lowercase hex, dashed 8-4-4-4-12) as a number; `None` for any other
+/// text, which stays text so that it comes back unchanged.
+fn uuid(text: &str) -> Option<u128> {
+    let digits = text.replace('-', "");
+    if digits.len() != 32 {
+        return None;
+    }
+    let number = u128::from_str_radix(&digits, 16).ok()?;
+    (uuid_text(number) == text).then_some(number)
+}
+
+fn uuid_text(n: u128) -> String {
+    let hex = format!("{n:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+/// A `resourceVersion`: a number when it is one in canonical form, else its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Version {
+    Number(u64),
+    Text(Box<str>),
+}
+
+impl Version {
+    fn of(object: &Value) -> Option<Self> {
+        let text = object["metadata"]["resourceVersion"].as_str()?;
+        Some(match text.parse::<u64>() {
+            Ok(n) if n.to_string() == text => Self::Number(n),
+            _ => Self::Text(text.into()),
+        })
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Self::Number(n) => n.to_string(),
+            Self::Text(text) => text.to_string(),
+        }
+    }
+}
+
+/// What is remembered of an object between events (the id is the map's key): what a deletion
+/// found only by a relist carries, never its body (the binding's cache keeps what the hook
+/// needs). `apiVersion`, `kind` and the namespace are shared between objects.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    api_version: Option<Arc<str>>,
+    kind: Option<Arc<str>>,
+    namespace: Option<Arc<str>>,
+    name: Option<Box<str>>,
+    version: Option<Version>,
+}
 
 impl Seen {
-    fn of(object: &Value) -> Self {
-        let text = |v: &Value| v.as_str().map(Box::from);
-        let mut fields: [Option<Box<str>>; 6] = Default::default();
-        for (i, f) in TOP.iter().enumerate() {
-            fields[i] = object.get(f).and_then(text);
-        }
-        for (i, f) in META.iter().enumerate() {
-            fields[TOP.len() + i] = object["metadata"].get(f).and_then(text);
-        }
-        Self { fields }
-    }
-
-    fn resource_version(&self) -> Option<&str> {
-        self.fields[5].as_deref()
-    }
-
-    /// The object reduced to its identity and version.
-    fn stub(&self) -> Value {
-        let pairs = |names: &[&str], values: &[Option<Box<str>>]| {
-            names
-                .iter()
-                .zip(values)
-                .filter_map(|(n, v)| Some((n.to_string(), Value::from(v.as_deref()?))))
-                .collect::<serde_json::Map<_, _>>()
+    /// The object reduced to its identity and version: `apiVersion`, `kind`, `metadata` `name`,
+    /// `namespace`, `uid`, `resourceVersion`, as found.
+    fn stub(&self, id: &Id) -> Value {
+        let put = |map: &mut Map<String, Value>, key: &str, value: Option<String>| {
+            if let Some(value) = value {
+                map.insert(key.to_string(), Value::String(value));
+            }
         };
-        let mut stub = pairs(&TOP, &self.fields[..2]);
-        stub.insert(
-            "metadata".to_string(),
-            Value::Object(pairs(&META, &self.fields[2..])),
+        let text = |s: &Option<Arc<str>>| s.as_deref().map(str::to_string);
+        let mut meta = Map::new();
+        put(&mut meta, "name", self.name.as_deref().map(str::to_string));
+        put(&mut meta, "namespace", text(&self.namespace));
+        put(&mut meta, "uid", id.uid());
+        put(
+            &mut meta,
+            "resourceVersion",
+            self.version.as_ref().map(Version::text),
         );
+        let mut stub = Map::new();
+        put(&mut stub, "apiVersion", text(&self.api_version));
+        put(&mut stub, "kind", text(&self.kind));
+        stub.insert("metadata".to_string(), Value::Object(meta));
         Value::Object(stub)
     }
 }
@@ -68,23 +141,26 @@ impl Seen {
 /// The version of every object reported so far, by uid (or `namespace/name` without one).
 #[derive(Debug, Default)]
 pub struct KnownObjects {
-    objects: BTreeMap<String, Seen>,
+    objects: BTreeMap<Id, Seen>,
+    /// One copy of each `apiVersion`, `kind` and namespace.
+    words: BTreeSet<Arc<str>>,
     relist: Option<Vec<Value>>,
 }
 
 impl KnownObjects {
     /// Starts from the objects of the initial list (already returned to the runtime).
     pub fn new(objects: &[Value]) -> Self {
-        Self {
-            objects: objects.iter().map(|o| (identity(o), Seen::of(o))).collect(),
-            relist: None,
-        }
+        let mut known = Self::default();
+        known.extend(objects);
+        known
     }
 
     /// Remembers more objects of the initial list.
     pub fn extend(&mut self, objects: &[Value]) {
-        self.objects
-            .extend(objects.iter().map(|o| (identity(o), Seen::of(o))));
+        for object in objects {
+            let seen = self.seen(object);
+            self.objects.insert(Id::of(object), seen);
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -113,7 +189,7 @@ impl KnownObjects {
                 let kept = if self.changed(&object) {
                     object
                 } else {
-                    Seen::of(&object).stub()
+                    self.seen(&object).stub(&Id::of(&object))
                 };
                 self.relist.get_or_insert_default().push(kept);
                 Vec::new()
@@ -125,37 +201,60 @@ impl KnownObjects {
         }
     }
 
+    /// What is kept of `object`.
+    fn seen(&mut self, object: &Value) -> Seen {
+        let mut word = |v: &Value| v.as_str().map(|text| self.word(text));
+        Seen {
+            api_version: word(&object["apiVersion"]),
+            kind: word(&object["kind"]),
+            namespace: word(&object["metadata"]["namespace"]),
+            name: object["metadata"]["name"].as_str().map(Box::from),
+            version: Version::of(object),
+        }
+    }
+
+    /// The shared copy of an `apiVersion`, `kind` or namespace.
+    fn word(&mut self, text: &str) -> Arc<str> {
+        if let Some(word) = self.words.get(text) {
+            return word.clone();
+        }
+        let word: Arc<str> = Arc::from(text);
+        self.words.insert(word.clone());
+        word
+    }
+
     /// Whether `object` is new or at another version than the one known.
     fn changed(&self, object: &Value) -> bool {
         self.objects
-            .get(&identity(object))
-            .is_none_or(|old| old.resource_version() != resource_version(object))
+            .get(&Id::of(object))
+            .is_none_or(|old| old.version != Version::of(object))
     }
 
     fn apply(&mut self, object: Value) -> Option<(WatchEvent, Value)> {
-        let id = identity(&object);
+        let id = Id::of(&object);
         let event = match self.objects.get(&id) {
-            Some(old) if old.resource_version() == resource_version(&object) => {
+            Some(old) if old.version == Version::of(&object) => {
                 return None;
             }
             Some(_) => WatchEvent::Modified,
             None => WatchEvent::Added,
         };
-        self.objects.insert(id, Seen::of(&object));
+        let seen = self.seen(&object);
+        self.objects.insert(id, seen);
         Some((event, object))
     }
 
     fn delete(&mut self, object: Value) -> Option<(WatchEvent, Value)> {
         self.objects
-            .remove(&identity(&object))
+            .remove(&Id::of(&object))
             .map(|_| (WatchEvent::Deleted, object))
     }
 
     /// A relist: the listed objects are the whole truth. A deletion found this way carries the
     /// object's identity only (its body is not kept).
     fn replace(&mut self, listed: Vec<Value>) -> Vec<(WatchEvent, Value)> {
-        let ids: HashSet<String> = listed.iter().map(identity).collect();
-        let gone: Vec<String> = self
+        let ids: HashSet<Id> = listed.iter().map(Id::of).collect();
+        let gone: Vec<Id> = self
             .objects
             .keys()
             .filter(|id| !ids.contains(*id))
@@ -163,28 +262,12 @@ impl KnownObjects {
             .collect();
         let mut events: Vec<(WatchEvent, Value)> = gone
             .into_iter()
-            .filter_map(|id| self.objects.remove(&id))
-            .map(|seen| (WatchEvent::Deleted, seen.stub()))
+            .filter_map(|id| self.objects.remove(&id).map(|seen| seen.stub(&id)))
+            .map(|stub| (WatchEvent::Deleted, stub))
             .collect();
         events.extend(listed.into_iter().filter_map(|o| self.apply(o)));
         events
     }
-}
-
-fn identity(object: &Value) -> String {
-    let meta = &object["metadata"];
-    match meta["uid"].as_str() {
-        Some(uid) if !uid.is_empty() => uid.to_string(),
-        _ => format!(
-            "{}/{}",
-            meta["namespace"].as_str().unwrap_or_default(),
-            meta["name"].as_str().unwrap_or_default()
-        ),
-    }
-}
-
-fn resource_version(object: &Value) -> Option<&str> {
-    object["metadata"]["resourceVersion"].as_str()
 }
 
 #[cfg(test)]
@@ -315,5 +398,43 @@ mod tests {
         let buffered = known.relist.clone().unwrap_or_default();
         assert_eq!(buffered, vec![obj("a", "1")]);
         assert!(known.observe(Observed::InitDone).is_empty());
+    }
+
+    #[test]
+    fn a_relist_deletion_gives_back_uid_and_version_exactly_as_they_were() {
+        let uuid = "0b8f9d3e-5c1a-4f2e-9d7b-00a1b2c3d4e5";
+        let odd = [
+            ("ABC-not-a-uuid", "007"),
+            (uuid, "12"),
+            ("0B8F9D3E-5C1A-4F2E-9D7B-00A1B2C3D4E5", "x1"),
+        ];
+        for (uid, rv) in odd {
+            let mut known = KnownObjects::new(&[obj(uid, rv)]);
+            known.observe(Observed::Init);
+            let events = known.observe(Observed::InitDone);
+            assert_eq!(events, vec![(WatchEvent::Deleted, obj(uid, rv))]);
+        }
+        assert_eq!(
+            Id::of(&obj(uuid, "1")),
+            Id::Uuid(0x0b8f9d3e5c1a4f2e9d7b00a1b2c3d4e5)
+        );
+    }
+
+    #[test]
+    fn objects_share_one_copy_of_api_version_kind_and_namespace() {
+        let typed = |uid: &str| {
+            let mut o = obj(uid, "1");
+            o["apiVersion"] = json!("v1");
+            o["kind"] = json!("ConfigMap");
+            o
+        };
+        let known = KnownObjects::new(&[typed("a"), typed("b")]);
+        let seen: Vec<&Seen> = known.objects.values().collect();
+        let same = |f: fn(&Seen) -> &Option<Arc<str>>| match (f(seen[0]), f(seen[1])) {
+            (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+            _ => false,
+        };
+        assert!(same(|s| &s.api_version) && same(|s| &s.kind) && same(|s| &s.namespace));
+        assert_eq!(known.words.len(), 3);
     }
 }

@@ -89,14 +89,10 @@ pub async fn enable_kubernetes(shared: &Shared, hook: &HookName) -> Outcome {
     decisions::outcome(shared, shared.lock(), decision)
 }
 
-/// Loads the filtered listing into a starting monitor, then replays the events that arrived
-/// meanwhile.
-fn load_monitor(
-    monitor: &mut Monitor,
-    objects: Vec<(serde_json::Value, FilteredObject)>,
-    synced: bool,
-) {
-    monitor.cache.reset_filtered(objects);
+/// Puts the listing, already in `cache`, into a starting monitor, then replays the events that
+/// arrived meanwhile.
+fn load_monitor(monitor: &mut Monitor, cache: MonitorCache, synced: bool) {
+    monitor.cache = cache;
     for (event, object, filtered) in monitor.pending.take().unwrap_or_default() {
         monitor.cache.apply_filtered(event, object, filtered);
     }
@@ -116,40 +112,31 @@ async fn filter_listing(
     Ok(objects.into_iter().zip(filtered).collect())
 }
 
-/// Starts the watch and filters its listing a page at a time; an object the binding does not
-/// keep is reduced to its identity right after its page is filtered, so memory is bounded by a
-/// page. Returns the listing and the time spent filtering.
+/// Starts the watch and filters its listing a page at a time into a new cache, which keeps of
+/// each object only what the binding needs, so memory is bounded by a page. Returns the cache and
+/// the time spent filtering.
 async fn list_filtered(
     shared: &Shared,
     key: &MonitorKey,
     binding: &KubernetesBinding,
-) -> (
-    Result<Vec<(serde_json::Value, FilteredObject)>, String>,
-    std::time::Duration,
-) {
+) -> (Result<MonitorCache, String>, std::time::Duration) {
     let (pages, mut received) = tokio::sync::mpsc::channel(1);
     let listing = shared.edges.kube.start_paged(key, binding, pages);
     let filtering = async {
-        let (mut kept, mut failed, mut time) = (Vec::new(), None, std::time::Duration::ZERO);
+        let mut cache = MonitorCache::new(binding);
+        let (mut failed, mut time) = (None, std::time::Duration::ZERO);
         while let Some(page) = received.recv().await {
             if failed.is_some() {
                 continue;
             }
             let started = std::time::Instant::now();
             match filter_listing(shared, &key.hook, binding, page).await {
-                Ok(filtered) => kept.extend(filtered.into_iter().map(|(object, f)| {
-                    let object = if binding.keep_full_objects_in_memory {
-                        object
-                    } else {
-                        MonitorCache::identity_of(&object)
-                    };
-                    (object, f)
-                })),
+                Ok(filtered) => cache.extend_filtered(filtered),
                 Err(e) => failed = Some(e),
             }
             time += started.elapsed();
         }
-        (failed.map_or(Ok(kept), Err), time)
+        (failed.map_or(Ok(cache), Err), time)
     };
     let (listed, (filtered, time)) = tokio::join!(listing, filtering);
     (listed.map_err(|e| e.to_string()).and(filtered), time)
@@ -180,8 +167,8 @@ pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<T
     );
     let (started, filter_time) = list_filtered(shared, key, &binding).await;
     let mut st = shared.lock();
-    let objects = match started {
-        Ok(objects) => objects,
+    let cache = match started {
+        Ok(cache) => cache,
         Err(e) => {
             st.monitors.remove(key);
             return Err(e);
@@ -193,8 +180,8 @@ pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<T
             key.hook
         ));
     };
-    let filtered = objects.len();
-    load_monitor(monitor, objects, !runs);
+    let filtered = cache.len();
+    load_monitor(monitor, cache, !runs);
     let labels = MonitorLabels::of(key, monitor);
     labels.jq_filter(&shared.metrics, filtered, filter_time);
     labels.snapshot(&shared.metrics, monitor.cache.len());
