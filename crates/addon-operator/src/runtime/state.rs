@@ -3,6 +3,7 @@
 //! it is held only for short, synchronous steps.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use addon_core::binding_context::Snapshots;
 use addon_core::discovery::{HookFile, ModuleSource};
@@ -16,11 +17,12 @@ use super::edges::MonitorKey;
 use super::task::{HookTask, Origin, Task};
 use addon_core::binding_context::ContextBuilder;
 
-/// A hook and its parsed `--config`.
+/// A hook and its parsed `--config`; shared, so the copy each run and each event takes costs two
+/// reference counts, not a deep clone of paths, bindings and filters.
 #[derive(Debug, Clone)]
 pub struct HookDef {
-    pub file: HookFile,
-    pub config: HookConfig,
+    pub file: Arc<HookFile>,
+    pub config: Arc<HookConfig>,
 }
 
 impl HookDef {
