@@ -1,6 +1,8 @@
 //! Hooks as the lifecycle sees them: a hook with its parsed config, the order in which hooks of
 //! one binding run, the tasks of an ORDER binding, and what a finished run changed.
 
+use std::sync::Arc;
+
 use crate::binding_context::{ContextBuilder, Snapshots};
 use crate::discovery::HookFile;
 use crate::hook_config::{BindingType, HookConfig};
@@ -8,11 +10,12 @@ use crate::names::HookName;
 
 use super::task::{HookTask, Origin, Task};
 
-/// A hook and its parsed `--config`.
+/// A hook and its parsed `--config`; shared, so the copy each run and each event takes costs two
+/// reference counts, not a deep clone of paths, bindings and filters.
 #[derive(Debug, Clone)]
 pub struct HookDef {
-    pub file: HookFile,
-    pub config: HookConfig,
+    pub file: Arc<HookFile>,
+    pub config: Arc<HookConfig>,
 }
 
 impl HookDef {

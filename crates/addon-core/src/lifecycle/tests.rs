@@ -22,13 +22,14 @@ fn mods(names: &[&str]) -> Vec<ModuleName> {
 fn hook(name: &str, yaml: &str) -> HookDef {
     let name = HookName::new(name).unwrap();
     HookDef {
-        config: parse(&name, HookScope::Global, yaml).unwrap(),
+        config: parse(&name, HookScope::Global, yaml).unwrap().into(),
         file: HookFile {
             path: PathBuf::from(name.as_str()),
             working_dir: PathBuf::from("global-hooks"),
             args: Vec::new(),
             name,
-        },
+        }
+        .into(),
     }
 }
 

@@ -435,8 +435,8 @@ fn initial_state(
             .iter()
             .filter_map(|file| match configs.get(&file.config_key()) {
                 Some(config) => Some(HookDef {
-                    file: file.clone(),
-                    config: config.clone(),
+                    file: std::sync::Arc::new(file.clone()),
+                    config: std::sync::Arc::new(config.clone()),
                 }),
                 None => {
                     errors.push(format!("hook '{}' has no valid config", file.name));

@@ -115,6 +115,23 @@ async fn the_hook_gets_every_io_variable_and_private_files() {
 }
 
 #[tokio::test]
+async fn output_files_exist_empty_when_the_hook_starts() {
+    let fixture = Fixture::new();
+    let checks: String = OUTPUT_VARS
+        .iter()
+        .map(|var| format!("[ -f \"${var}\" ] && [ ! -s \"${var}\" ] || echo {var} >> report\n"))
+        .collect();
+    let hook = fixture.hook(&format!("{checks}touch report"));
+    let output = fixture.run(&hook).await;
+    assert!(
+        output.process.succeeded(),
+        "{}",
+        output.process.failure_message()
+    );
+    assert_eq!(fixture.report(), "", "missing or non-empty outputs");
+}
+
+#[tokio::test]
 async fn inputs_hold_the_json_documents_and_the_hook_runs_in_its_directory() {
     let fixture = Fixture::new();
     let hook = fixture.hook(

@@ -9,7 +9,6 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
@@ -168,16 +167,27 @@ pub async fn run_until_cancelled(
         armed: true,
     };
     let stop_reading = CancellationToken::new();
-    let stdout = spawn_reader(
-        child.stdout.take(),
-        "stdout",
-        spec.capture_stdout,
-        log,
-        &stop_reading,
-    );
-    let stderr = spawn_reader(child.stderr.take(), "stderr", false, log, &stop_reading);
-
-    let supervised = supervise(pid, spec, cancel, &group).await;
+    // Both pipes are read by this task, next to the supervision: no task of their own, so no
+    // cross-thread wake-up per line or per exit.
+    let (stdout, stderr, stop) = (child.stdout.take(), child.stderr.take(), &stop_reading);
+    let readers = async move {
+        tokio::join!(
+            read_pipe(stdout, "stdout", spec.capture_stdout, log, stop),
+            read_pipe(stderr, "stderr", false, log, stop),
+        )
+    };
+    tokio::pin!(readers);
+    let (supervised, read) = {
+        let supervision = supervise(pid, spec, cancel, &group);
+        tokio::pin!(supervision);
+        let mut read = None;
+        loop {
+            tokio::select! {
+                supervised = &mut supervision => break (supervised, read),
+                collected = &mut readers, if read.is_none() => read = Some(collected),
+            }
+        }
+    };
     let (user, sys) = usage::cpu_times(pid).unwrap_or_default();
     let status = child
         .wait()
@@ -189,7 +199,10 @@ pub async fn run_until_cancelled(
     }
     group.armed = false;
 
-    let (stdout, stderr) = drain(stdout, stderr, &stop_reading).await;
+    let (stdout, stderr) = match read {
+        Some(collected) => collected,
+        None => drain(readers, &stop_reading).await,
+    };
     Ok(ProcessOutput {
         exit: stopped_by_us.unwrap_or_else(|| exit_kind(status)),
         stdout: String::from_utf8_lossy(&stdout.captured).into_owned(),
@@ -295,7 +308,8 @@ async fn supervise(
     cancel: &CancellationToken,
     group: &GroupGuard,
 ) -> Result<(Option<ExitKind>, u64), std::io::Error> {
-    let mut exited = tokio::task::spawn_blocking(move || wait_exited(pid));
+    let exited = exited(pid);
+    tokio::pin!(exited);
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
     let mut samples = tokio::time::interval(RSS_SAMPLE_INTERVAL);
@@ -305,13 +319,7 @@ async fn supervise(
     let mut max_rss_kb = 0;
     loop {
         tokio::select! {
-            result = &mut exited => {
-                return match result {
-                    Ok(Ok(())) => Ok((stopped_by_us, max_rss_kb)),
-                    Ok(Err(errno)) => Err(errno.into()),
-                    Err(join) => Err(std::io::Error::other(join)),
-                };
-            }
+            result = &mut exited => return result.map(|()| (stopped_by_us, max_rss_kb)),
             _ = samples.tick() => {
                 // The first (immediate) sample sees only the hook itself: a quick hook then
                 // costs no walk of its process tree.
@@ -340,6 +348,17 @@ async fn supervise(
                 }
             }
         }
+    }
+}
+
+/// Resolves when `pid` has exited, leaving it a zombie for `child.wait()` to reap. It waits on
+/// the blocking pool, not on a pidfd: a blocking task also keeps paused test time from jumping to
+/// the timeout while a real process runs.
+async fn exited(pid: i32) -> std::io::Result<()> {
+    match tokio::task::spawn_blocking(move || wait_exited(pid)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(errno)) => Err(errno.into()),
+        Err(join) => Err(std::io::Error::other(join)),
     }
 }
 
@@ -412,19 +431,21 @@ impl Line {
     }
 }
 
-fn spawn_reader<R>(
+/// [`read_lines`] of `pipe`, or nothing when the process has no such pipe.
+async fn read_pipe<R>(
     pipe: Option<R>,
     stream: &'static str,
     capture: bool,
     log: &LogFields,
     stop: &CancellationToken,
-) -> Option<JoinHandle<Collected>>
+) -> Collected
 where
-    R: AsyncRead + Unpin + Send + 'static,
+    R: AsyncRead + Unpin,
 {
-    let log = log.clone();
-    let stop = stop.clone();
-    pipe.map(|pipe| tokio::spawn(read_lines(pipe, stream, capture, log, stop)))
+    match pipe {
+        Some(pipe) => read_lines(pipe, stream, capture, log, stop).await,
+        None => Collected::default(),
+    }
 }
 
 /// Reads a pipe to its end in chunks: captured whole (up to [`MAX_CAPTURED_STDOUT`]) or logged
@@ -434,8 +455,8 @@ async fn read_lines<R: AsyncRead + Unpin>(
     mut pipe: R,
     stream: &'static str,
     capture: bool,
-    log: LogFields,
-    stop: CancellationToken,
+    log: &LogFields,
+    stop: &CancellationToken,
 ) -> Collected {
     let mut collected = Collected::default();
     let mut line = Line::default();
@@ -455,14 +476,14 @@ async fn read_lines<R: AsyncRead + Unpin>(
         }
         for piece in read.split_inclusive(|byte| *byte == b'\n') {
             if line.push(piece) {
-                finish_line(&log, stream, &line, &mut collected.tail);
+                finish_line(log, stream, &line, &mut collected.tail);
                 keep_tail_of(stream, &mut collected.tail, b"\n");
                 line.clear();
             }
         }
     }
     if !line.is_empty() {
-        finish_line(&log, stream, &line, &mut collected.tail);
+        finish_line(log, stream, &line, &mut collected.tail);
     }
     collected
 }
@@ -516,28 +537,22 @@ fn log_line(log: &LogFields, stream: &'static str, line: &Line) {
     crate::logging::hook_output(line, &format!("{text}{marker}"));
 }
 
-/// Collects both readers; pipes still open after [`OUTPUT_DRAIN`] (a background child holds them)
-/// are abandoned, keeping what was read so far.
-async fn drain(
-    stdout: Option<JoinHandle<Collected>>,
-    stderr: Option<JoinHandle<Collected>>,
+/// Finishes reading both pipes; pipes still open after [`OUTPUT_DRAIN`] (a background child
+/// holds them) are abandoned, keeping what was read so far.
+async fn drain<F>(
+    readers: std::pin::Pin<&mut F>,
     stop: &CancellationToken,
-) -> (Collected, Collected) {
-    let both = async { tokio::join!(collect(stdout), collect(stderr)) };
-    tokio::pin!(both);
-    match tokio::time::timeout(OUTPUT_DRAIN, &mut both).await {
+) -> (Collected, Collected)
+where
+    F: std::future::Future<Output = (Collected, Collected)>,
+{
+    let mut readers = readers;
+    match tokio::time::timeout(OUTPUT_DRAIN, readers.as_mut()).await {
         Ok(collected) => collected,
         Err(_) => {
             stop.cancel();
-            both.await
+            readers.await
         }
-    }
-}
-
-async fn collect(reader: Option<JoinHandle<Collected>>) -> Collected {
-    match reader {
-        Some(reader) => reader.await.unwrap_or_default(),
-        None => Collected::default(),
     }
 }
 

@@ -18,7 +18,9 @@
 //! Hooks are spawned and registered under a shared gate that a sweep holds exclusively, so a
 //! sweep never sees a hook that has exited before its registration. An orphan that stays in the
 //! operator's own process group and session (a background child of helm) is left alone; that is
-//! the only case that can leak. Sweeps run on every SIGCHLD and every few seconds.
+//! the only case that can leak. Sweeps run on every SIGCHLD and every few seconds; a SIGCHLD
+//! whose zombie is a registered hook (the usual case: its runner reaps it at once) costs one
+//! `waitid` peek, no scan, and an orphan exiting meanwhile is reaped by the next periodic sweep.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -88,18 +90,19 @@ pub fn start() {
 async fn sweep_forever(mut sigchld: Option<Signal>) {
     let mut ticks = tokio::time::interval(SWEEP_INTERVAL);
     loop {
-        match sigchld.as_mut() {
+        let trigger = match sigchld.as_mut() {
             Some(sigchld) => {
                 tokio::select! {
-                    _ = sigchld.recv() => {}
-                    _ = ticks.tick() => {}
+                    _ = sigchld.recv() => Trigger::ChildSignal,
+                    _ = ticks.tick() => Trigger::Tick,
                 }
             }
             None => {
                 ticks.tick().await;
+                Trigger::Tick
             }
-        }
-        let reaped = sweep();
+        };
+        let reaped = sweep(trigger);
         if reaped > 0 {
             tracing::debug!(reaped, "reaped orphaned processes");
         }
@@ -136,18 +139,43 @@ impl ProcStat {
     }
 }
 
-/// Whether any child is a zombie now (peeked with `WNOWAIT`: nobody's exit status is taken).
-fn has_zombie_child() -> bool {
+/// What woke the sweeper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    ChildSignal,
+    Tick,
+}
+
+/// The pid of one zombie child, if any now (peeked with `WNOWAIT`: nobody's exit status is
+/// taken).
+fn zombie_child() -> Option<i32> {
     let peek = waitid(
         Id::All,
         WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
     );
-    !matches!(peek, Ok(WaitStatus::StillAlive) | Err(_))
+    match peek {
+        Ok(WaitStatus::StillAlive) | Err(_) => None,
+        Ok(status) => Some(status.pid().map_or(0, Pid::as_raw)),
+    }
+}
+
+fn is_registered_hook(pid: i32) -> bool {
+    let hooks = HOOKS.lock().unwrap_or_else(PoisonError::into_inner);
+    hooks.as_ref().is_some_and(|hooks| hooks.contains(&pid))
+}
+
+/// Whether a sweep must scan the children: not when a SIGCHLD's zombie is a running hook's,
+/// which its runner reaps (the periodic sweep scans whatever it is).
+fn must_scan(trigger: Trigger, zombie: Option<i32>) -> bool {
+    match zombie {
+        None => false,
+        Some(pid) => trigger == Trigger::Tick || !is_registered_hook(pid),
+    }
 }
 
 /// Reaps every orphaned zombie child once; returns how many.
-fn sweep() -> usize {
-    if !has_zombie_child() {
+fn sweep(trigger: Trigger) -> usize {
+    if !must_scan(trigger, zombie_child()) {
         return 0;
     }
     let _gate = SPAWN_GATE.write().unwrap_or_else(PoisonError::into_inner);
@@ -235,6 +263,26 @@ mod tests {
             Some(stat(1239, 'Z', 1175, 1163, 12115))
         );
         assert_eq!(ProcStat::parse("12 (sh) S 1"), None);
+    }
+
+    #[test]
+    fn a_signal_for_a_hook_zombie_needs_no_scan_but_a_tick_or_another_zombie_does() {
+        let pid = 1_000_000 + i32::try_from(std::process::id() % 1000).unwrap();
+        HOOKS
+            .lock()
+            .unwrap()
+            .get_or_insert_with(HashSet::new)
+            .insert(pid);
+        let registration = Registration(pid);
+        assert!(!must_scan(Trigger::ChildSignal, Some(pid)));
+        assert!(must_scan(Trigger::Tick, Some(pid)));
+        assert!(must_scan(Trigger::ChildSignal, Some(pid + 1)));
+        assert!(!must_scan(Trigger::Tick, None));
+        drop(registration);
+        assert!(
+            must_scan(Trigger::ChildSignal, Some(pid)),
+            "no longer a hook once its status was collected"
+        );
     }
 
     #[test]

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# First converge of M hooks-only modules × 3 hooks (onStartup, beforeHelm, a schedule) and an
+# enabled script each: `addon-operator start` (local mode) from spawn to /readyz = 200, against a
+# bash script running the same 6×M processes one by one, in interleaved rounds.
+# Usage: bench/first-converge/run.sh [M=100] [ROUNDS=5] [TMP_DIR=/var/tmp]
+# OPERATORS=bin1,bin2 compares several operator builds in the same rounds (default: the build below).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+modules="${1:-100}"
+rounds="${2:-5}"
+tmp_dir="${3:-/var/tmp}"
+echo "machine: $(nproc) cores, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), tmp dir $tmp_dir ($(stat -f -c %T "$tmp_dir"))"
+cargo build --release -q -p addon-operator --bin addon-operator --example first_converge
+operators="${OPERATORS:-./target/release/addon-operator}"
+./target/release/examples/first_converge "$operators" "$modules" "$rounds" "$tmp_dir"

@@ -1,0 +1,175 @@
+//! Benchmark: the first converge of M hooks-only modules × 3 hooks through `addon-operator start`
+//! (local mode), from spawn to `/readyz` = 200, against the same processes run one by one by hand.
+//! Run with `bench/first-converge/run.sh [M] [ROUNDS]`.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+/// The three hooks of each module and their `--config` answers (as `bench/startup`).
+const HOOKS: [(&str, &str); 3] = [
+    ("startup", r#"{"configVersion":"v1","onStartup":1}"#),
+    ("before", r#"{"configVersion":"v1","beforeHelm":1}"#),
+    (
+        "sched",
+        r#"{"configVersion":"v1","schedule":[{"crontab":"0 0 * * *"}]}"#,
+    ),
+];
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let operators: Vec<PathBuf> = args
+        .next()
+        .context("usage: OPERATOR[,OPERATOR...] MODULES ROUNDS TMP_DIR")?
+        .split(',')
+        .map(PathBuf::from)
+        .collect();
+    let modules: usize = args.next().context("MODULES")?.parse().context("MODULES")?;
+    let rounds: usize = args.next().context("ROUNDS")?.parse().context("ROUNDS")?;
+    let tmp_dir = PathBuf::from(args.next().context("TMP_DIR")?);
+    let root = tempfile::tempdir()?;
+    let by_hand = write_tree(root.path(), modules)?;
+    let mut results = vec![("by hand".to_string(), Vec::new())];
+    for operator in &operators {
+        let name = operator.display().to_string();
+        results.push((name, Vec::new()));
+    }
+    for round in 1..=rounds {
+        results[0].1.push(run_by_hand(&by_hand, root.path())?);
+        for (index, operator) in operators.iter().enumerate() {
+            let tmp = tempfile::tempdir_in(&tmp_dir)?;
+            let seconds = start_to_ready(operator, root.path(), &tmp.path().join("ao"))?;
+            results[1 + index].1.push(seconds);
+        }
+        eprintln!("round {round}/{rounds} done");
+    }
+    report(&results, modules);
+    Ok(())
+}
+
+/// Writes the tree; returns the by-hand script: every process the first converge starts
+/// (each hook's `--config`, each `enabled` script, each `onStartup` and `beforeHelm` hook).
+fn write_tree(root: &Path, modules: usize) -> anyhow::Result<String> {
+    std::fs::create_dir_all(root.join("global-hooks"))?;
+    let mut values = String::new();
+    let mut script = String::from("set -e\nexport MODULE_ENABLED_RESULT=\"$1/enabled-result\"\n");
+    for index in 1..=modules {
+        let dir = root.join(format!("modules/{index:03}-mod{index:03}"));
+        std::fs::create_dir_all(dir.join("hooks"))?;
+        values.push_str(&format!("mod{index:03}Enabled: true\n"));
+        let enabled = dir.join("enabled");
+        executable(
+            &enabled,
+            "#!/bin/sh\necho true > \"$MODULE_ENABLED_RESULT\"\n",
+        )?;
+        for (name, config) in HOOKS {
+            let hook = dir.join("hooks").join(name);
+            let body =
+                format!("#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{config}'; fi\nexit 0\n");
+            executable(&hook, &body)?;
+            script.push_str(&format!("'{}' --config > /dev/null\n", hook.display()));
+        }
+        script.push_str(&format!("'{}'\n", enabled.display()));
+        for name in ["startup", "before"] {
+            script.push_str(&format!("'{}'\n", dir.join("hooks").join(name).display()));
+        }
+    }
+    std::fs::write(root.join("modules/values.yaml"), values)?;
+    Ok(script)
+}
+
+fn executable(path: &Path, body: &str) -> anyhow::Result<()> {
+    std::fs::write(path, body)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+/// Seconds for bash to run the by-hand script.
+fn run_by_hand(script: &str, root: &Path) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let status = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .arg("by-hand")
+        .arg(root)
+        .status()?;
+    anyhow::ensure!(status.success(), "the by-hand script failed: {status}");
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// Seconds from spawning the operator until `/readyz` answers 200 (first converge done).
+fn start_to_ready(operator: &Path, root: &Path, tmp_dir: &Path) -> anyhow::Result<f64> {
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let log = std::fs::File::create(root.join("operator.log"))?;
+    let started = Instant::now();
+    let mut child = Command::new(operator)
+        .arg("start")
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--tmp-dir")
+        .arg(tmp_dir)
+        .args(["--prometheus-listen-address", "127.0.0.1"])
+        .args(["--prometheus-listen-port", &port.to_string()])
+        .arg("--debug-unix-socket")
+        .arg(root.join("debug.socket"))
+        .env("LOG_LEVEL", "warn")
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("cannot start the operator")?;
+    let ready = wait_ready(port, started);
+    let _ = child.kill();
+    let _ = child.wait();
+    ready.with_context(|| format!("see {}", root.join("operator.log").display()))
+}
+
+fn wait_ready(port: u16, started: Instant) -> anyhow::Result<f64> {
+    while started.elapsed() < Duration::from_secs(120) {
+        if is_ready(port) {
+            return Ok(started.elapsed().as_secs_f64());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    anyhow::bail!("not ready within 2 minutes")
+}
+
+fn is_ready(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let mut text = String::new();
+    stream
+        .write_all(b"GET /readyz HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .and_then(|()| stream.read_to_string(&mut text))
+        .is_ok_and(|_| text.starts_with("HTTP/1.1 200") || text.starts_with("HTTP/1.0 200"))
+}
+
+fn report(results: &[(String, Vec<f64>)], modules: usize) {
+    let stats = |values: &[f64]| {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        (
+            sorted[sorted.len() / 2],
+            sorted[0],
+            sorted[sorted.len() - 1],
+        )
+    };
+    let (by_hand, _, _) = stats(&results[0].1);
+    println!(
+        "{modules} modules × 3 hooks ({} processes), {} interleaved rounds; seconds: median (min–max)",
+        modules * 6,
+        results[0].1.len()
+    );
+    for (name, values) in results {
+        let (mid, low, high) = stats(values);
+        println!(
+            "{name:<45} {mid:>6.3} ({low:.3}–{high:.3})  by hand / this: {:.2}",
+            by_hand / mid
+        );
+    }
+}
