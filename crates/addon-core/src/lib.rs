@@ -5,6 +5,7 @@ pub mod binding_context;
 pub mod config;
 pub mod discovery;
 pub mod enablement;
+pub mod error;
 pub mod hook_config;
 pub mod hook_output;
 pub mod jq;
