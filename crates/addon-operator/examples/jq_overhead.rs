@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use addon_core::jq::JqFilter;
-use addon_operator::jq_sandbox::{JqRunner, SandboxSettings};
+use addon_operator::edges::jq::{JqRunner, SandboxSettings};
 use serde_json::{Value, json};
 
 fn main() -> anyhow::Result<()> {

@@ -153,13 +153,13 @@ pub fn hook_output(line: HookLine<'_>, text: &str) {
         output,
     } = line;
     let Some(record) = proxied else {
-        tracing::info!(target: "addon_operator::exec::process", hook, module, binding, output, "{text}");
+        tracing::info!(target: "addon_operator::edges::exec::process", hook, module, binding, output, "{text}");
         return;
     };
     let (msg, rest) = (record.msg, record.rest);
     macro_rules! proxied {
         ($level:expr) => {
-            tracing::event!(target: "addon_operator::exec::process", $level,
+            tracing::event!(target: "addon_operator::edges::exec::process", $level,
                 hook, module, binding, output, proxy_json = %rest, "{msg}")
         };
     }

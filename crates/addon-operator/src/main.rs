@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
+use addon_operator::cli::debug;
+use addon_operator::cli::debug::ModuleCommand;
 use addon_operator::cli::{Cli, Command, HookCommand};
-use addon_operator::debug_cli;
-use addon_operator::debug_cli::ModuleCommand;
 
 fn main() -> ExitCode {
     let (log, command) = match Cli::parse_or_start(std::env::args_os().collect()) {
@@ -26,25 +26,25 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Check(args) => addon_operator::check::run_cli(&args),
+        Command::Check(args) => addon_operator::cli::check::run_cli(&args),
         Command::Hook(args) => match &args.command {
-            HookCommand::Run(run) => addon_operator::hook_run_cli::run_cli(run),
+            HookCommand::Run(run) => addon_operator::cli::hook_run::run_cli(run),
             HookCommand::List(list) => {
-                debug_cli::run_cli(&list.socket.debug_unix_socket, &list.route())
+                debug::run_cli(&list.socket.debug_unix_socket, &list.route())
             }
             HookCommand::Snapshot(snap) => {
-                debug_cli::run_cli(&snap.socket.debug_unix_socket, &snap.route())
+                debug::run_cli(&snap.socket.debug_unix_socket, &snap.route())
             }
         },
-        Command::Start(args) => addon_operator::start::run_cli(&args),
-        Command::Queue(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
-        Command::Global(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
+        Command::Start(args) => addon_operator::cli::start::run_cli(&args),
+        Command::Queue(args) => debug::run_cli(&args.socket.debug_unix_socket, &args.route()),
+        Command::Global(args) => debug::run_cli(&args.socket.debug_unix_socket, &args.route()),
         Command::Module(args) => match &args.command {
-            ModuleCommand::Render(render) => addon_operator::render::run_cli(render),
-            _ => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.route()),
+            ModuleCommand::Render(render) => addon_operator::cli::render::run_cli(render),
+            _ => debug::run_cli(&args.socket.debug_unix_socket, &args.route()),
         },
-        Command::Raw(args) => debug_cli::run_cli(&args.socket.debug_unix_socket, &args.path),
-        Command::JqSandbox(args) => addon_operator::jq_sandbox::run_child(args.memory_limit_bytes),
+        Command::Raw(args) => debug::run_cli(&args.socket.debug_unix_socket, &args.path),
+        Command::JqSandbox(args) => addon_operator::edges::jq::run_child(args.memory_limit_bytes),
         Command::Debug(args) => args.run(),
         Command::Version => print(&format!(
             "addon-operator {}\n",

@@ -13,8 +13,8 @@ use tokio::sync::Mutex;
 
 use super::Shared;
 use super::edges::{ConfigBackendError, ConfigUpdate, SavedConfig};
-use crate::check::error_chain;
-use crate::metrics::ConfigReloadCause;
+use crate::cli::check::error_chain;
+use crate::edges::metrics::ConfigReloadCause;
 
 /// New values of some top-level config keys: the plain value a config file holds (a mapping for
 /// `global` and module sections, `false` for a disabled module, a boolean for `<module>Enabled`),

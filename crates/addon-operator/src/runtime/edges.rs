@@ -16,13 +16,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use super::config_writer::ConfigKeyChange;
-use crate::config_file::{ConfigEvent, FileConfigStore, splice};
-use crate::exec::hook_run::HookRunSettings;
-use crate::exec::hook_run::{
+use crate::edges::config::{ConfigEvent, FileConfigStore, splice};
+use crate::edges::exec::hook_run::HookRunSettings;
+use crate::edges::exec::hook_run::{
     self, EnabledScriptInvocation, HookInvocation, HookOutputs, HookOwner,
 };
-use crate::exec::process::ResourceUsage;
-use crate::helm::Helm;
+use crate::edges::exec::process::ResourceUsage;
+use crate::edges::helm::Helm;
 
 /// One hook run to make.
 #[derive(Debug, Clone)]
@@ -316,7 +316,7 @@ impl HookExecutor for ProcessHooks {
 }
 
 fn failure(err: &dyn std::error::Error) -> HookFailure {
-    HookFailure::new(crate::check::error_chain(err))
+    HookFailure::new(crate::cli::check::error_chain(err))
 }
 
 /// No cluster: kubernetes bindings see no objects and no events.

@@ -17,7 +17,7 @@ use super::edges::{
     EnabledAnswer, HookExecutor, HookFailure, HookRequest, HookSuccess, KubeError, KubeEvent,
     KubeEvents, MonitorKey, ObjectPatches,
 };
-use crate::exec::hook_run::HookOutputs;
+use crate::edges::exec::hook_run::HookOutputs;
 
 /// One recorded hook (or `enabled` script) run.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,9 +14,9 @@ use super::Shared;
 use super::config_writer::save_config_patch;
 use super::edges::HookRequest;
 use super::state::HookDef;
-use crate::check::error_chain;
-use crate::exec::hook_run::HookOutputs;
-use crate::metrics::{HookOutcome, HookRunRecord};
+use crate::cli::check::error_chain;
+use crate::edges::exec::hook_run::HookOutputs;
+use crate::edges::metrics::{HookOutcome, HookRunRecord};
 
 /// What a successful hook run changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

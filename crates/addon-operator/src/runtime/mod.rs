@@ -10,6 +10,7 @@ pub(crate) mod hooks;
 mod intake;
 mod kube_metrics;
 mod resource_monitor;
+pub mod schedule;
 pub mod startup_config;
 pub mod state;
 mod status;
@@ -34,11 +35,11 @@ pub use edges_fake::{FakeHooks, FakeKube, HookCall};
 use state::{HookDef, ModuleState, State, hooks_with_kubernetes};
 use task::{Task, lifecycle_tasks};
 
-use crate::check::error_chain;
-use crate::http::StatusSource as _;
-use crate::jq_sandbox::JqRunner;
-use crate::metrics::Metrics;
-use crate::schedule::{Scheduler, SystemClock, WallClock};
+use crate::cli::check::error_chain;
+use crate::edges::http::StatusSource as _;
+use crate::edges::jq::JqRunner;
+use crate::edges::metrics::Metrics;
+use crate::runtime::schedule::{Scheduler, SystemClock, WallClock};
 
 /// How the runtime behaves; plain data built before any I/O.
 #[derive(Debug, Clone)]
@@ -53,7 +54,7 @@ pub struct RuntimeSettings {
     /// Helm releases never purged (`--helm-ignore-release`, the operator's own release).
     pub kept_releases: Vec<String>,
     /// With `--ha`: whether this replica leads; checked before every task start.
-    pub leadership: Option<Arc<crate::kube::leader::Leadership>>,
+    pub leadership: Option<Arc<crate::edges::kube::leader::Leadership>>,
     /// The registry to record into when it is shared (with the HTTP server that starts before the
     /// runtime, and the watches); `None`: a new one with `metrics_prefix`.
     pub metrics: Option<Arc<Metrics>>,
@@ -65,7 +66,7 @@ impl Default for RuntimeSettings {
     fn default() -> Self {
         Self {
             backoff: Backoff::default(),
-            metrics_prefix: crate::metrics::DEFAULT_PREFIX.to_string(),
+            metrics_prefix: crate::edges::metrics::DEFAULT_PREFIX.to_string(),
             resource_monitor_interval: None,
             record_history: false,
             kept_releases: Vec::new(),
@@ -380,7 +381,7 @@ async fn publish_queue_lengths(shared: Arc<Shared>, stop: CancellationToken) {
 
 /// Length and head of every queue; forgets the queue times of tasks that left the queues
 /// without starting (dropped by a config edit, say).
-fn queue_snapshot(st: &mut State) -> (Vec<(String, usize)>, Vec<crate::metrics::QueueHead>) {
+fn queue_snapshot(st: &mut State) -> (Vec<(String, usize)>, Vec<crate::edges::metrics::QueueHead>) {
     let queued: BTreeSet<addon_core::queue::TaskId> = st
         .queues
         .iter()
@@ -397,7 +398,7 @@ fn queue_snapshot(st: &mut State) -> (Vec<(String, usize)>, Vec<crate::metrics::
         .iter()
         .filter_map(|q| {
             let task = &q.peek()?.task;
-            Some(crate::metrics::QueueHead {
+            Some(crate::edges::metrics::QueueHead {
                 queue: q.name().to_string(),
                 task_type: task.kind().to_string(),
                 module: task.module().map(ToString::to_string).unwrap_or_default(),

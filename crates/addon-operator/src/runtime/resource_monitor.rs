@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::handlers::module::upgrade_request;
 use super::{RuntimeHandle, Shared};
-use crate::helm::Drift;
+use crate::edges::helm::Drift;
 
 /// Checks every `interval` (upstream: 4 m 30 s plus up to a minute of jitter).
 pub async fn run(
@@ -70,7 +70,7 @@ async fn check(shared: &Shared, handle: &RuntimeHandle, module: &ModuleName) {
         }
         Ok(None) => {}
         Err(e) => {
-            tracing::warn!(module = %module, error = %crate::check::error_chain(&e), "resource monitor check failed")
+            tracing::warn!(module = %module, error = %crate::cli::check::error_chain(&e), "resource monitor check failed")
         }
     }
 }

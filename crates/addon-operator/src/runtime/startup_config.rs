@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::config_writer::ConfigKeyChange;
 use super::edges::{ConfigBackend, ConfigBackendError, ConfigUpdate, SavedConfig};
-use crate::check::error_chain;
-use crate::http::StartupStatus;
+use crate::cli::check::error_chain;
+use crate::edges::http::StartupStatus;
 
 /// Loads the config until the load does not fail to read (an invalid config is an answer too:
 /// the runtime reports it). Returns the store whose first `load` gives that answer, or `None`
@@ -97,7 +97,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::http::StatusSource;
+    use crate::edges::http::StatusSource;
 
     /// Fails to read `failing` times, then answers with an empty config.
     struct Flaky {

@@ -77,7 +77,7 @@ pub struct State {
     /// Checksum of the `crds/` files each module last created or updated.
     pub crds_applied: BTreeMap<ModuleName, String>,
     /// With `--ha`: no task starts while this replica does not lead.
-    pub leadership: Option<std::sync::Arc<crate::kube::leader::Leadership>>,
+    pub leadership: Option<std::sync::Arc<crate::edges::kube::leader::Leadership>>,
 }
 
 impl State {

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::RuntimeHandle;
 use super::task::Task;
-use crate::http::{ConvergeStatus, StartupConverge, StatusSource};
+use crate::edges::http::{ConvergeStatus, StartupConverge, StatusSource};
 
 impl RuntimeHandle {
     fn module_name(&self, name: &str) -> Option<ModuleName> {

@@ -94,7 +94,7 @@ fn crds_make_one_converge_work_and_only_chart_edits_upgrade_the_release() {
         .unwrap();
     assert!(copied.success());
     let client = tokio
-        .block_on(addon_operator::kube::connect(Some(
+        .block_on(addon_operator::edges::kube::connect(Some(
             &root.join("kubeconfig"),
         )))
         .unwrap();

@@ -264,7 +264,7 @@ fn race(edits: usize) -> Figures {
     write(&root.join("global-hooks/counter"), COUNTER_HOOK, true);
     std::fs::create_dir_all(root.join("modules")).unwrap();
     let client = rt
-        .block_on(addon_operator::kube::connect(Some(&kubeconfig)))
+        .block_on(addon_operator::edges::kube::connect(Some(&kubeconfig)))
         .unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
     rt.block_on(create_objects(&api, client));

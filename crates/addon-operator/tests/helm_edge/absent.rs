@@ -1,7 +1,7 @@
 //! Absent resources beyond namespaced built-ins: cluster-scoped objects and custom resources
 //! whose CRD is gone.
 
-use addon_operator::helm::Helm;
+use addon_operator::edges::helm::Helm;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams};

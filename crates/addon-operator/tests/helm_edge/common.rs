@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use addon_operator::helm::UpgradeRequest;
-use addon_operator::helm::binary::{BinaryHelm, HelmSettings};
+use addon_operator::edges::helm::UpgradeRequest;
+use addon_operator::edges::helm::binary::{BinaryHelm, HelmSettings};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -81,7 +81,7 @@ impl Env {
     /// Polls `should_upgrade` until it says yes (for changes made behind the edge's back, which
     /// reach it through its storage watch); false if it still says no after 30 s.
     pub async fn eventually_needs_upgrade(&self, req: &UpgradeRequest) -> bool {
-        use addon_operator::helm::Helm;
+        use addon_operator::edges::helm::Helm;
         for _ in 0..600 {
             if self.helm.should_upgrade(req).await.unwrap() {
                 return true;

@@ -1,6 +1,6 @@
 //! Releases that went wrong: broken templates, failed and stuck revisions.
 
-use addon_operator::helm::{Helm, HelmError};
+use addon_operator::edges::helm::{Helm, HelmError};
 
 use crate::common::Env;
 

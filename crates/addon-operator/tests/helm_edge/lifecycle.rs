@@ -1,6 +1,6 @@
 //! A module's release from install to uninstall: checksums, changed values, absent resources.
 
-use addon_operator::helm::Helm;
+use addon_operator::edges::helm::Helm;
 
 use crate::common::Env;
 

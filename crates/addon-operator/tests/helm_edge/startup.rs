@@ -1,6 +1,6 @@
 //! Building the edge: version detection and a missing binary.
 
-use addon_operator::helm::binary::{BinaryHelm, BinaryHelmError, HelmSettings};
+use addon_operator::edges::helm::binary::{BinaryHelm, BinaryHelmError, HelmSettings};
 
 use crate::common::{Env, NS};
 

@@ -1,7 +1,7 @@
 //! Release state read from helm's own storage through the API: the stored format of helm 3 and
 //! 4, one cache read per decision, no helm process for a decision.
 
-use addon_operator::helm::Helm;
+use addon_operator::edges::helm::Helm;
 use base64::Engine as _;
 
 use crate::common::{Env, NS};

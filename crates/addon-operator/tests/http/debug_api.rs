@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use addon_operator::debug_cli::{DebugClientError, get};
-use addon_operator::http;
+use addon_operator::cli::debug::{DebugClientError, get};
+use addon_operator::edges::http;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

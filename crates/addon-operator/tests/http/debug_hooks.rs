@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use addon_operator::debug_cli::{get, post};
+use addon_operator::cli::debug::{get, post};
 use serde_json::{Value, json};
 
 use crate::debug_api::{start, start_with};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use addon_core::names::QueueName;
 use addon_core::queue::{Backoff, QueueListDump, QueueSet, QueueTask};
-use addon_operator::http::{ConvergeStatus, StartupConverge, StatusSource};
+use addon_operator::edges::http::{ConvergeStatus, StartupConverge, StatusSource};
 use serde_json::{Value, json};
 
 pub struct Desc(pub &'static str);

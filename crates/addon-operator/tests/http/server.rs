@@ -4,8 +4,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use addon_core::hook_output::metrics::parse;
-use addon_operator::http;
-use addon_operator::metrics::Metrics;
+use addon_operator::edges::http;
+use addon_operator::edges::metrics::Metrics;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::get;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use addon_core::jq::JqFilter;
-use addon_operator::jq_sandbox::JqRunner;
+use addon_operator::edges::jq::JqRunner;
 use serde_json::json;
 
 use crate::{runtime, settings};

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use addon_core::jq::{JqFilter, JqLimits};
-use addon_operator::jq_sandbox::{DEFAULT_MAX_REPLY_BYTES, JqRunner, SandboxSettings};
+use addon_operator::edges::jq::{DEFAULT_MAX_REPLY_BYTES, JqRunner, SandboxSettings};
 use serde_json::{Value, json};
 
 pub fn settings(timeout: Duration) -> SandboxSettings {
@@ -85,7 +85,7 @@ fn lists_are_filtered_in_batches_with_per_object_errors() {
 
 #[test]
 fn a_child_killed_between_requests_is_replaced_without_failing_the_next_request() {
-    let sandbox = addon_operator::jq_sandbox::JqSandbox::new(settings(Duration::from_secs(5)));
+    let sandbox = addon_operator::edges::jq::JqSandbox::new(settings(Duration::from_secs(5)));
     runtime().block_on(async {
         let filter = JqFilter::compile(".a").unwrap();
         let input = [json!({"a": 1})];

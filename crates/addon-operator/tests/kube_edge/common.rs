@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use addon_core::hook_config::{self, HookScope, KubernetesBinding};
 use addon_core::names::HookName;
-use addon_operator::kube::{KindResolver, KubeEdge, connect};
+use addon_operator::edges::kube::{KindResolver, KubeEdge, connect};
 use addon_operator::runtime::edges::{KubeEvent, MonitorKey};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;

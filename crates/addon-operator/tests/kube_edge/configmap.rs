@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use addon_core::config::Config;
-use addon_operator::kube::{ConfigMapStore, DEFAULT_CONFIGMAP_NAME};
+use addon_operator::edges::kube::{ConfigMapStore, DEFAULT_CONFIGMAP_NAME};
 use addon_operator::runtime::edges::{
     ConfigBackend, ConfigBackendError, ConfigKeyChange, ConfigUpdate, ParsedConfig,
 };

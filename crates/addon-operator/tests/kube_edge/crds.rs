@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use addon_operator::kube::crds::wait_established;
+use addon_operator::edges::kube::crds::wait_established;
 use serde_json::json;
 
 use crate::common::start;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use addon_operator::kube::KubeWatches;
+use addon_operator::edges::kube::KubeWatches;
 use addon_operator::runtime::edges::{KubeEvent, KubeEvents};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use addon_operator::kube::leader::{DEFAULT_LEASE_NAME, LeaderElection, LeaderSettings};
+use addon_operator::edges::kube::leader::{DEFAULT_LEASE_NAME, LeaderElection, LeaderSettings};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use tokio_util::sync::CancellationToken;

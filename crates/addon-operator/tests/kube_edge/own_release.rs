@@ -1,6 +1,6 @@
 //! The operator's own Helm release is found from its pod's controllers against the emulator.
 
-use addon_operator::kube::own_release::own_release;
+use addon_operator::edges::kube::own_release::own_release;
 use serde_json::json;
 
 use crate::common::start;

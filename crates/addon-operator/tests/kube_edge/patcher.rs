@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use addon_core::hook_output::kube_patch::parse;
-use addon_operator::kube::{ObjectPatcher, PatchError, PatcherSettings};
+use addon_operator::edges::kube::{ObjectPatcher, PatchError, PatcherSettings};
 use serde_json::{Value, json};
 
 use crate::common::{Env, pod, start};

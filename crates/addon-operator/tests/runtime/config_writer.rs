@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use addon_operator::helm::fake::FakeHelm;
+use addon_operator::edges::helm::fake::FakeHelm;
 use addon_operator::runtime::FakeHooks;
 use serde_json::json;
 

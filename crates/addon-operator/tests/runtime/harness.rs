@@ -11,12 +11,12 @@ use addon_core::config::Config;
 use addon_core::discovery::Discovered;
 use addon_core::hook_config::{self, HookConfig, HookScope};
 use addon_core::queue::Backoff;
-use addon_operator::exec::hook_run::HookOutputs;
-use addon_operator::helm::fake::FakeHelm;
-use addon_operator::loader::{self, LoaderConfig};
+use addon_operator::edges::exec::hook_run::HookOutputs;
+use addon_operator::edges::helm::fake::FakeHelm;
+use addon_operator::edges::tree::{self as loader, LoaderConfig};
 use addon_operator::runtime::edges::{Edges, MemoryConfig};
+use addon_operator::runtime::schedule::TokioClock;
 use addon_operator::runtime::{FakeHooks, FakeKube, Runtime, RuntimeHandle, RuntimeSettings};
-use addon_operator::schedule::TokioClock;
 use tokio_util::sync::CancellationToken;
 
 /// A running operator and its fakes.

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use addon_operator::helm::Drift;
-use addon_operator::helm::fake::FakeHelm;
+use addon_operator::edges::helm::Drift;
+use addon_operator::edges::helm::fake::FakeHelm;
 use addon_operator::runtime::FakeHooks;
 
 use crate::harness::{Op, flaky, start, tree};

@@ -1,7 +1,7 @@
 //! The lifecycle scenarios of the specification, each as an ordered history.
 
-use addon_operator::exec::hook_run::HookOutputs;
-use addon_operator::helm::fake::{FakeHelm, HelmCall};
+use addon_operator::edges::exec::hook_run::HookOutputs;
+use addon_operator::edges::helm::fake::{FakeHelm, HelmCall};
 use addon_operator::runtime::FakeHooks;
 
 use crate::harness::{failing, flaky, start, tree, values_patch};

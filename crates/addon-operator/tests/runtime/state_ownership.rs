@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use addon_core::hook_config::WatchEvent;
-use addon_operator::exec::hook_run::HookOutputs;
-use addon_operator::helm::fake::FakeHelm;
+use addon_operator::edges::exec::hook_run::HookOutputs;
+use addon_operator::edges::helm::fake::FakeHelm;
 use addon_operator::runtime::FakeHooks;
 
 use crate::harness::{start, start_keeping, tree};

@@ -6,8 +6,8 @@ use addon_core::hook_config::BindingType;
 use addon_core::names::{ModuleName, QueueName};
 use addon_core::values::patch::Scope;
 
-use crate::check::error_chain;
-use crate::metrics::ModuleInfo;
+use crate::cli::check::error_chain;
+use crate::edges::metrics::ModuleInfo;
 use crate::runtime::Shared;
 use crate::runtime::state::State;
 use crate::runtime::task::{Outcome, Task, lifecycle_tasks};

@@ -11,9 +11,9 @@ use addon_core::names::{ModuleName, QueueName};
 use addon_core::values::patch::Scope;
 
 use super::global::start_monitor;
-use crate::check::error_chain;
-use crate::helm::{UpgradeRequest, chart_files};
-use crate::metrics::HelmOperation;
+use crate::cli::check::error_chain;
+use crate::edges::helm::{UpgradeRequest, chart_files};
+use crate::edges::metrics::HelmOperation;
 use crate::runtime::Shared;
 use crate::runtime::edges::MonitorKey;
 use crate::runtime::hooks::{self, RunContext};
@@ -86,7 +86,7 @@ async fn ensure_crds(
     startup: bool,
 ) -> Result<(), String> {
     let dir = dir.to_path_buf();
-    let read = tokio::task::spawn_blocking(move || crate::kube::crds::read(&dir));
+    let read = tokio::task::spawn_blocking(move || crate::edges::kube::crds::read(&dir));
     let crds = match read.await {
         Ok(result) => result.map_err(|e| error_chain(&e))?,
         Err(e) => return Err(format!("reading crds/ failed: {e}")),

@@ -1,0 +1,103 @@
+//! `addon-operator check`: discovers a module tree, asks every hook for its bindings, loads and
+//! validates config and values, computes enabled modules, and reports every problem found.
+
+pub mod configs;
+pub mod report;
+pub mod values;
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use crate::cli::dirs;
+use crate::cli::{CheckArgs, OutputFormat};
+use crate::edges::exec::hook_run::HookRunSettings;
+use crate::edges::tree::hook_configs::ConfigRunOptions;
+use crate::edges::tree::{self as loader, LoaderConfig};
+use configs::HookConfigs;
+use report::{CheckReport, ModuleReport};
+
+/// Runs `check` for the command line and prints the report.
+pub fn run_cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let report = crate::cli::block_on(run(args))?;
+    let text = match args.output {
+        OutputFormat::Json => serde_json::to_string_pretty(&report).context("render the report")?,
+        OutputFormat::Text => report.to_text(),
+    };
+    crate::cli::print_out(&format!("{text}\n"));
+    Ok(if report.is_valid() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Builds the report for a tree.
+pub async fn run(args: &CheckArgs) -> CheckReport {
+    let dirs = dirs::resolve(&args.dirs, &|name| std::env::var(name).ok());
+    let (mut found, load_errors) = loader::load(&LoaderConfig {
+        modules_dirs: dirs.modules_dirs,
+        global_hooks_dir: dirs.global_hooks_dir,
+        unnumbered_order: dirs.unnumbered_order,
+    });
+    let mut report = CheckReport {
+        warnings: found.warnings.clone(),
+        errors: load_errors.iter().map(|e| error_chain(e)).collect(),
+        ..Default::default()
+    };
+    let configs = HookConfigs::fetch(&mut found, &ConfigRunOptions::new(args.hook_timeout)).await;
+    report.errors.extend(configs.errors.iter().cloned());
+    report.global_hooks = found
+        .global
+        .hooks
+        .iter()
+        .map(|h| configs.report(h))
+        .collect();
+    let tmp = tempfile::tempdir();
+    let settings = HookRunSettings {
+        tmp_dir: tmp
+            .as_ref()
+            .map_or_else(|_| std::env::temp_dir(), |t| t.path().to_path_buf()),
+        timeout: args.hook_timeout,
+        ..HookRunSettings::default()
+    };
+    let stage = values::evaluate(&found, args.config_file.as_deref(), &settings).await;
+    report.errors.extend(stage.errors.iter().cloned());
+    report.warnings.extend(stage.warnings.iter().cloned());
+    report.values = stage.store.all_values();
+    report.modules = found
+        .modules
+        .iter()
+        .map(|m| ModuleReport {
+            name: m.name.to_string(),
+            order: m.order,
+            path: m.path.display().to_string(),
+            values_key: m.name.values_key(),
+            enabled: stage.enabled.contains(&m.name),
+            helm: m.has_chart,
+            hooks: m.hooks.iter().map(|h| configs.report(h)).collect(),
+        })
+        .collect();
+    report
+}
+
+/// An error with its causes, on one line (multi-line messages such as YAML snippets keep only
+/// their first line).
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let first_line = |e: &dyn std::error::Error| {
+        let text = e.to_string();
+        text.lines()
+            .next()
+            .unwrap_or_default()
+            .trim_end()
+            .to_string()
+    };
+    let mut out = first_line(err);
+    let mut cur = err.source();
+    while let Some(next) = cur {
+        out.push_str(": ");
+        out.push_str(&first_line(next));
+        cur = next.source();
+    }
+    out
+}

@@ -1,0 +1,163 @@
+//! The `check` stages after discovery: build the values store, read and validate the config file,
+//! and compute the enabled modules by running `enabled` scripts in module order.
+
+use std::path::Path;
+
+use addon_core::config::Config;
+use addon_core::discovery::Discovered;
+use addon_core::enablement::{self, EnablementPass, Step};
+use addon_core::names::ModuleName;
+use addon_core::setup::build_store;
+use addon_core::values::store::ValuesStore;
+use tokio_util::sync::CancellationToken;
+
+use super::error_chain;
+use crate::edges::exec::hook_run::{self, EnabledScriptInvocation, HookRunSettings};
+
+/// What the values stages found.
+pub struct ValuesStage {
+    pub store: ValuesStore,
+    pub enabled: Vec<ModuleName>,
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Builds the store, applies the config file, validates, and runs the enablement pass.
+pub async fn evaluate(
+    found: &Discovered,
+    config_file: Option<&Path>,
+    settings: &HookRunSettings,
+) -> ValuesStage {
+    let (mut store, setup_errors) = build_store(found);
+    let mut errors: Vec<String> = setup_errors.iter().map(|e| error_chain(e)).collect();
+    let config = match config_file {
+        Some(path) => read_config(path, &mut errors),
+        None => Config::empty(),
+    };
+    store.set_config(config.clone());
+    let flagged = store.enabled_by_flags();
+    if let Err(e) = store.check_config(&config, &flagged) {
+        errors.push(error_chain(&e));
+    }
+    let mut stage = ValuesStage {
+        store,
+        enabled: Vec::new(),
+        errors,
+        warnings: Vec::new(),
+    };
+    stage.enabled = stage.run_enablement(found, settings).await;
+    stage
+}
+
+fn read_config(path: &Path, errors: &mut Vec<String>) -> Config {
+    let text = match crate::edges::config::read_text(path) {
+        Ok(text) => text,
+        Err(e) => {
+            errors.push(error_chain(&e));
+            return Config::empty();
+        }
+    };
+    let file = path.display().to_string();
+    let (config, problems) = Config::from_file_partial(&file, &text);
+    errors.extend(
+        problems
+            .iter()
+            .map(|e| format!("config file {file}: {}", error_chain(e))),
+    );
+    config
+}
+
+impl ValuesStage {
+    async fn run_enablement(
+        &mut self,
+        found: &Discovered,
+        settings: &HookRunSettings,
+    ) -> Vec<ModuleName> {
+        let candidates = self
+            .store
+            .enablement_candidates(|m| module_script(found, m).is_some());
+        let mut pass = EnablementPass::new(candidates);
+        loop {
+            match pass.next_step() {
+                Ok(Step::Done(enabled)) => return enabled,
+                Ok(Step::RunScript {
+                    module,
+                    enabled_so_far,
+                }) => {
+                    let verdict = self
+                        .run_script(found, &module, &enabled_so_far, settings)
+                        .await;
+                    if let Err(e) = pass.accept_verdict(&module, verdict) {
+                        self.errors.push(e.to_string());
+                        return Vec::new();
+                    }
+                }
+                Err(e) => {
+                    self.errors.push(e.to_string());
+                    return Vec::new();
+                }
+            }
+        }
+    }
+
+    /// Runs one `enabled` script; a failure is recorded and counts as "disabled".
+    async fn run_script(
+        &mut self,
+        found: &Discovered,
+        module: &ModuleName,
+        enabled_so_far: &[ModuleName],
+        settings: &HookRunSettings,
+    ) -> bool {
+        let (Some(script), Ok(values)) = (
+            module_script(found, module),
+            self.store.enabled_script_values(module, enabled_so_far),
+        ) else {
+            return false;
+        };
+        let invocation = EnabledScriptInvocation {
+            module: module.as_str(),
+            script_path: script,
+            config_values: &values.config_values,
+            values: &values.values,
+            extra_env: &[],
+        };
+        let run =
+            hook_run::run_enabled_script(settings, &invocation, &CancellationToken::new()).await;
+        let output = match run {
+            Ok(output) if output.process.succeeded() => output,
+            Ok(output) => {
+                self.errors.push(format!(
+                    "module '{module}': enabled script failed ({}): {}",
+                    output.process.exit,
+                    output.process.failure_message()
+                ));
+                return false;
+            }
+            Err(e) => {
+                self.errors
+                    .push(format!("module '{module}': {}", error_chain(&e)));
+                return false;
+            }
+        };
+        let result = output.result.unwrap_or_default();
+        let stdout = output.stdout_last_line.unwrap_or_default();
+        match enablement::parse_script_result(module, &result, &stdout) {
+            Ok(verdict) => {
+                self.warnings.extend(verdict.warning);
+                verdict.enabled
+            }
+            Err(e) => {
+                self.errors.push(e.to_string());
+                false
+            }
+        }
+    }
+}
+
+fn module_script<'a>(found: &'a Discovered, module: &ModuleName) -> Option<&'a Path> {
+    found
+        .modules
+        .iter()
+        .find(|m| &m.name == module)
+        .and_then(|m| m.enabled_script.as_deref())
+}

@@ -1,0 +1,147 @@
+//! `addon-operator module render NAME`: runs the tree locally the way the operator would (global
+//! hooks, discovery, the modules' hooks; no cluster, the config never written) until the first
+//! 'reload all modules' is done, then prints the manifests Helm would install for the module.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use addon_core::config::Config;
+use addon_core::names::ModuleName;
+use anyhow::Context as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::RenderArgs;
+use crate::cli::check::error_chain;
+use crate::cli::start::fail;
+use crate::edges::exec::hook_run::HookRunSettings;
+use crate::edges::helm::template::TemplateHelm;
+use crate::runtime::edges::{Edges, MemoryConfig, NoCluster, ProcessHooks};
+use crate::runtime::{Runtime, RuntimeHandle, RuntimeSettings};
+
+/// How often the run is checked for its end.
+const POLL: Duration = Duration::from_millis(50);
+
+pub fn run_cli(args: &RenderArgs) -> anyhow::Result<ExitCode> {
+    crate::cli::block_on(render(args))?
+}
+
+async fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
+    let module = ModuleName::new(&args.module).map_err(|e| anyhow::anyhow!(e))?;
+    let tree = match crate::edges::tree::runnable::load(&args.dirs, args.hook_timeout).await {
+        Ok(tree) => tree,
+        Err(errors) => return Ok(fail("render", &errors)),
+    };
+    let Some(source) = tree.found.modules.iter().find(|m| m.name == module) else {
+        return Ok(fail(
+            "render",
+            &[format!("module '{module}' is not in the tree")],
+        ));
+    };
+    if !source.has_chart {
+        return Ok(fail(
+            "render",
+            &[format!(
+                "module '{module}' has no chart (no Chart.yaml or templates/)"
+            )],
+        ));
+    }
+    let tmp = tempfile::tempdir().context("create a temporary directory")?;
+    let (edges, helm) = local_edges(args, tmp.path())?;
+    let (_kube_tx, kube_events) = tokio::sync::mpsc::unbounded_channel();
+    let built = Runtime::build(
+        &tree.found,
+        &tree.configs,
+        edges,
+        kube_events,
+        RuntimeSettings::default(),
+    );
+    let runtime = match built.await {
+        Ok(runtime) => runtime,
+        Err(e) => return Ok(fail("render", &e.errors)),
+    };
+    let handle = runtime.handle();
+    let stop = CancellationToken::new();
+    let running = tokio::spawn(runtime.run(stop.clone()));
+    let outcome = wait_for_converge(&handle, args.timeout).await;
+    stop.cancel();
+    let _ = running.await;
+    if let Err(problem) = outcome {
+        return Ok(fail("render", &[problem]));
+    }
+    if !handle.enabled_modules().contains(&module) {
+        return Ok(fail(
+            "render",
+            &[format!(
+                "module '{module}' is disabled with this tree and config"
+            )],
+        ));
+    }
+    match helm.manifest(module.as_str()) {
+        Some(manifest) => {
+            crate::cli::print_out(&manifest);
+            Ok(ExitCode::SUCCESS)
+        }
+        None => Ok(fail(
+            "render",
+            &[format!("module '{module}' was not rendered")],
+        )),
+    }
+}
+
+/// Local-mode edges (no cluster, config in memory) and the Helm that keeps rendered manifests.
+fn local_edges(args: &RenderArgs, tmp: &Path) -> anyhow::Result<(Edges, Arc<TemplateHelm>)> {
+    let helm = Arc::new(TemplateHelm::new(
+        args.helm_binary.clone(),
+        args.namespace.clone(),
+        tmp.to_path_buf(),
+    ));
+    let hooks = ProcessHooks {
+        settings: HookRunSettings {
+            tmp_dir: tmp.to_path_buf(),
+            timeout: args.hook_timeout,
+            ..HookRunSettings::default()
+        },
+        extra_env: Vec::new(),
+        cancel: CancellationToken::new(),
+    };
+    let edges = Edges {
+        hooks: Arc::new(hooks),
+        helm: helm.clone(),
+        kube: Arc::new(NoCluster),
+        objects: Arc::new(NoCluster),
+        config: Arc::new(MemoryConfig::new(read_config(args)?)),
+    };
+    Ok((edges, helm))
+}
+
+fn read_config(args: &RenderArgs) -> anyhow::Result<Config> {
+    let Some(path) = &args.config_file else {
+        return Ok(Config::empty());
+    };
+    let text = crate::edges::config::read_text(path)?;
+    Config::from_file(&path.display().to_string(), &text)
+        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), error_chain(&e)))
+}
+
+/// Waits until the first converge is done and nothing is queued; the first failing task (its
+/// error included) ends the wait at once, since render does not retry.
+async fn wait_for_converge(handle: &RuntimeHandle, timeout: Duration) -> Result<(), String> {
+    let started = tokio::time::Instant::now();
+    loop {
+        if let Some(failed) = handle.first_failure() {
+            return Err(format!("a task failed: {failed}"));
+        }
+        if handle.first_converge_done() && handle.is_idle() {
+            return Ok(());
+        }
+        if started.elapsed() > timeout {
+            return Err(format!(
+                "the first 'reload all modules' did not finish within {timeout:?}:\n{}",
+                handle.queues_text()
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}

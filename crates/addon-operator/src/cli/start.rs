@@ -1,0 +1,462 @@
+//! `addon-operator start`: loads the tree, asks every hook for its config, chooses the cluster
+//! (none, the embedded emulator, or a kubeconfig / in-cluster), builds the runtime with the real
+//! edges, serves metrics and the debug API, and runs until SIGINT or SIGTERM.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use addon_core::config::Config;
+use addon_core::hook_output::kube_patch::KubeOperation;
+use addon_core::queue::Backoff;
+use anyhow::Context as _;
+use futures::future::BoxFuture;
+use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::StartArgs;
+use crate::cli::check::error_chain;
+use crate::edges::config::FileConfigStore;
+use crate::edges::exec::hook_run::HookRunSettings;
+use crate::edges::helm::Helm;
+use crate::edges::helm::binary::{BinaryHelm, HelmSettings};
+use crate::edges::helm::template::TemplateHelm;
+use crate::edges::http::{StartupStatus, StatusSource};
+use crate::edges::jq::{JqRunner, SandboxSettings};
+use crate::edges::kube::leader::{LeaderElection, LeaderSettings};
+use crate::edges::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
+use crate::edges::metrics::Metrics;
+use crate::runtime::edges::{
+    ConfigBackend, Edges, FileConfig, KubeEvent, MemoryConfig, NoCluster, ObjectPatches,
+    ProcessHooks,
+};
+use crate::runtime::startup_config::wait_for_config;
+use crate::runtime::{Runtime, RuntimeSettings};
+
+/// How long file edits are gathered before the config is re-read.
+const CONFIG_DEBOUNCE: Duration = Duration::from_millis(200);
+
+pub fn run_cli(args: &StartArgs) -> anyhow::Result<ExitCode> {
+    crate::cli::block_on(run(args))?
+}
+
+/// Which cluster the operator manages.
+enum Cluster {
+    /// None: charts are rendered, kubernetes bindings see nothing.
+    None,
+    /// The in-process emulator; held (and stopped on drop) for the operator's lifetime.
+    Embedded {
+        _emulator: Box<EmulatorHandle>,
+        kubeconfig: PathBuf,
+    },
+    /// A real cluster through a kubeconfig (`None`: in-cluster service account).
+    External(Option<PathBuf>),
+}
+
+impl Cluster {
+    fn kubeconfig(&self) -> Option<&Path> {
+        match self {
+            Cluster::Embedded { kubeconfig, .. } | Cluster::External(Some(kubeconfig)) => {
+                Some(kubeconfig)
+            }
+            _ => None,
+        }
+    }
+}
+
+async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
+    crate::edges::exec::reaper::start();
+    args.upstream.log_without_effect();
+    let tree = match crate::edges::tree::runnable::load(&args.dirs, args.hook_timeout).await {
+        Ok(tree) => tree,
+        Err(errors) => return Ok(fail("start", &errors)),
+    };
+    if args.upstream.strict_check_values_mode_enabled {
+        let problems = crate::cli::upstream_flags::strict_values_problems(&tree.found);
+        if !problems.is_empty() {
+            return Ok(fail("start", &problems));
+        }
+    }
+    crate::edges::exec::tmp_files::private_dir(&args.tmp_dir)?;
+    let cluster = choose_cluster(args).await?;
+    let cancel_hooks = CancellationToken::new();
+    // metrics, health and the signals are served from the start, so a start that waits for
+    // the API server is seen as not ready (with the reason) and can be stopped
+    let shutdown = CancellationToken::new();
+    tokio::spawn(wait_for_signal(shutdown.clone(), cancel_hooks.clone()));
+    let metrics = Arc::new(Metrics::new(&args.http.prometheus_metrics_prefix));
+    let status = Arc::new(StartupStatus::new("starting"));
+    serve_http(args, &metrics, &status, &shutdown).await;
+    let (kube_tx, kube_events) = mpsc::unbounded_channel();
+    let (mut edges, client) =
+        edges(args, &cluster, kube_tx, cancel_hooks.clone(), &metrics).await?;
+    if args.ha && client.is_none() {
+        let problem = "--ha needs a cluster (--kube-config, in-cluster, or --embedded-cluster)";
+        return Ok(fail("start", &[problem.into()]));
+    }
+    if client.is_some() && args.config_file.is_none() {
+        status.starting(format!("reading the ConfigMap {}", args.config_map));
+        let backoff = settings(args, &metrics).backoff;
+        match wait_for_config(edges.config.clone(), backoff, &status, &shutdown).await {
+            Some(config) => edges.config = config,
+            None => return Ok(ExitCode::SUCCESS),
+        }
+    }
+    let mut settings = settings(args, &metrics);
+    settings.kept_releases = kept_releases(args, client.as_ref()).await;
+    let election = client
+        .clone()
+        .filter(|_| args.ha)
+        .map(|client| LeaderElection::new(client, leader_settings(args)));
+    settings.leadership = election.as_ref().map(LeaderElection::leadership);
+    let built = Runtime::build(&tree.found, &tree.configs, edges, kube_events, settings);
+    let runtime = match built.await {
+        Ok(runtime) => runtime,
+        Err(e) => return Ok(fail("start", &e.errors)),
+    };
+    tracing::info!(
+        global_hooks = tree.found.global.hooks.len(),
+        modules = tree.found.modules.len(),
+        "addon-operator started"
+    );
+    let lost = CancellationToken::new();
+    let mut holding = None;
+    if let Some(election) = election {
+        status.starting("waiting for the leader lease (a standby)");
+        let stop = [shutdown.clone(), cancel_hooks];
+        match lead(election, &stop, &lost).await {
+            Some(hold) => holding = Some(hold),
+            None => return Ok(ExitCode::SUCCESS),
+        }
+    }
+    status.running(Arc::new(runtime.handle()));
+    runtime.run(shutdown).await;
+    if let Some((stop_holding, held)) = holding {
+        stop_holding.cancel();
+        let _ = held.await;
+    }
+    drop(cluster);
+    if lost.is_cancelled() {
+        tracing::error!("stopped after losing the leader lease");
+        return Ok(ExitCode::FAILURE);
+    }
+    tracing::info!("addon-operator stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
+    RuntimeSettings {
+        backoff: Backoff {
+            initial: args.retry_initial_delay,
+            max: args.retry_max_delay,
+            factor: 2,
+        },
+        metrics_prefix: args.http.prometheus_metrics_prefix.clone(),
+        resource_monitor_interval: Some(args.resources_monitor_interval)
+            .filter(|interval| !interval.is_zero()),
+        record_history: false,
+        kept_releases: Vec::new(),
+        leadership: None,
+        metrics: Some(Arc::clone(metrics)),
+        jq: jq_runner(args),
+    }
+}
+
+/// API call limits: retries wait at most the queues' retry delay (and never over 30 s).
+fn api_settings(args: &StartArgs) -> ApiSettings {
+    ApiSettings {
+        max_delay: args.retry_max_delay,
+        ..ApiSettings::default()
+    }
+}
+
+/// A jq sandbox bounded by `--jq-timeout` and `--jq-memory-limit-mib`.
+fn jq_runner(args: &StartArgs) -> JqRunner {
+    let memory = args.jq_memory_limit_mib.saturating_mul(1 << 20);
+    JqRunner::sandbox(SandboxSettings::for_current_exe(args.jq_timeout, memory))
+}
+
+/// Releases the startup purge keeps: `--helm-ignore-release` and the release that deployed this
+/// pod (`--pod-name`, or the host name in a pod; found from its controllers' Helm annotations).
+async fn kept_releases(args: &StartArgs, client: Option<&kube::Client>) -> Vec<String> {
+    let mut kept: Vec<String> = Some(args.helm_ignore_release.clone())
+        .filter(|r| !r.is_empty())
+        .into_iter()
+        .collect();
+    // in a pod the host name is the pod name
+    let in_pod = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+    if let (Some(client), true) = (client, in_pod || !args.pod_name.is_empty()) {
+        let (namespace, pod) = (namespace(args), identity(args));
+        let own = crate::edges::kube::own_release::own_release(client, &namespace, &pod);
+        kept.extend(own.await);
+    }
+    kept
+}
+
+fn leader_settings(args: &StartArgs) -> LeaderSettings {
+    let identity = identity(args);
+    let lease = args.ha_lease_duration;
+    LeaderSettings {
+        name: args.ha_lease_name.clone(),
+        ..LeaderSettings::with_lease_duration(&namespace(args), &identity, lease)
+    }
+}
+
+/// Waits for the leader lease (`None`: stopped while waiting), then keeps renewing it in the
+/// background until the returned token fires (after the runtime stopped), and then releases
+/// it; losing it fires `lost` and `stop` (the shutdown and the running hooks' cancellation).
+async fn lead(
+    election: LeaderElection,
+    stop: &[CancellationToken; 2],
+    lost: &CancellationToken,
+) -> Option<(CancellationToken, tokio::task::JoinHandle<()>)> {
+    tracing::info!("waiting for the leader lease");
+    if !election.acquire(&stop[0]).await {
+        return None;
+    }
+    let (holding, lost, stop) = (CancellationToken::new(), lost.clone(), stop.clone());
+    let stop_holding = holding.clone();
+    let held = tokio::spawn(async move {
+        election.hold(holding, lost.clone()).await;
+        if lost.is_cancelled() {
+            stop.iter().for_each(CancellationToken::cancel);
+        }
+    });
+    Some((stop_holding, held))
+}
+
+/// The replica's name in the Lease: `--pod-name`, else the host name.
+fn identity(args: &StartArgs) -> String {
+    if !args.pod_name.is_empty() {
+        return args.pod_name.clone();
+    }
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| format!("addon-operator-{}", std::process::id()))
+}
+
+/// Prints every problem that stops `what` (e.g. "start") and gives exit code 1.
+pub(crate) fn fail(what: &str, errors: &[String]) -> ExitCode {
+    let mut text = format!(
+        "addon-operator: cannot {what}, {} problem(s):",
+        errors.len()
+    );
+    for e in errors {
+        text.push_str(&format!("\n  {e}"));
+    }
+    crate::cli::print_err(&text);
+    ExitCode::FAILURE
+}
+
+async fn choose_cluster(args: &StartArgs) -> anyhow::Result<Cluster> {
+    if args.embedded_cluster {
+        let config = EmulatorConfig {
+            port: args.embedded_cluster_port,
+            data_dir: args.embedded_cluster_data_dir.clone(),
+            ..EmulatorConfig::default()
+        };
+        let handle = Emulator::start(config)
+            .await
+            .context("start the embedded cluster")?;
+        let kubeconfig = args.tmp_dir.join("embedded-cluster.kubeconfig");
+        handle
+            .write_kubeconfig(&kubeconfig)
+            .context("write the embedded cluster's kubeconfig")?;
+        tracing::info!(
+            url = %handle.url(),
+            kubeconfig = %kubeconfig.display(),
+            "embedded cluster started; use: kubectl --kubeconfig {}",
+            kubeconfig.display()
+        );
+        return Ok(Cluster::Embedded {
+            _emulator: Box::new(handle),
+            kubeconfig,
+        });
+    }
+    if let Some(path) = &args.kube_config {
+        return Ok(Cluster::External(Some(path.clone())));
+    }
+    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        return Ok(Cluster::External(None));
+    }
+    Ok(Cluster::None)
+}
+
+/// The edges for `cluster`, and the Kubernetes client when there is a cluster.
+async fn edges(
+    args: &StartArgs,
+    cluster: &Cluster,
+    kube_tx: mpsc::UnboundedSender<KubeEvent>,
+    cancel_hooks: CancellationToken,
+    metrics: &Arc<Metrics>,
+) -> anyhow::Result<(Edges, Option<kube::Client>)> {
+    let kubeconfig = cluster.kubeconfig().map(Path::to_path_buf);
+    let extra_env: Vec<(String, String)> = kubeconfig
+        .iter()
+        .map(|p| ("KUBECONFIG".to_string(), p.display().to_string()))
+        .collect();
+    let hooks = Arc::new(ProcessHooks {
+        settings: HookRunSettings {
+            tmp_dir: args.tmp_dir.clone(),
+            keep_tmp_files: args.debug_keep_tmp_files,
+            timeout: args.hook_timeout,
+            kill_grace: args.hook_kill_grace,
+        },
+        extra_env: extra_env.clone(),
+        cancel: cancel_hooks,
+    });
+    let file_config = match &args.config_file {
+        Some(path) => {
+            let store = FileConfigStore::open(path, CONFIG_DEBOUNCE)
+                .await
+                .with_context(|| format!("open the config file {}", path.display()))?;
+            Some(Arc::new(FileConfig::new(store)) as Arc<dyn ConfigBackend>)
+        }
+        None => None,
+    };
+    if let Cluster::None = cluster {
+        let helm = TemplateHelm::new(
+            args.helm_binary.clone(),
+            args.namespace.clone(),
+            args.tmp_dir.clone(),
+        );
+        let config = file_config.unwrap_or_else(|| Arc::new(MemoryConfig::new(Config::empty())));
+        let edges = Edges {
+            hooks,
+            helm: Arc::new(helm),
+            kube: Arc::new(NoCluster),
+            objects: Arc::new(NoCluster),
+            config,
+        };
+        return Ok((edges, None));
+    }
+    let namespace = namespace(args);
+    let kube = KubeEdge::connect_with(kubeconfig.as_deref(), &api_settings(args))
+        .await
+        .context("connect to the Kubernetes API")?;
+    let mut helm_settings = HelmSettings::new(
+        args.helm_binary.clone(),
+        namespace.clone(),
+        args.tmp_dir.clone(),
+    );
+    helm_settings.history_max = args.upstream.helm_history_max;
+    helm_settings.timeout = args.upstream.helm_timeout;
+    helm_settings.kubeconfig = kubeconfig;
+    helm_settings.extra_env = extra_env;
+    let helm = BinaryHelm::new(helm_settings)
+        .await
+        .context("prepare helm")?;
+    let config =
+        file_config.unwrap_or_else(|| Arc::new(kube.config_store(&namespace, &args.config_map)));
+    let edges = Edges {
+        hooks,
+        helm: Arc::new(helm) as Arc<dyn Helm>,
+        kube: Arc::new(kube.watches(kube_tx).with_metrics(Arc::clone(metrics))),
+        objects: Arc::new(Patcher(
+            kube.patcher(PatcherSettings {
+                jq: jq_runner(args),
+                ..PatcherSettings::default()
+            }),
+            kube.client.clone(),
+        )),
+        config,
+    };
+    Ok((edges, Some(kube.client.clone())))
+}
+
+fn namespace(args: &StartArgs) -> String {
+    let service_account = Path::new(crate::cli::upstream_flags::SERVICE_ACCOUNT_NAMESPACE);
+    crate::cli::upstream_flags::resolve_namespace(&args.namespace, service_account)
+}
+
+/// The kube edge's object patcher (and its client, to wait for CRDs) as the runtime's
+/// `ObjectPatches`.
+struct Patcher(ObjectPatcher, kube::Client);
+
+impl ObjectPatches for Patcher {
+    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move { self.0.apply(ops).await.map_err(|e| error_chain(&e)) })
+    }
+
+    fn wait_crds_established<'a>(
+        &'a self,
+        names: &'a [String],
+    ) -> BoxFuture<'a, Result<(), String>> {
+        let timeout = Duration::from_secs(30);
+        Box::pin(crate::edges::kube::crds::wait_established(
+            &self.1, names, timeout,
+        ))
+    }
+}
+
+/// Metrics and health on TCP, the debug API on a unix socket (and TCP if asked). A listener that
+/// cannot be bound is logged and skipped: the operator's work does not depend on it.
+async fn serve_http(
+    args: &StartArgs,
+    metrics: &Arc<Metrics>,
+    status: &Arc<StartupStatus>,
+    shutdown: &CancellationToken,
+) {
+    let status: Arc<dyn StatusSource> = status.clone();
+    let metrics = Arc::clone(metrics);
+    tokio::spawn(crate::edges::metrics::spawn_live_ticks(
+        Arc::clone(&metrics),
+        shutdown.clone(),
+    ));
+    match crate::edges::http::bind(args.http.listen_addr()).await {
+        Ok(listener) => {
+            let addr = listener
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
+            let (status, stop) = (Arc::clone(&status), shutdown.clone());
+            tokio::spawn(crate::edges::http::serve_listener(
+                listener, metrics, status, stop,
+            ));
+        }
+        Err(e) => tracing::warn!(error = %error_chain(&e), "metrics and health server not started"),
+    }
+    let socket = args.http.debug_unix_socket.clone();
+    match crate::edges::http::bind_debug_socket(&socket) {
+        Ok(listener) => {
+            tracing::info!(socket = %socket.display(), "serving the debug API");
+            let (status, stop) = (Arc::clone(&status), shutdown.clone());
+            tokio::spawn(async move {
+                crate::edges::http::serve_debug_listener(listener, &socket, status, stop).await
+            });
+        }
+        Err(e) => tracing::warn!(error = %error_chain(&e), "debug socket not started"),
+    }
+    if let Some(addr) = args.http.debug_http_addr {
+        match crate::edges::http::bind(addr).await {
+            Ok(listener) => {
+                let (status, stop) = (Arc::clone(&status), shutdown.clone());
+                tokio::spawn(crate::edges::http::serve_debug_tcp(listener, status, stop));
+            }
+            Err(e) => tracing::warn!(error = %error_chain(&e), "debug HTTP server not started"),
+        }
+    }
+}
+
+/// On SIGINT or SIGTERM: stop taking tasks and send SIGTERM to running hooks (SIGKILL follows
+/// after the grace period).
+async fn wait_for_signal(shutdown: CancellationToken, cancel_hooks: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot listen for SIGTERM/SIGINT");
+        return;
+    };
+    let name = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    tracing::info!(signal = name, "shutting down");
+    shutdown.cancel();
+    cancel_hooks.cancel();
+}

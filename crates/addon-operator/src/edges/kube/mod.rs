@@ -1,0 +1,23 @@
+//! The Kubernetes edge: the client, kind discovery, binding watches, the ConfigMap config store and the object patcher.
+
+pub mod api_guard;
+pub mod client;
+pub mod configmap;
+pub mod crds;
+pub mod discovery;
+pub mod edge;
+pub mod events;
+pub mod known;
+pub mod leader;
+mod namespaces;
+pub mod own_release;
+pub mod patcher;
+pub mod watch;
+
+pub use api_guard::ApiSettings;
+pub use client::{ClientError, connect, connect_with};
+pub use configmap::{ConfigMapStore, DEFAULT_CONFIGMAP_NAME};
+pub use discovery::{DiscoveryError, KindResolver, ResolvedKind};
+pub use edge::KubeEdge;
+pub use events::KubeWatches;
+pub use patcher::{ObjectPatcher, PatchError, PatcherSettings};

@@ -1,0 +1,406 @@
+//! One watch of a kubernetes binding in one scope: its selection, its first (paged) list and the
+//! stream of events after it, reported to the runtime as [`KubeEvent`]s.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use addon_core::hook_config::KubernetesBinding;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{Api, DynamicObject};
+use kube::discovery::ApiResource;
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use super::discovery::DiscoveryError;
+use super::known::{KnownObjects, Observed};
+
+use crate::edges::metrics::Metrics;
+use crate::runtime::edges::{KubeEvent, MonitorKey};
+
+/// A binding's watch that could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error("resolve the kind")]
+    Resolve(#[source] DiscoveryError),
+    #[error("list namespaces matching '{selector}'")]
+    ListNamespaces {
+        selector: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("list {resource} in {}", scope_name(scope))]
+    List {
+        resource: String,
+        scope: Option<String>,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+fn scope_name(scope: &Option<String>) -> String {
+    scope.as_ref().map_or_else(
+        || "all namespaces".to_string(),
+        |ns| format!("namespace '{ns}'"),
+    )
+}
+
+impl WatchError {
+    pub(super) fn is_not_found(&self) -> bool {
+        matches!(self, Self::List { source: kube::Error::Api(s), .. } if s.code == 404)
+    }
+
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::Resolve(e) => e.category(),
+            Self::ListNamespaces { .. } | Self::List { .. } => "kube_list",
+        }
+    }
+}
+
+/// What a binding selects inside one scope.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Selection {
+    labels: Option<String>,
+    fields: Option<String>,
+    /// `nameSelector.matchNames` with several names: filtered here (one name goes to the server
+    /// as `metadata.name=<name>`).
+    names: Option<BTreeSet<String>>,
+}
+
+impl Selection {
+    pub(super) fn of(binding: &KubernetesBinding) -> Self {
+        let mut fields: Vec<String> = binding
+            .field_selector
+            .iter()
+            .map(|f| f.to_query())
+            .filter(|q| !q.is_empty())
+            .collect();
+        let mut names = None;
+        match binding.name_selector.as_deref() {
+            Some([one]) => fields.push(format!("metadata.name={one}")),
+            Some(many) if !many.is_empty() => names = Some(many.iter().cloned().collect()),
+            _ => {}
+        }
+        Self {
+            labels: binding
+                .label_selector
+                .as_ref()
+                .map(|l| l.to_query())
+                .filter(|q| !q.is_empty()),
+            fields: (!fields.is_empty()).then(|| fields.join(",")),
+            names,
+        }
+    }
+
+    fn watcher_config(&self) -> watcher::Config {
+        let mut config = watcher::Config::default();
+        if let Some(l) = &self.labels {
+            config = config.labels(l);
+        }
+        if let Some(f) = &self.fields {
+            config = config.fields(f);
+        }
+        config
+    }
+
+    fn selects(&self, object: &DynamicObject) -> bool {
+        self.names.as_ref().is_none_or(|names| {
+            object
+                .metadata
+                .name
+                .as_ref()
+                .is_some_and(|n| names.contains(n))
+        })
+    }
+}
+
+/// One watch of a monitor: the API (namespaced or not) and where it reports.
+pub(super) struct Scope {
+    pub(super) api: Api<DynamicObject>,
+    pub(super) name: Option<String>,
+}
+
+impl Scope {
+    pub(super) fn namespaced(client: kube::Client, namespace: &str, ar: &ApiResource) -> Self {
+        Self {
+            api: Api::namespaced_with(client, namespace, ar),
+            name: Some(namespace.to_string()),
+        }
+    }
+}
+
+/// An object as hooks see it: with `apiVersion` and `kind` even when a list left them out.
+pub(crate) fn to_json(object: DynamicObject, ar: &ApiResource) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        map.entry("apiVersion")
+            .or_insert_with(|| Value::String(ar.api_version.clone()));
+        map.entry("kind")
+            .or_insert_with(|| Value::String(ar.kind.clone()));
+    }
+    value
+}
+
+/// One running watch of a monitor.
+#[derive(Clone)]
+pub(super) struct Watch {
+    pub(super) key: MonitorKey,
+    pub(super) binding: String,
+    pub(super) selection: Selection,
+    pub(super) resource: ApiResource,
+    pub(super) events: mpsc::UnboundedSender<KubeEvent>,
+    pub(super) metrics: Option<Arc<Metrics>>,
+}
+
+/// Objects per page of an initial list (the watcher's default `limit`).
+const PAGE: usize = 500;
+
+/// A watch stream of one scope.
+type WatchStream = BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>;
+
+/// One scope's watch whose first list is done: the stream goes on from there.
+pub(super) struct Started {
+    scope: Option<String>,
+    stream: WatchStream,
+    pub(super) known: KnownObjects,
+}
+
+impl Started {
+    pub(super) fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
+    }
+}
+
+impl Watch {
+    /// Watches `scope` from scratch: every object arrives as `Added`.
+    pub(super) fn spawn(self, scope: Scope, known: KnownObjects) -> AbortHandle {
+        let started = Started {
+            stream: self.stream(scope.api),
+            scope: scope.name,
+            known,
+        };
+        self.resume(started)
+    }
+
+    /// Goes on watching after [`Watch::first_list`].
+    pub(super) fn resume(self, started: Started) -> AbortHandle {
+        tokio::spawn(self.run(started)).abort_handle()
+    }
+
+    fn stream(&self, api: Api<DynamicObject>) -> WatchStream {
+        watcher(api, self.selection.watcher_config())
+            .default_backoff()
+            .into_stream()
+            .boxed()
+    }
+
+    /// Starts the watch of `scope` and reads its initial list (paged by the watcher), which
+    /// becomes the first snapshot: sent to `pages` a page at a time when given, else returned.
+    /// The first error fails the start.
+    pub(super) async fn first_list(
+        &self,
+        scope: Scope,
+        pages: Option<&mpsc::Sender<Vec<Value>>>,
+    ) -> Result<(Started, Vec<Value>), WatchError> {
+        let mut stream = self.stream(scope.api);
+        let mut known = KnownObjects::default();
+        let mut objects = Vec::new();
+        loop {
+            let event = stream.try_next().await.map_err(|e| WatchError::List {
+                resource: self.resource.plural.clone(),
+                scope: scope.name.clone(),
+                source: client_error(e),
+            })?;
+            let done = match event {
+                Some(watcher::Event::InitApply(o)) => {
+                    objects.extend(self.convert(o));
+                    false
+                }
+                Some(watcher::Event::InitDone) | None => true,
+                Some(_) => false,
+            };
+            if let Some(pages) = pages
+                && (done || objects.len() >= PAGE)
+            {
+                known.extend(&objects);
+                // a closed receiver means the caller gave up on the listing
+                let _ = pages.send(std::mem::take(&mut objects)).await;
+            }
+            if done {
+                break;
+            }
+        }
+        known.extend(&objects);
+        let started = Started {
+            scope: scope.name,
+            stream,
+            known,
+        };
+        Ok((started, objects))
+    }
+
+    async fn run(self, started: Started) {
+        let Started {
+            scope,
+            mut stream,
+            mut known,
+        } = started;
+        loop {
+            let item = match stream.try_next().await {
+                Ok(Some(item)) => item,
+                Ok(None) => break,
+                Err(error) => {
+                    if let Some(metrics) = &self.metrics {
+                        metrics.kube_watch_error(watch_error_type(&error));
+                    }
+                    tracing::debug!(hook = %self.key.hook, binding = %self.binding,
+                        namespace = scope.as_deref().unwrap_or(""), %error,
+                        "watch interrupted; it restarts by itself");
+                    continue;
+                }
+            };
+            let Some(observed) = self.observed(item) else {
+                continue;
+            };
+            for (event, object) in known.observe(observed) {
+                let sent = self.events.send(KubeEvent {
+                    key: self.key.clone(),
+                    event,
+                    object,
+                });
+                if sent.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn convert(&self, object: DynamicObject) -> Option<Value> {
+        self.selection
+            .selects(&object)
+            .then(|| to_json(object, &self.resource))
+    }
+
+    fn observed(&self, event: watcher::Event<DynamicObject>) -> Option<Observed> {
+        let convert = |o: DynamicObject| self.convert(o);
+        Some(match event {
+            watcher::Event::Apply(o) => Observed::Apply(convert(o)?),
+            watcher::Event::Delete(o) => Observed::Delete(convert(o)?),
+            watcher::Event::Init => Observed::Init,
+            watcher::Event::InitApply(o) => Observed::InitApply(convert(o)?),
+            watcher::Event::InitDone => Observed::InitDone,
+        })
+    }
+}
+
+/// The client error behind a watch error (for the start's error message).
+fn client_error(error: watcher::Error) -> kube::Error {
+    match error {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => e,
+        watcher::Error::WatchError(status) => kube::Error::Api(status),
+        other => kube::Error::Api(Box::new(kube::core::Status::failure(
+            &other.to_string(),
+            "WatchFailed",
+        ))),
+    }
+}
+
+/// Upstream's `error_type` of a watch error: `expired` (410: the resume version is too old),
+/// `unexpected-eof` (the connection closed mid-message), else `fail`. (Upstream's `eof`, a watch
+/// the server closed normally, never shows here: kube-rs resumes such watches without an error.)
+fn watch_error_type(error: &watcher::Error) -> &'static str {
+    let client_error = match error {
+        watcher::Error::WatchError(status) if status.code == 410 => return "expired",
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => e,
+        _ => return "fail",
+    };
+    if matches!(client_error, kube::Error::Api(s) if s.code == 410) {
+        return "expired";
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(client_error);
+    while let Some(cause) = source {
+        let incomplete = cause
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message);
+        let eof = cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::UnexpectedEof);
+        if incomplete || eof {
+            return "unexpected-eof";
+        }
+        source = cause.source();
+    }
+    "fail"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use addon_core::hook_config::{HookScope, parse};
+    use addon_core::names::HookName;
+    use k8s_openapi::api::core::v1::Namespace;
+
+    fn binding(yaml: &str) -> KubernetesBinding {
+        let text = format!("configVersion: v1\nkubernetes:\n- kind: Pod\n{yaml}");
+        let hook = HookName::new("h").unwrap();
+        parse(&hook, HookScope::Global, &text)
+            .unwrap()
+            .kubernetes
+            .remove(0)
+    }
+
+    #[test]
+    fn watch_errors_get_upstream_error_types() {
+        let status = |code| {
+            let mut s = kube::core::Status::failure("gone", "Expired");
+            s.code = code;
+            s
+        };
+        let expired = watcher::Error::WatchError(Box::new(status(410)));
+        assert_eq!(watch_error_type(&expired), "expired");
+        let start_gone = watcher::Error::WatchStartFailed(kube::Error::Api(Box::new(status(410))));
+        assert_eq!(watch_error_type(&start_gone), "expired");
+        let failed = watcher::Error::InitialListFailed(kube::Error::Api(Box::new(status(500))));
+        assert_eq!(watch_error_type(&failed), "fail");
+        let io = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "eof");
+        let cut = watcher::Error::WatchFailed(kube::Error::ReadEvents(io));
+        assert_eq!(watch_error_type(&cut), "unexpected-eof");
+        assert_eq!(watch_error_type(&watcher::Error::NoResourceVersion), "fail");
+    }
+
+    #[test]
+    fn one_matched_name_goes_to_the_server_as_a_field_selector() {
+        let s = Selection::of(&binding(
+            "  nameSelector: {matchNames: [a]}\n  fieldSelector: {matchExpressions: [{field: status.phase, operator: Equals, value: Running}]}\n",
+        ));
+        assert_eq!(
+            s.fields.as_deref(),
+            Some("status.phase=Running,metadata.name=a")
+        );
+        assert!(s.names.is_none() && s.labels.is_none());
+    }
+
+    #[test]
+    fn several_matched_names_are_filtered_locally() {
+        let s = Selection::of(&binding(
+            "  nameSelector: {matchNames: [a, b]}\n  labelSelector: {matchLabels: {app: web}}\n",
+        ));
+        assert_eq!(s.fields, None);
+        assert_eq!(s.labels.as_deref(), Some("app=web"));
+        let names: Vec<&str> = s.names.iter().flatten().map(String::as_str).collect();
+        assert_eq!(names, ["a", "b"]);
+        let named = |n: &str| {
+            let mut o = DynamicObject::new(n, &ApiResource::erase::<Namespace>(&()));
+            o.metadata.name = Some(n.to_string());
+            o
+        };
+        assert!(s.selects(&named("a")) && !s.selects(&named("c")));
+    }
+}

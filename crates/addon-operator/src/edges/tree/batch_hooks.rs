@@ -1,0 +1,451 @@
+//! Batch hooks (the Go operator's module-sdk protocol): one executable lists its hooks
+//! (`hook list`), describes them (`hook config`) and runs one (`hook run <i>`, `hook ready`).
+//! Each becomes a hook of its own, with the shell-operator v1 config its description maps to.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use addon_core::discovery::{Discovered, HookFile};
+use addon_core::names::HookName;
+use serde_json::{Map, Value, json};
+
+use crate::edges::exec::process::{self, LogFields, ProcessSpec};
+use crate::edges::tree::hook_configs::ConfigRunOptions;
+
+/// A batch hook whose `hook config` answer could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    #[error("batch hook {}: run 'hook config'", path.display())]
+    Exec {
+        path: PathBuf,
+        #[source]
+        source: process::ExecError,
+    },
+    #[error("batch hook {}: 'hook config' failed ({exit}): {message}", path.display())]
+    Failed {
+        path: PathBuf,
+        exit: String,
+        message: String,
+    },
+    #[error("batch hook {}: 'hook config' is not a batch config: {message}", path.display())]
+    Parse { path: PathBuf, message: String },
+    #[error("batch hook {}: invalid hook name", path.display())]
+    Name {
+        path: PathBuf,
+        #[source]
+        source: addon_core::names::NameError,
+    },
+}
+
+/// The hooks found inside batch executables: their files replace the executable's in
+/// `Discovered`; their configs (shell-operator v1 JSON) are by [`HookFile::config_key`].
+#[derive(Debug, Default)]
+pub struct Expanded {
+    pub configs: BTreeMap<PathBuf, String>,
+    pub errors: Vec<String>,
+}
+
+/// Finds batch executables among the hooks of `found` and replaces each by its hooks.
+pub async fn expand(found: &mut Discovered, options: &ConfigRunOptions) -> Expanded {
+    let mut out = Expanded::default();
+    let global = std::mem::take(&mut found.global.hooks);
+    found.global.hooks = expand_list(global, true, options, &mut out).await;
+    for module in &mut found.modules {
+        let hooks = std::mem::take(&mut module.hooks);
+        module.hooks = expand_list(hooks, false, options, &mut out).await;
+    }
+    out
+}
+
+async fn expand_list(
+    hooks: Vec<HookFile>,
+    global: bool,
+    options: &ConfigRunOptions,
+    out: &mut Expanded,
+) -> Vec<HookFile> {
+    let mut result = Vec::with_capacity(hooks.len());
+    for hook in hooks {
+        if !may_be_batch(&hook.path) || !lists_hooks(&hook, options).await {
+            result.push(hook);
+            continue;
+        }
+        match describe(&hook, global, options).await {
+            Ok(hooks) => {
+                for (file, config) in hooks {
+                    out.configs.insert(file.config_key(), config);
+                    result.push(file);
+                }
+            }
+            Err(e) => out.errors.push(crate::cli::check::error_chain(&e)),
+        }
+    }
+    result
+}
+
+/// As the Go operator, only executables without an extension are asked; a script is asked only
+/// when it can print the answer itself (its text has `Found`), so plain shell hooks are never
+/// run with arguments they do not expect.
+fn may_be_batch(path: &Path) -> bool {
+    use std::io::Read;
+    if path.extension().is_some() {
+        return false;
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    // a compiled batch binary is told by its first bytes; only a script's text is searched
+    let mut head = Vec::new();
+    let mut reader = file.take(MAX_SCRIPT_SCAN);
+    if reader.by_ref().take(2).read_to_end(&mut head).is_err() || head != b"#!" {
+        return !head.is_empty();
+    }
+    reader.read_to_end(&mut head).is_ok() && head.windows(5).any(|w| w == b"Found")
+}
+
+/// How much of a script is searched for `Found` (a batch hook's answer to `hook list`).
+const MAX_SCRIPT_SCAN: u64 = 1 << 20;
+
+/// `<hook> hook list` (with an empty environment, as upstream) answers `Found N items`.
+async fn lists_hooks(hook: &HookFile, options: &ConfigRunOptions) -> bool {
+    let spec = spec(hook, &["hook", "list"], options, true);
+    match process::run(&spec, &log(hook, "hook list")).await {
+        Ok(output) if output.succeeded() => says_found(&output.stdout),
+        _ => false,
+    }
+}
+
+fn says_found(stdout: &str) -> bool {
+    stdout.lines().any(|line| {
+        let Some(rest) = line.trim().strip_prefix("Found ") else {
+            return false;
+        };
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let count_ok = !digits.starts_with('0') && (1..=4).contains(&digits.len());
+        count_ok && rest[digits.len()..].starts_with(" items")
+    })
+}
+
+/// Runs `hook config` and maps every hook it describes to a file and a v1 config.
+async fn describe(
+    hook: &HookFile,
+    global: bool,
+    options: &ConfigRunOptions,
+) -> Result<Vec<(HookFile, String)>, BatchError> {
+    let path = hook.path.clone();
+    let spec = spec(hook, &["hook", "config"], options, false);
+    let output = process::run(&spec, &log(hook, "hook config"))
+        .await
+        .map_err(|source| BatchError::Exec {
+            path: path.clone(),
+            source,
+        })?;
+    if !output.succeeded() {
+        return Err(BatchError::Failed {
+            path,
+            exit: output.exit.to_string(),
+            message: output.failure_message(),
+        });
+    }
+    let entries = parse_batch_config(&output.stdout).map_err(|message| BatchError::Parse {
+        path: path.clone(),
+        message,
+    })?;
+    entries
+        .into_iter()
+        .map(|entry| {
+            let name = match &entry.id {
+                Id::Ready => format!("{}-readiness", hook.name),
+                Id::Index(i) => format!("{}:{}:{i}", hook.name, entry.metadata_name),
+            };
+            let name = HookName::new(&name).map_err(|source| BatchError::Name {
+                path: path.clone(),
+                source,
+            })?;
+            let file = HookFile {
+                name,
+                args: entry.id.args(),
+                ..hook.clone()
+            };
+            Ok((file, to_v1(&entry.config, global).to_string()))
+        })
+        .collect()
+}
+
+fn spec(
+    hook: &HookFile,
+    args: &[&str],
+    options: &ConfigRunOptions,
+    clear_env: bool,
+) -> ProcessSpec {
+    let (program, mut all) = if clear_env {
+        (
+            PathBuf::from("env"),
+            vec!["-i".to_string(), hook.path.display().to_string()],
+        )
+    } else {
+        (hook.path.clone(), Vec::new())
+    };
+    all.extend(args.iter().map(|a| a.to_string()));
+    ProcessSpec {
+        program,
+        args: all,
+        cwd: hook
+            .path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        env: vec![(
+            "WORKING_DIR".to_string(),
+            hook.working_dir.display().to_string(),
+        )],
+        timeout: options.timeout,
+        kill_grace: options.kill_grace,
+        capture_stdout: true,
+    }
+}
+
+fn log(hook: &HookFile, binding: &str) -> LogFields {
+    LogFields {
+        hook: hook.name.to_string(),
+        module: String::new(),
+        binding: binding.to_string(),
+    }
+}
+
+/// Which hook of the batch: `hook run <i>` or `hook ready`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Id {
+    Index(usize),
+    Ready,
+}
+
+impl Id {
+    fn args(&self) -> Vec<String> {
+        match self {
+            Id::Index(i) => vec!["hook".into(), "run".into(), i.to_string()],
+            Id::Ready => vec!["hook".into(), "ready".into()],
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    id: Id,
+    metadata_name: String,
+    config: Map<String, Value>,
+}
+
+/// Reads `hook config`: `{"version": "v1", "hooks": [...], "readiness": {...}}`, or the older
+/// plain list of hook configs.
+fn parse_batch_config(stdout: &str) -> Result<Vec<Entry>, String> {
+    let doc: Value = serde_json::from_str(stdout.trim()).map_err(|e| e.to_string())?;
+    let (hooks, readiness) = match doc {
+        Value::Array(hooks) => (hooks, None),
+        Value::Object(mut map) => {
+            let version = map.get("version").and_then(Value::as_str).unwrap_or("");
+            if version != "v1" {
+                return Err(format!("unknown version '{version}'"));
+            }
+            let hooks = match map.remove("hooks") {
+                Some(Value::Array(hooks)) => hooks,
+                None | Some(Value::Null) => Vec::new(),
+                Some(_) => return Err("'hooks' must be a list".into()),
+            };
+            (hooks, map.remove("readiness").filter(|r| !r.is_null()))
+        }
+        _ => return Err("expected an object or a list".into()),
+    };
+    let entry = |id: Id, value: Value| match value {
+        Value::Object(config) => Ok(Entry {
+            id,
+            metadata_name: config
+                .get("metadata")
+                .and_then(|m| m.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            config,
+        }),
+        _ => Err("every hook config must be an object".to_string()),
+    };
+    let mut entries: Vec<Entry> = hooks
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| entry(Id::Index(i), v))
+        .collect::<Result<_, _>>()?;
+    if let Some(readiness) = readiness {
+        entries.push(entry(Id::Ready, readiness)?);
+    }
+    Ok(entries)
+}
+
+/// The shell-operator v1 config of one module-sdk hook config, as the Go operator maps it:
+/// bindings join group `main`, kubernetes bindings keep only filter results unless told
+/// otherwise, and a global hook's `beforeHelm`/`afterHelm` are its `beforeAll`/`afterAll`.
+fn to_v1(sdk: &Map<String, Value>, global: bool) -> Value {
+    let mut v1 = Map::new();
+    // Upstream maps every entry to a v1 config, whatever `configVersion` says (the readiness
+    // entry has none).
+    v1.insert("configVersion".into(), json!("v1"));
+    let orders: &[(&str, &str)] = if global {
+        &[
+            ("onStartup", "onStartup"),
+            ("beforeHelm", "beforeAll"),
+            ("afterHelm", "afterAll"),
+        ]
+    } else {
+        &[
+            ("onStartup", "onStartup"),
+            ("beforeHelm", "beforeHelm"),
+            ("afterHelm", "afterHelm"),
+            ("beforeDeleteHelm", "beforeDeleteHelm"),
+            ("afterDeleteHelm", "afterDeleteHelm"),
+        ]
+    };
+    for (from, to) in orders {
+        if let Some(order) = sdk.get(*from).filter(|v| !v.is_null()) {
+            v1.insert((*to).into(), order.clone());
+        }
+    }
+    if let Some(Value::Object(settings)) = sdk.get("settings") {
+        v1.insert("settings".into(), settings_v1(settings));
+    }
+    if let Some(Value::Array(schedules)) = sdk.get("schedule") {
+        let list = schedules.iter().map(schedule_v1).collect();
+        v1.insert("schedule".into(), Value::Array(list));
+    }
+    if let Some(Value::Array(kube)) = sdk.get("kubernetes") {
+        let list = kube.iter().map(kubernetes_v1).collect();
+        v1.insert("kubernetes".into(), Value::Array(list));
+    }
+    Value::Object(v1)
+}
+
+/// `executionMinInterval` is a Go `time.Duration` in JSON: nanoseconds.
+fn settings_v1(settings: &Map<String, Value>) -> Value {
+    let mut out = Map::new();
+    if let Some(ns) = settings.get("executionMinInterval").and_then(Value::as_u64) {
+        out.insert(
+            "executionMinInterval".into(),
+            json!(format!("{}ms", ns / 1_000_000)),
+        );
+    }
+    if let Some(burst) = settings.get("executionBurst").filter(|v| !v.is_null()) {
+        out.insert("executionBurst".into(), burst.clone());
+    }
+    Value::Object(out)
+}
+
+fn schedule_v1(sdk: &Value) -> Value {
+    let mut out = pick(sdk, &["name", "crontab", "queue"]);
+    out.insert("group".into(), json!("main"));
+    Value::Object(out)
+}
+
+fn kubernetes_v1(sdk: &Value) -> Value {
+    let mut out = pick(
+        sdk,
+        &[
+            "name",
+            "apiVersion",
+            "kind",
+            "nameSelector",
+            "namespace",
+            "labelSelector",
+            "fieldSelector",
+            "jqFilter",
+            "executeHookOnSynchronization",
+            "waitForSynchronization",
+            "keepFullObjectsInMemory",
+            "includeSnapshotsFrom",
+            "queue",
+            "allowFailure",
+        ],
+    );
+    out.entry("keepFullObjectsInMemory")
+        .or_insert_with(|| json!(false));
+    if sdk.get("executeHookOnEvent") == Some(&Value::Bool(false)) {
+        out.insert("executeHookOnEvent".into(), json!([]));
+    }
+    out.insert("group".into(), json!("main"));
+    Value::Object(out)
+}
+
+/// The non-null `keys` of `value`, in that order.
+fn pick(value: &Value, keys: &[&str]) -> Map<String, Value> {
+    keys.iter()
+        .filter_map(|k| {
+            let v = value
+                .get(*k)
+                .filter(|v| !v.is_null() && v.as_str() != Some(""))?;
+            Some(((*k).to_string(), v.clone()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_answer_to_hook_list_is_recognised() {
+        assert!(says_found("Found 2 items:\n0 - a\n1 - b\n"));
+        assert!(says_found("Found 1234 items:\n"));
+        assert!(!says_found("Found 0 items:\n"));
+        assert!(!says_found("Found 12345 items:\n"));
+        assert!(!says_found("nothing here\n"));
+    }
+
+    #[test]
+    fn sdk_configs_map_to_v1_as_upstream_does() {
+        let entries = parse_batch_config(
+            r#"{"version":"v1","hooks":[
+                {"configVersion":"v1","metadata":{"name":"a","path":"x"},"onStartup":10,
+                 "beforeHelm":5,"settings":{"executionMinInterval":3000000000,"executionBurst":2},
+                 "schedule":[{"name":"s","crontab":"* * * * *"}],
+                 "kubernetes":[{"name":"pods","apiVersion":"v1","kind":"Pod","executeHookOnEvent":false,"jqFilter":".metadata.name"}]}],
+               "readiness":{"configVersion":"v1","metadata":{"name":"ready"},"schedule":[{"name":"r","crontab":"*/5 * * * * *"}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].id, Id::Index(0));
+        assert_eq!(entries[1].id.args(), ["hook", "ready"]);
+        let v1 = to_v1(&entries[0].config, false);
+        assert_eq!(v1["onStartup"], 10);
+        assert_eq!(v1["beforeHelm"], 5);
+        assert_eq!(
+            v1["settings"],
+            json!({"executionMinInterval": "3000ms", "executionBurst": 2})
+        );
+        assert_eq!(
+            v1["schedule"][0],
+            json!({"name": "s", "crontab": "* * * * *", "group": "main"})
+        );
+        let kube = &v1["kubernetes"][0];
+        assert_eq!(kube["executeHookOnEvent"], json!([]));
+        assert_eq!(kube["keepFullObjectsInMemory"], false);
+        assert_eq!(kube["group"], "main");
+        let global = to_v1(&entries[0].config, true);
+        assert_eq!(global["beforeAll"], 5);
+        assert!(global.get("beforeHelm").is_none());
+    }
+
+    #[test]
+    fn an_entry_without_config_version_is_v1() {
+        let entries = parse_batch_config(
+            r#"{"version":"v1","hooks":[],"readiness":{"configVersion":"","metadata":{"name":""},
+               "schedule":[{"name":"m-moduleReadinessSchedule","crontab":"*/15 * * * * *"}]}}"#,
+        )
+        .unwrap();
+        let v1 = to_v1(&entries[0].config, false);
+        assert_eq!(v1["configVersion"], "v1");
+        assert_eq!(v1["schedule"][0]["crontab"], "*/15 * * * * *");
+    }
+
+    #[test]
+    fn the_older_list_form_and_bad_answers() {
+        let entries = parse_batch_config(r#"[{"configVersion":"v1","onStartup":1}]"#).unwrap();
+        assert_eq!(entries[0].id.args(), ["hook", "run", "0"]);
+        assert!(parse_batch_config(r#"{"version":"v9","hooks":[]}"#).is_err());
+        assert!(parse_batch_config("not json").is_err());
+    }
+}

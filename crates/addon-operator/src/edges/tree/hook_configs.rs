@@ -1,0 +1,196 @@
+//! Asks every hook for its bindings: runs `<hook> --config` for all hooks in parallel (bounded by
+//! the number of CPUs) and returns each hook's stdout or the reason it gave none.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use addon_core::discovery::HookFile;
+use futures::stream::{self, StreamExt};
+
+use crate::edges::exec::hook_run::{HookRunSettings, config_spec};
+use crate::edges::exec::process::{self, LogFields};
+
+/// A hook whose `--config` run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigRunError {
+    #[error("run '{hook} --config'")]
+    Exec {
+        hook: String,
+        #[source]
+        source: process::ExecError,
+    },
+    #[error("'{hook} --config' failed ({exit}): {message}")]
+    Failed {
+        hook: String,
+        exit: String,
+        message: String,
+    },
+    #[error("'{hook} --config' printed more than the limit of {limit} bytes")]
+    TooLarge { hook: String, limit: usize },
+}
+
+impl ConfigRunError {
+    pub fn category(&self) -> &'static str {
+        "hook_config_run"
+    }
+}
+
+/// How `--config` runs are made.
+#[derive(Debug, Clone)]
+pub struct ConfigRunOptions {
+    pub timeout: Duration,
+    pub kill_grace: Duration,
+    /// At most this many hooks run at once.
+    pub parallelism: usize,
+}
+
+impl ConfigRunOptions {
+    pub fn new(timeout: Duration) -> Self {
+        let cpus = std::thread::available_parallelism().map_or(2, usize::from);
+        Self {
+            timeout,
+            kill_grace: Duration::from_secs(5),
+            parallelism: cpus.max(2),
+        }
+    }
+}
+
+/// Runs `--config` for every hook; the results are in the order of `hooks`.
+pub async fn fetch_all(
+    hooks: Vec<(HookFile, String)>,
+    options: &ConfigRunOptions,
+) -> Vec<Result<String, ConfigRunError>> {
+    let options = Arc::new(options.clone());
+    stream::iter(hooks)
+        .map(|(hook, module)| {
+            let options = Arc::clone(&options);
+            async move { fetch_one(&hook, &module, &options).await }
+        })
+        .buffered(options.parallelism)
+        .collect()
+        .await
+}
+
+/// Runs `<hook> --config` in the hook's own directory with `WORKING_DIR` set; `module` is the
+/// module name for log lines ("" for global hooks).
+pub async fn fetch_one(
+    hook: &HookFile,
+    module: &str,
+    options: &ConfigRunOptions,
+) -> Result<String, ConfigRunError> {
+    let settings = HookRunSettings {
+        timeout: options.timeout,
+        kill_grace: options.kill_grace,
+        ..HookRunSettings::default()
+    };
+    let spec = config_spec(&settings, &hook.path, &hook.working_dir);
+    let log = LogFields {
+        hook: hook.name.to_string(),
+        module: module.to_string(),
+        binding: "--config".to_string(),
+    };
+    let name = hook.name.to_string();
+    let output = process::run(&spec, &log)
+        .await
+        .map_err(|source| ConfigRunError::Exec {
+            hook: name.clone(),
+            source,
+        })?;
+    if output.stdout_overflow {
+        Err(ConfigRunError::TooLarge {
+            hook: name,
+            limit: process::MAX_CAPTURED_STDOUT,
+        })
+    } else if output.succeeded() {
+        Ok(output.stdout)
+    } else {
+        Err(ConfigRunError::Failed {
+            hook: name,
+            exit: output.exit.to_string(),
+            message: output.failure_message(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use addon_core::names::HookName;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+
+    fn hook(dir: &Path, name: &str, body: &str) -> HookFile {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        HookFile {
+            name: HookName::new(name).unwrap(),
+            path,
+            working_dir: dir.to_path_buf(),
+            args: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn every_hook_answers_in_order_with_its_own_dir_and_working_dir() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = hook(tmp.path(), "a", r#"echo "a $1 $(pwd) $WORKING_DIR""#);
+        let b = hook(tmp.path(), "b", "echo '{\"onStartup\": 1}'");
+        let options = ConfigRunOptions::new(Duration::from_secs(10));
+        let got = fetch_all(vec![(a, String::new()), (b, "m".into())], &options).await;
+        let dir = tmp.path().canonicalize().unwrap();
+        let expected_a = format!("a --config {} {}\n", dir.display(), tmp.path().display());
+        assert_eq!(got[0].as_ref().unwrap(), &expected_a);
+        assert_eq!(got[1].as_ref().unwrap(), "{\"onStartup\": 1}\n");
+    }
+
+    #[tokio::test]
+    async fn a_failing_hook_reports_its_stderr() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bad = hook(tmp.path(), "bad", "echo 'no config for you' >&2; exit 3");
+        let options = ConfigRunOptions::new(Duration::from_secs(10));
+        let err = fetch_one(&bad, "", &options).await.unwrap_err().to_string();
+        assert!(
+            err.contains("bad --config") && err.contains("exit status 3"),
+            "{err}"
+        );
+        assert!(err.contains("no config for you"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_hanging_hook_times_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let slow = hook(tmp.path(), "slow", "sleep 30");
+        let mut options = ConfigRunOptions::new(Duration::from_millis(200));
+        options.kill_grace = Duration::from_millis(100);
+        let started = std::time::Instant::now();
+        let err = fetch_one(&slow, "", &options)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("timed out"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn a_config_answer_over_the_cap_fails_instead_of_being_cut() {
+        let tmp = tempfile::tempdir().unwrap();
+        let huge = hook(
+            tmp.path(),
+            "huge",
+            &format!(
+                "echo '{{\"configVersion\":\"v1\",\"onStartup\":1}}'\nhead -c {} /dev/zero | tr '\\0' ' '",
+                process::MAX_CAPTURED_STDOUT
+            ),
+        );
+        let options = ConfigRunOptions::new(Duration::from_secs(60));
+        let err = fetch_one(&huge, "", &options)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("'huge --config' printed more than the limit of 67108864 bytes"),
+            "{err}"
+        );
+    }
+}
