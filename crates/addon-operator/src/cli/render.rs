@@ -13,12 +13,12 @@ use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::RenderArgs;
-use crate::cli::check::error_chain;
 use crate::cli::start::fail;
 use crate::edges::exec::hook_run::HookRunSettings;
 use crate::edges::helm::template::TemplateHelm;
 use crate::runtime::edges::{Edges, MemoryConfig, NoCluster, ProcessHooks};
 use crate::runtime::{Runtime, RuntimeHandle, RuntimeSettings};
+use addon_core::error::error_chain;
 
 /// How often the run is checked for its end.
 const POLL: Duration = Duration::from_millis(50);

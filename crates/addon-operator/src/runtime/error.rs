@@ -3,8 +3,8 @@
 //! Messages are read through [`error_chain`]: a variant's text plus its causes, the same text the
 //! operator printed when these were strings.
 
-pub use addon_core::error::{Failure, FailureKind, error_chain};
 use addon_core::enablement::EnablementError;
+pub use addon_core::error::{Failure, FailureKind, error_chain};
 use addon_core::hook_output::kube_patch::KubePatchError;
 use addon_core::hook_output::metrics::MetricsError;
 use addon_core::jq::JqError;
@@ -14,10 +14,10 @@ use addon_core::values::store::ValuesError;
 use addon_core::yaml::YamlError;
 
 use super::edges::{ConfigBackendError, HookFailure, KubeError, ObjectsError};
-use crate::helm::HelmError;
-use crate::helm::chart_files::ChartFilesError;
-use crate::kube::crds::CrdsError;
-use crate::metrics::HookMetricsError;
+use crate::edges::helm::HelmError;
+use crate::edges::helm::chart_files::ChartFilesError;
+use crate::edges::kube::crds::CrdsError;
+use crate::edges::metrics::HookMetricsError;
 
 /// Running one hook, or applying what it wrote, failed.
 #[derive(Debug, thiserror::Error)]
@@ -36,13 +36,13 @@ pub enum HookError {
     ReadMetrics {
         hook: HookRef,
         #[source]
-        source: MetricsError,
+        source: Box<MetricsError>,
     },
     #[error("{hook}: $KUBERNETES_PATCH_PATH")]
     ReadKubePatch {
         hook: HookRef,
         #[source]
-        source: KubePatchError,
+        source: Box<KubePatchError>,
     },
     #[error("hook '{hook}': $METRICS_PATH")]
     ApplyMetrics {
@@ -60,7 +60,7 @@ pub enum HookError {
     SaveConfig {
         hook: HookRef,
         #[source]
-        source: ConfigBackendError,
+        source: Box<ConfigBackendError>,
     },
 }
 

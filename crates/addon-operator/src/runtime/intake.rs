@@ -14,7 +14,7 @@ use super::edges::{ConfigUpdate, KubeEvent};
 use super::kube_metrics::MonitorLabels;
 use super::task::{HookTask, Origin, Task};
 use super::{ScheduleId, Shared};
-use crate::cli::check::error_chain;
+use addon_core::error::error_chain;
 
 /// Applies config edits made by others (in the config writer's order).
 pub async fn config_updates(

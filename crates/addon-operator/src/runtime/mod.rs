@@ -5,6 +5,7 @@
 pub mod config_writer;
 pub mod edges;
 mod edges_fake;
+pub mod error;
 mod handlers;
 pub(crate) mod hooks;
 mod intake;
@@ -35,11 +36,11 @@ pub use edges_fake::{FakeHooks, FakeKube, HookCall};
 use state::{HookDef, ModuleState, State, hooks_with_kubernetes};
 use task::{Task, lifecycle_tasks};
 
-use crate::cli::check::error_chain;
 use crate::edges::http::StatusSource as _;
 use crate::edges::jq::JqRunner;
 use crate::edges::metrics::Metrics;
 use crate::runtime::schedule::{Scheduler, SystemClock, WallClock};
+use addon_core::error::error_chain;
 
 /// How the runtime behaves; plain data built before any I/O.
 #[derive(Debug, Clone)]

@@ -5,6 +5,7 @@ use addon_core::hook_config::BindingType;
 use addon_core::names::{HookName, ModuleName, QueueName};
 use addon_core::queue::QueueTask;
 
+use super::error::TaskError;
 use super::state::{HookDef, hooks_by_order};
 
 /// Why a hook runs: as a step of the lifecycle (its values changes trigger nothing), or for a
@@ -137,7 +138,7 @@ pub enum Outcome {
         tail: Vec<(QueueName, Task)>,
     },
     /// Failed: the task stays at the head and is retried after a delay.
-    Failed(String),
+    Failed(TaskError),
 }
 
 impl Outcome {

@@ -76,7 +76,7 @@ async fn expand_list(
                     result.push(file);
                 }
             }
-            Err(e) => out.errors.push(crate::cli::check::error_chain(&e)),
+            Err(e) => out.errors.push(addon_core::error::error_chain(&e)),
         }
     }
     result

@@ -9,10 +9,10 @@ use addon_core::discovery::Discovered;
 use addon_core::hook_config::HookConfig;
 
 use crate::cli::check::configs::HookConfigs;
-use crate::cli::check::error_chain;
 use crate::cli::dirs::{self, DirFlags};
 use crate::edges::tree::hook_configs::ConfigRunOptions;
 use crate::edges::tree::{self as loader, LoaderConfig};
+use addon_core::error::error_chain;
 
 /// A tree ready to run.
 pub struct Tree {

@@ -2,12 +2,14 @@
 //! kubernetes bindings.
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
+use addon_core::error::error_chain;
 use addon_core::hook_config::{BindingType, FilteredObject, KubernetesBinding};
 use addon_core::monitor::MonitorCache;
 use addon_core::names::{HookName, ModuleName, QueueName};
 
 use crate::runtime::Shared;
 use crate::runtime::edges::MonitorKey;
+use crate::runtime::error::{MonitorError, TaskError};
 use crate::runtime::hooks::{self, HookEffect, RunContext};
 use crate::runtime::kube_metrics::MonitorLabels;
 use crate::runtime::state::Monitor;
@@ -31,11 +33,11 @@ pub async fn hook_task(shared: &Shared, queue: &QueueName, task: &HookTask) -> O
     .await;
     let effect = match result {
         Ok(effect) => effect,
-        Err(message) if task.allow_failure => {
-            tracing::warn!(hook = %task.hook, error = %message, "hook failed, but it is allowed to fail");
+        Err(error) if task.allow_failure => {
+            tracing::warn!(hook = %task.hook, error = %error_chain(&error), "hook failed, but it is allowed to fail");
             HookEffect::default()
         }
-        Err(message) => return Outcome::Failed(message),
+        Err(error) => return Outcome::Failed(error.into()),
     };
     mark_synchronized(shared, task);
     if task.origin == Origin::Lifecycle {
@@ -83,7 +85,10 @@ fn react(shared: &Shared, module: Option<&ModuleName>, effect: HookEffect) -> Ou
 pub async fn enable_kubernetes(shared: &Shared, hook: &HookName) -> Outcome {
     let def = match shared.lock().global_hook(hook).cloned() {
         Some(def) => def,
-        None => return Outcome::Failed(format!("hook '{hook}' is not known")),
+        None => {
+            let error = MonitorError::UnknownHook { hook: hook.clone() };
+            return Outcome::Failed(error.into());
+        }
     };
     let mut head = Vec::new();
     for index in 0..def.config.kubernetes.len() {
@@ -95,7 +100,7 @@ pub async fn enable_kubernetes(shared: &Shared, hook: &HookName) -> Outcome {
         match start_monitor(shared, &key).await {
             Ok(Some(task)) => head.push(task),
             Ok(None) => {}
-            Err(message) => return Outcome::Failed(message),
+            Err(error) => return Outcome::Failed(TaskError::Monitor(error)),
         }
     }
     Outcome::head(head)
@@ -121,10 +126,13 @@ async fn filter_listing(
     hook: &HookName,
     binding: &KubernetesBinding,
     objects: Vec<serde_json::Value>,
-) -> Result<Vec<(serde_json::Value, FilteredObject)>, String> {
+) -> Result<Vec<(serde_json::Value, FilteredObject)>, MonitorError> {
     let filtered = shared.jq.filter_objects(binding, &objects).await;
-    let filtered =
-        filtered.map_err(|e| format!("hook '{hook}': binding '{}': {e}", binding.name))?;
+    let filtered = filtered.map_err(|source| MonitorError::Filter {
+        hook: hook.clone(),
+        binding: binding.name.clone(),
+        source,
+    })?;
     Ok(objects.into_iter().zip(filtered).collect())
 }
 
@@ -136,7 +144,7 @@ async fn list_filtered(
     key: &MonitorKey,
     binding: &KubernetesBinding,
 ) -> (
-    Result<Vec<(serde_json::Value, FilteredObject)>, String>,
+    Result<Vec<(serde_json::Value, FilteredObject)>, MonitorError>,
     std::time::Duration,
 ) {
     let (pages, mut received) = tokio::sync::mpsc::channel(1);
@@ -164,23 +172,30 @@ async fn list_filtered(
         (failed.map_or(Ok(kept), Err), time)
     };
     let (listed, (filtered, time)) = tokio::join!(listing, filtering);
-    (listed.map_err(|e| e.to_string()).and(filtered), time)
+    (listed.map_err(MonitorError::Start).and(filtered), time)
 }
 
 /// Starts one binding's watch and loads its objects. Returns the Synchronization run to queue,
 /// or `None` when the hook must not run on Synchronization (the binding is synced at once).
-pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<Task>, String> {
+pub async fn start_monitor(
+    shared: &Shared,
+    key: &MonitorKey,
+) -> Result<Option<Task>, MonitorError> {
+    let hook = key.hook.clone();
     let def = shared
         .lock()
         .hook(key.module.as_ref(), &key.hook)
         .cloned()
-        .ok_or_else(|| format!("hook '{}' is not known", key.hook))?;
+        .ok_or_else(|| MonitorError::UnknownHook { hook: hook.clone() })?;
     let binding = def
         .config
         .kubernetes
         .get(key.binding)
         .cloned()
-        .ok_or_else(|| format!("hook '{}' has no binding #{}", key.hook, key.binding))?;
+        .ok_or(MonitorError::UnknownBinding {
+            hook,
+            index: key.binding,
+        })?;
     let runs = !binding.v0 && binding.execute_hook_on_synchronization;
     shared.lock().monitors.insert(
         key.clone(),
@@ -200,10 +215,9 @@ pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<T
         }
     };
     let Some(monitor) = st.monitors.get_mut(key) else {
-        return Err(format!(
-            "hook '{}': the watch was stopped while starting",
-            key.hook
-        ));
+        return Err(MonitorError::Stopped {
+            hook: key.hook.clone(),
+        });
     };
     let filtered = objects.len();
     load_monitor(monitor, objects, !runs);
