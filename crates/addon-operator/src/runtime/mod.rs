@@ -544,6 +544,16 @@ impl RuntimeHandle {
             .map(|t| t.description())
     }
 
+    /// The last failure (kind and message) of the first task that waits for its retry, if any.
+    pub fn first_failure_record(&self) -> Option<addon_core::error::Failure> {
+        let st = self.shared.lock();
+        st.queues
+            .iter()
+            .flat_map(|q| q.iter())
+            .find(|t| t.failures > 0)
+            .and_then(|t| t.last_failure.clone())
+    }
+
     /// Whether the first 'reload all modules' finished.
     pub fn first_converge_done(&self) -> bool {
         self.shared.lock().first_converge_done

@@ -187,15 +187,15 @@ pub async fn start_monitor(
         .hook(key.module.as_ref(), &key.hook)
         .cloned()
         .ok_or_else(|| MonitorError::UnknownHook { hook: hook.clone() })?;
-    let binding = def
-        .config
-        .kubernetes
-        .get(key.binding)
-        .cloned()
-        .ok_or(MonitorError::UnknownBinding {
-            hook,
-            index: key.binding,
-        })?;
+    let binding =
+        def.config
+            .kubernetes
+            .get(key.binding)
+            .cloned()
+            .ok_or(MonitorError::UnknownBinding {
+                hook,
+                index: key.binding,
+            })?;
     let runs = !binding.v0 && binding.execute_hook_on_synchronization;
     shared.lock().monitors.insert(
         key.clone(),
