@@ -3,6 +3,7 @@
 
 pub mod binding_context;
 pub mod config;
+pub mod config_change;
 pub mod discovery;
 pub mod enablement;
 pub mod error;

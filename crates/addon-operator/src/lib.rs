@@ -5,5 +5,6 @@
 
 pub mod cli;
 pub mod edges;
+pub mod env;
 pub mod logging;
 pub mod runtime;

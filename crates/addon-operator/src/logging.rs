@@ -1,6 +1,7 @@
 //! Sets up `tracing` output (text, or JSON lines in upstream's shape) on stderr through a lossy,
 //! non-blocking writer; changes the level at run time; logs hook output (proxying hook JSON).
 
+mod args;
 pub mod json;
 pub mod sink;
 
@@ -13,7 +14,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry, reload};
 
-use crate::cli::{LogArgs, LogType};
+pub use args::{LogArgs, LogType, parse_log_level};
 use sink::Sink;
 
 /// The level names `--log-level` and the debug API accept.

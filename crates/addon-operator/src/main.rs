@@ -18,7 +18,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             // never panics: a closed or broken stderr only loses the message
-            addon_operator::cli::print_err(&format!("addon-operator: {err:#}"));
+            addon_operator::cli::support::print_err(&format!("addon-operator: {err:#}"));
             ExitCode::FAILURE
         }
     }
@@ -57,6 +57,6 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 
 /// Writes `text` to stdout; a closed stdout (`| head`) is not an error.
 fn print(text: &str) -> anyhow::Result<ExitCode> {
-    addon_operator::cli::print_out(text);
+    addon_operator::cli::support::print_out(text);
     Ok(ExitCode::SUCCESS)
 }

@@ -132,7 +132,7 @@ pub struct ModuleArgs {
 pub enum ModuleCommand {
     /// Run the tree locally as the operator would (no cluster) and print the manifests Helm
     /// would install for a module; does not need a running operator
-    Render(Box<crate::cli::RenderArgs>),
+    Render(Box<crate::cli::render::RenderArgs>),
     /// Names of the enabled modules
     List(OutputArg),
     /// Effective values of a module
@@ -258,7 +258,7 @@ fn print_log_level(socket: &Path) -> anyhow::Result<ExitCode> {
     let doc: serde_json::Value = serde_json::from_str(&body)
         .map_err(|e| anyhow::anyhow!("/config/list.json is not JSON: {e}"))?;
     let level = doc["log.level"].as_str().unwrap_or("unknown");
-    crate::cli::print_out(&format!("{level}\n"));
+    crate::cli::support::print_out(&format!("{level}\n"));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -343,7 +343,7 @@ fn run_request(socket: &Path, method: hyper::Method, route: &str) -> anyhow::Res
     if !body.ends_with('\n') {
         body.push('\n');
     }
-    crate::cli::print_out(&body);
+    crate::cli::support::print_out(&body);
     Ok(ExitCode::SUCCESS)
 }
 

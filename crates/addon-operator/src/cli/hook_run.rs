@@ -18,17 +18,20 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::HookRunArgs;
+use std::path::PathBuf;
+
 use crate::cli::check::values::evaluate;
 use crate::cli::start::fail;
+use crate::cli::support::parse_duration;
 use crate::edges::exec::hook_run::{HookOutputs, HookRunSettings};
 use crate::edges::jq::{DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TIMEOUT, JqRunner, SandboxSettings};
+use crate::edges::tree::dirs::DirFlags;
 use crate::runtime::edges::{HookExecutor, HookRequest, ProcessHooks};
 use crate::runtime::hooks::ReadOutputs;
 use addon_core::error::error_chain;
 
 pub fn run_cli(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
-    crate::cli::block_on(run(args))?
+    crate::cli::support::block_on(run(args))?
 }
 
 async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
@@ -96,7 +99,7 @@ async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
         Ok(mut report) => {
             report["bindingContext"] = context_json;
             let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-            crate::cli::print_out(&format!("{text}\n"));
+            crate::cli::support::print_out(&format!("{text}\n"));
             Ok(ExitCode::SUCCESS)
         }
         Err(problem) => Ok(fail(what, &[problem])),
@@ -212,4 +215,28 @@ fn report(
         "values": after.values,
         "warnings": warnings,
     }))
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct HookRunArgs {
+    /// The hook's name as `check` shows it (e.g. `hooks/prepare-greeting`)
+    pub hook: String,
+    /// The hook's module (kebab-case); without it the hook is a global hook
+    #[arg(long)]
+    pub module: Option<String>,
+    /// The binding to run: onStartup, beforeAll, afterAll, beforeHelm, afterHelm,
+    /// beforeDeleteHelm, afterDeleteHelm, or the name of a schedule or kubernetes binding
+    #[arg(long, default_value = "onStartup")]
+    pub binding: String,
+    /// For a kubernetes binding: a JSON or YAML list of objects for its Synchronization context
+    #[arg(long, value_name = "FILE")]
+    pub objects: Option<PathBuf>,
+    #[command(flatten)]
+    pub dirs: DirFlags,
+    /// The config (what the ConfigMap's data holds); read, never written
+    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+    /// Time limit of the run
+    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
+    pub hook_timeout: std::time::Duration,
 }

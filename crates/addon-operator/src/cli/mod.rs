@@ -2,18 +2,18 @@
 
 pub mod check;
 pub mod debug;
-pub mod dirs;
 pub mod hook_run;
 pub mod render;
 pub mod start;
+pub mod support;
 pub mod upstream_flags;
 
-use std::path::PathBuf;
+use clap::{Parser, Subcommand};
 
-use clap::{Parser, Subcommand, ValueEnum};
-
-use crate::cli::dirs::DirFlags;
-use crate::cli::upstream_flags::shell_operator_default;
+use crate::logging::LogArgs;
+use check::CheckArgs;
+use hook_run::HookRunArgs;
+use start::StartArgs;
 
 /// `--version`: the crate version, the git commit and the build date set by build.rs.
 pub const LONG_VERSION: &str = concat!(
@@ -111,138 +111,6 @@ pub enum Command {
 }
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct CheckArgs {
-    #[command(flatten)]
-    pub dirs: DirFlags,
-    /// A YAML file holding what the addon-operator ConfigMap's data holds (values may be YAML
-    /// strings or plain mappings)
-    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
-    pub config_file: Option<PathBuf>,
-    /// Output format
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
-    pub output: OutputFormat,
-    /// Time limit for one hook's --config or enabled script run, e.g. 30s, 2m
-    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
-    pub hook_timeout: std::time::Duration,
-}
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct StartArgs {
-    #[command(flatten)]
-    pub dirs: DirFlags,
-    /// The local config store: a YAML file with what the addon-operator ConfigMap's data holds.
-    /// It is watched; hooks' config patches are written back to it. Without it the config lives
-    /// in memory only
-    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
-    pub config_file: Option<PathBuf>,
-    /// Directory for the temporary files of hook runs [fallback env: SHELL_OPERATOR_TMP_DIR]
-    #[arg(
-        long,
-        env = "ADDON_OPERATOR_TMP_DIR",
-        default_value = shell_operator_default("SHELL_OPERATOR_TMP_DIR", "/tmp/addon-operator")
-    )]
-    pub tmp_dir: PathBuf,
-    /// Keep the temporary files of hook runs (for debugging)
-    #[arg(long, env = "DEBUG_KEEP_TMP_FILES", num_args = 0..=1, default_value = "false",
-          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
-    pub debug_keep_tmp_files: bool,
-    /// Time limit of one hook run; the hook's process group is killed after it
-    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "30m", value_parser = parse_duration)]
-    pub hook_timeout: std::time::Duration,
-    /// Between SIGTERM and SIGKILL when a hook times out or the operator stops
-    #[arg(long, env = "ADDON_OPERATOR_HOOK_KILL_GRACE", default_value = "10s", value_parser = parse_duration)]
-    pub hook_kill_grace: std::time::Duration,
-    /// CPU time limit of one jq evaluation request (a binding's jqFilter on up to 256 objects, or
-    /// a JQPatch), in whole seconds; past it the filter fails and its sandbox process is restarted
-    #[arg(long, env = "ADDON_OPERATOR_JQ_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
-    pub jq_timeout: std::time::Duration,
-    /// Address-space limit of the jq sandbox process, in MiB (at least 512)
-    #[arg(
-        long,
-        env = "ADDON_OPERATOR_JQ_MEMORY_LIMIT_MIB",
-        default_value_t = 1024,
-        value_parser = clap::value_parser!(u64).range(512..)
-    )]
-    pub jq_memory_limit_mib: u64,
-    /// First retry delay of a failed task; delays double up to --retry-max-delay
-    #[arg(long, env = "ADDON_OPERATOR_RETRY_INITIAL_DELAY", default_value = "5s", value_parser = parse_duration)]
-    pub retry_initial_delay: std::time::Duration,
-    /// Longest retry delay of a failed task
-    #[arg(long, env = "ADDON_OPERATOR_RETRY_MAX_DELAY", default_value = "30s", value_parser = parse_duration)]
-    pub retry_max_delay: std::time::Duration,
-    /// How often each module's release is checked for drift (objects missing from the cluster,
-    /// a failed release); a drifted module runs again. 0 turns the check off
-    #[arg(long, env = "ADDON_OPERATOR_RESOURCES_MONITOR_INTERVAL", default_value = "4m30s", value_parser = parse_duration)]
-    pub resources_monitor_interval: std::time::Duration,
-    /// Namespace of Helm releases and of the addon-operator ConfigMap; without it, the pod's own
-    /// namespace (in a cluster), else `default` [fallback env: SHELL_OPERATOR_NAMESPACE]
-    #[arg(
-        long,
-        env = "ADDON_OPERATOR_NAMESPACE",
-        default_value = shell_operator_default("SHELL_OPERATOR_NAMESPACE", "")
-    )]
-    pub namespace: String,
-    /// The helm binary (3.x or 4.x)
-    #[arg(long, env = "HELM_BINARY", default_value = "helm")]
-    pub helm_binary: PathBuf,
-    /// A Helm release in the namespace that is not a module's and is never purged at startup
-    #[arg(long, env = "HELM_IGNORE_RELEASE", default_value = "")]
-    pub helm_ignore_release: String,
-    #[command(flatten)]
-    pub upstream: crate::cli::upstream_flags::UpstreamArgs,
-    /// Run against an in-process Kubernetes API emulator (no cluster needed): hooks, kubectl and
-    /// helm get its KUBECONFIG
-    #[arg(long, env = "ADDON_OPERATOR_EMBEDDED_CLUSTER", num_args = 0..=1, default_value = "false",
-          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
-    pub embedded_cluster: bool,
-    /// Keep the embedded cluster's objects in this directory across restarts
-    #[arg(
-        long,
-        env = "ADDON_OPERATOR_EMBEDDED_CLUSTER_DATA_DIR",
-        value_name = "DIR"
-    )]
-    pub embedded_cluster_data_dir: Option<PathBuf>,
-    /// Port of the embedded cluster on 127.0.0.1 (0 picks a free one)
-    #[arg(
-        long,
-        env = "ADDON_OPERATOR_EMBEDDED_CLUSTER_PORT",
-        default_value_t = 0
-    )]
-    pub embedded_cluster_port: u16,
-    /// Kubeconfig of the cluster to manage (in a pod, the service account is used without it)
-    #[arg(long, env = "KUBE_CONFIG", value_name = "FILE")]
-    pub kube_config: Option<PathBuf>,
-    /// Name of the config ConfigMap (used with a cluster and no --config-file)
-    #[arg(
-        long,
-        env = "ADDON_OPERATOR_CONFIG_MAP",
-        default_value = "addon-operator"
-    )]
-    pub config_map: String,
-    /// Several replicas: only the holder of the Lease (--ha-lease-name) in --namespace
-    /// works; the others wait (needs a cluster)
-    #[arg(long, env = "ADDON_OPERATOR_HA", num_args = 0..=1, default_value = "false",
-          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
-    pub ha: bool,
-    /// This replica's identity in the Lease (the pod name)
-    #[arg(long, env = "ADDON_OPERATOR_POD", default_value = "")]
-    pub pod_name: String,
-    /// With --ha: a leader that has not renewed the Lease for this long loses it
-    #[arg(long, env = "ADDON_OPERATOR_HA_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
-    pub ha_lease_duration: std::time::Duration,
-    /// With --ha: the Lease in --namespace that replicas compete for (the Go operator's name by
-    /// default, so that Go and Rust replicas never lead together)
-    #[arg(
-        long,
-        env = "ADDON_OPERATOR_HA_LEASE_NAME",
-        default_value = crate::edges::kube::leader::DEFAULT_LEASE_NAME
-    )]
-    pub ha_lease_name: String,
-    #[command(flatten)]
-    pub http: crate::edges::http::HttpArgs,
-}
-
-#[derive(Debug, Clone, clap::Args)]
 pub struct JqSandboxArgs {
     /// Address-space limit (RLIMIT_AS) of this process
     #[arg(long)]
@@ -263,97 +131,6 @@ pub enum HookCommand {
     List(crate::cli::debug::HookListArgs),
     /// Kubernetes snapshots of one hook of a running operator (debug API)
     Snapshot(crate::cli::debug::HookSnapshotArgs),
-}
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct HookRunArgs {
-    /// The hook's name as `check` shows it (e.g. `hooks/prepare-greeting`)
-    pub hook: String,
-    /// The hook's module (kebab-case); without it the hook is a global hook
-    #[arg(long)]
-    pub module: Option<String>,
-    /// The binding to run: onStartup, beforeAll, afterAll, beforeHelm, afterHelm,
-    /// beforeDeleteHelm, afterDeleteHelm, or the name of a schedule or kubernetes binding
-    #[arg(long, default_value = "onStartup")]
-    pub binding: String,
-    /// For a kubernetes binding: a JSON or YAML list of objects for its Synchronization context
-    #[arg(long, value_name = "FILE")]
-    pub objects: Option<PathBuf>,
-    #[command(flatten)]
-    pub dirs: DirFlags,
-    /// The config (what the ConfigMap's data holds); read, never written
-    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
-    pub config_file: Option<PathBuf>,
-    /// Time limit of the run
-    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
-    pub hook_timeout: std::time::Duration,
-}
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct RenderArgs {
-    /// The module (kebab-case name)
-    pub module: String,
-    #[command(flatten)]
-    pub dirs: DirFlags,
-    /// The config (what the ConfigMap's data holds); read once, never written
-    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
-    pub config_file: Option<PathBuf>,
-    /// Time limit of one hook run
-    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
-    pub hook_timeout: std::time::Duration,
-    /// Give up when the first 'reload all modules' has not finished by then
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
-    pub timeout: std::time::Duration,
-    /// Namespace passed to helm template
-    #[arg(long, env = "ADDON_OPERATOR_NAMESPACE", default_value = "")]
-    pub namespace: String,
-    /// The helm binary (3.x or 4.x)
-    #[arg(long, env = "HELM_BINARY", default_value = "helm")]
-    pub helm_binary: PathBuf,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    Text,
-    Json,
-}
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct LogArgs {
-    /// Log level: error, warn, info, debug, trace (or a filter such as `info,addon_operator::edges::helm=debug`)
-    #[arg(long, env = "LOG_LEVEL", default_value = "info", global = true, value_parser = parse_log_level)]
-    pub log_level: String,
-    /// Log format
-    #[arg(long, env = "LOG_TYPE", value_enum, default_value_t = LogType::Text, global = true)]
-    pub log_type: LogType,
-    /// Leave the time out of log lines (when the log collector adds its own)
-    #[arg(long, env = "LOG_NO_TIME", num_args = 0..=1, default_value = "false", global = true,
-          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
-    pub log_no_time: bool,
-    /// A hook's stdout/stderr lines holding JSON objects become log records of their own (their
-    /// level and msg, other keys as hook_<key>) instead of text lines
-    #[arg(long, env = "LOG_PROXY_HOOK_JSON", num_args = 0..=1, default_value = "false", global = true,
-          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
-    pub log_proxy_hook_json: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogType {
-    Text,
-    Json,
-}
-
-/// Writes `text` to stdout as it is. A closed stdout or broken pipe (`| head`) loses the text
-/// instead of panicking like `print!`.
-pub fn print_out(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-}
-
-/// Writes `text` and a newline to stderr, never panicking (see [`print_out`]).
-pub fn print_err(text: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{text}");
 }
 
 /// The completion script of `shell` for the whole command line.
@@ -390,37 +167,13 @@ fn writeln_roff(out: &mut Vec<u8>, man: &clap_mangen::Man) -> std::io::Result<()
     man.render_subcommands_section(out)
 }
 
-/// Runs a command's async body on a multi-thread tokio runtime.
-pub fn block_on<T>(body: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| anyhow::anyhow!("start the async runtime: {e}"))?;
-    Ok(runtime.block_on(body))
-}
-
-/// A log level name (upstream's `warning` and `fatal` too) or a `RUST_LOG`-style filter with `=`.
-pub fn parse_log_level(text: &str) -> Result<String, String> {
-    let level = text.trim().to_ascii_lowercase();
-    match level.as_str() {
-        "error" | "warn" | "info" | "debug" | "trace" => Ok(level),
-        "warning" => Ok("warn".into()),
-        "fatal" => Ok("error".into()),
-        _ if text.contains('=') => Ok(text.trim().to_string()),
-        _ => Err(format!(
-            "unknown log level '{text}' (expected error, warn, info, debug, trace, or a filter such as info,addon_operator::edges::helm=debug)"
-        )),
-    }
-}
-
-/// Parses Go-style durations (`500ms`, `30s`, `1m30s`, `1h`), like the Go operator's flags.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    addon_core::hook_config::parse_go_duration(text.trim()).map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::check::OutputFormat;
+    use crate::cli::support::parse_duration;
+    use crate::logging::{LogType, parse_log_level};
+    use std::path::PathBuf;
     use std::time::Duration;
 
     #[test]
@@ -443,7 +196,7 @@ mod tests {
             parse_log_level("info,addon_operator::edges::helm=debug").unwrap(),
             "info,addon_operator::edges::helm=debug"
         );
-        let err = parse_log_level("verbose").unwrap_err();
+        let err = parse_log_level("verbose").unwrap_err().to_string();
         assert!(err.contains("unknown log level 'verbose'"), "{err}");
     }
 

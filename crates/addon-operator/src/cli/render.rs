@@ -12,10 +12,13 @@ use addon_core::names::ModuleName;
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::RenderArgs;
+use std::path::PathBuf;
+
 use crate::cli::start::fail;
+use crate::cli::support::parse_duration;
 use crate::edges::exec::hook_run::HookRunSettings;
 use crate::edges::helm::template::TemplateHelm;
+use crate::edges::tree::dirs::DirFlags;
 use crate::runtime::edges::{Edges, MemoryConfig, NoCluster, ProcessHooks};
 use crate::runtime::{Runtime, RuntimeHandle, RuntimeSettings};
 use addon_core::error::error_chain;
@@ -24,7 +27,7 @@ use addon_core::error::error_chain;
 const POLL: Duration = Duration::from_millis(50);
 
 pub fn run_cli(args: &RenderArgs) -> anyhow::Result<ExitCode> {
-    crate::cli::block_on(render(args))?
+    crate::cli::support::block_on(render(args))?
 }
 
 async fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
@@ -80,7 +83,7 @@ async fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     }
     match helm.manifest(module.as_str()) {
         Some(manifest) => {
-            crate::cli::print_out(&manifest);
+            crate::cli::support::print_out(&manifest);
             Ok(ExitCode::SUCCESS)
         }
         None => Ok(fail(
@@ -144,4 +147,27 @@ async fn wait_for_converge(handle: &RuntimeHandle, timeout: Duration) -> Result<
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RenderArgs {
+    /// The module (kebab-case name)
+    pub module: String,
+    #[command(flatten)]
+    pub dirs: DirFlags,
+    /// The config (what the ConfigMap's data holds); read once, never written
+    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+    /// Time limit of one hook run
+    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
+    pub hook_timeout: std::time::Duration,
+    /// Give up when the first 'reload all modules' has not finished by then
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Namespace passed to helm template
+    #[arg(long, env = "ADDON_OPERATOR_NAMESPACE", default_value = "")]
+    pub namespace: String,
+    /// The helm binary (3.x or 4.x)
+    #[arg(long, env = "HELM_BINARY", default_value = "helm")]
+    pub helm_binary: PathBuf,
 }

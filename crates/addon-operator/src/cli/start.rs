@@ -16,7 +16,7 @@ use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::StartArgs;
+use crate::cli::support::parse_duration;
 use crate::edges::config::FileConfigStore;
 use crate::edges::exec::hook_run::HookRunSettings;
 use crate::edges::helm::Helm;
@@ -27,6 +27,8 @@ use crate::edges::jq::{JqRunner, SandboxSettings};
 use crate::edges::kube::leader::{LeaderElection, LeaderSettings};
 use crate::edges::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
 use crate::edges::metrics::Metrics;
+use crate::edges::tree::dirs::DirFlags;
+use crate::env::shell_operator_default;
 use crate::runtime::edges::{
     ConfigBackend, Edges, FileConfig, KubeEvent, MemoryConfig, NoCluster, ObjectPatches,
     ObjectsError, ProcessHooks,
@@ -39,7 +41,7 @@ use addon_core::error::error_chain;
 const CONFIG_DEBOUNCE: Duration = Duration::from_millis(200);
 
 pub fn run_cli(args: &StartArgs) -> anyhow::Result<ExitCode> {
-    crate::cli::block_on(run(args))?
+    crate::cli::support::block_on(run(args))?
 }
 
 /// Which cluster the operator manages.
@@ -246,7 +248,7 @@ pub(crate) fn fail(what: &str, errors: &[String]) -> ExitCode {
     for e in errors {
         text.push_str(&format!("\n  {e}"));
     }
-    crate::cli::print_err(&text);
+    crate::cli::support::print_err(&text);
     ExitCode::FAILURE
 }
 
@@ -460,4 +462,120 @@ async fn wait_for_signal(shutdown: CancellationToken, cancel_hooks: Cancellation
     tracing::info!(signal = name, "shutting down");
     shutdown.cancel();
     cancel_hooks.cancel();
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct StartArgs {
+    #[command(flatten)]
+    pub dirs: DirFlags,
+    /// The local config store: a YAML file with what the addon-operator ConfigMap's data holds.
+    /// It is watched; hooks' config patches are written back to it. Without it the config lives
+    /// in memory only
+    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+    /// Directory for the temporary files of hook runs [fallback env: SHELL_OPERATOR_TMP_DIR]
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_TMP_DIR",
+        default_value = shell_operator_default("SHELL_OPERATOR_TMP_DIR", "/tmp/addon-operator")
+    )]
+    pub tmp_dir: PathBuf,
+    /// Keep the temporary files of hook runs (for debugging)
+    #[arg(long, env = "DEBUG_KEEP_TMP_FILES", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub debug_keep_tmp_files: bool,
+    /// Time limit of one hook run; the hook's process group is killed after it
+    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "30m", value_parser = parse_duration)]
+    pub hook_timeout: std::time::Duration,
+    /// Between SIGTERM and SIGKILL when a hook times out or the operator stops
+    #[arg(long, env = "ADDON_OPERATOR_HOOK_KILL_GRACE", default_value = "10s", value_parser = parse_duration)]
+    pub hook_kill_grace: std::time::Duration,
+    /// CPU time limit of one jq evaluation request (a binding's jqFilter on up to 256 objects, or
+    /// a JQPatch), in whole seconds; past it the filter fails and its sandbox process is restarted
+    #[arg(long, env = "ADDON_OPERATOR_JQ_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub jq_timeout: std::time::Duration,
+    /// Address-space limit of the jq sandbox process, in MiB (at least 512)
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_JQ_MEMORY_LIMIT_MIB",
+        default_value_t = 1024,
+        value_parser = clap::value_parser!(u64).range(512..)
+    )]
+    pub jq_memory_limit_mib: u64,
+    /// First retry delay of a failed task; delays double up to --retry-max-delay
+    #[arg(long, env = "ADDON_OPERATOR_RETRY_INITIAL_DELAY", default_value = "5s", value_parser = parse_duration)]
+    pub retry_initial_delay: std::time::Duration,
+    /// Longest retry delay of a failed task
+    #[arg(long, env = "ADDON_OPERATOR_RETRY_MAX_DELAY", default_value = "30s", value_parser = parse_duration)]
+    pub retry_max_delay: std::time::Duration,
+    /// How often each module's release is checked for drift (objects missing from the cluster,
+    /// a failed release); a drifted module runs again. 0 turns the check off
+    #[arg(long, env = "ADDON_OPERATOR_RESOURCES_MONITOR_INTERVAL", default_value = "4m30s", value_parser = parse_duration)]
+    pub resources_monitor_interval: std::time::Duration,
+    /// Namespace of Helm releases and of the addon-operator ConfigMap; without it, the pod's own
+    /// namespace (in a cluster), else `default` [fallback env: SHELL_OPERATOR_NAMESPACE]
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_NAMESPACE",
+        default_value = shell_operator_default("SHELL_OPERATOR_NAMESPACE", "")
+    )]
+    pub namespace: String,
+    /// The helm binary (3.x or 4.x)
+    #[arg(long, env = "HELM_BINARY", default_value = "helm")]
+    pub helm_binary: PathBuf,
+    /// A Helm release in the namespace that is not a module's and is never purged at startup
+    #[arg(long, env = "HELM_IGNORE_RELEASE", default_value = "")]
+    pub helm_ignore_release: String,
+    #[command(flatten)]
+    pub upstream: crate::cli::upstream_flags::UpstreamArgs,
+    /// Run against an in-process Kubernetes API emulator (no cluster needed): hooks, kubectl and
+    /// helm get its KUBECONFIG
+    #[arg(long, env = "ADDON_OPERATOR_EMBEDDED_CLUSTER", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub embedded_cluster: bool,
+    /// Keep the embedded cluster's objects in this directory across restarts
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_EMBEDDED_CLUSTER_DATA_DIR",
+        value_name = "DIR"
+    )]
+    pub embedded_cluster_data_dir: Option<PathBuf>,
+    /// Port of the embedded cluster on 127.0.0.1 (0 picks a free one)
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_EMBEDDED_CLUSTER_PORT",
+        default_value_t = 0
+    )]
+    pub embedded_cluster_port: u16,
+    /// Kubeconfig of the cluster to manage (in a pod, the service account is used without it)
+    #[arg(long, env = "KUBE_CONFIG", value_name = "FILE")]
+    pub kube_config: Option<PathBuf>,
+    /// Name of the config ConfigMap (used with a cluster and no --config-file)
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_CONFIG_MAP",
+        default_value = "addon-operator"
+    )]
+    pub config_map: String,
+    /// Several replicas: only the holder of the Lease (--ha-lease-name) in --namespace
+    /// works; the others wait (needs a cluster)
+    #[arg(long, env = "ADDON_OPERATOR_HA", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub ha: bool,
+    /// This replica's identity in the Lease (the pod name)
+    #[arg(long, env = "ADDON_OPERATOR_POD", default_value = "")]
+    pub pod_name: String,
+    /// With --ha: a leader that has not renewed the Lease for this long loses it
+    #[arg(long, env = "ADDON_OPERATOR_HA_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub ha_lease_duration: std::time::Duration,
+    /// With --ha: the Lease in --namespace that replicas compete for (the Go operator's name by
+    /// default, so that Go and Rust replicas never lead together)
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_HA_LEASE_NAME",
+        default_value = crate::edges::kube::leader::DEFAULT_LEASE_NAME
+    )]
+    pub ha_lease_name: String,
+    #[command(flatten)]
+    pub http: crate::edges::http::HttpArgs,
 }

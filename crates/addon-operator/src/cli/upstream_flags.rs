@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::parse_duration;
+use crate::cli::support::parse_duration;
 
 /// Where a pod finds its own namespace.
 pub const SERVICE_ACCOUNT_NAMESPACE: &str =
@@ -199,19 +199,6 @@ pub fn strict_values_problems(found: &addon_core::discovery::Discovered) -> Vec<
     problems
 }
 
-/// The default of a flag whose Go counterpart also reads a `SHELL_OPERATOR_*` variable: that
-/// variable when set (and not empty), else `default`. The `ADDON_OPERATOR_*` variable and the
-/// flag still win over it.
-pub fn shell_operator_default(name: &str, default: &str) -> String {
-    fallback_with(&|n| std::env::var(n).ok(), name, default)
-}
-
-fn fallback_with(env: &dyn Fn(&str) -> Option<String>, name: &str, default: &str) -> String {
-    env(name)
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| default.to_string())
-}
-
 /// The namespace to work in: `--namespace` / `ADDON_OPERATOR_NAMESPACE` /
 /// `SHELL_OPERATOR_NAMESPACE`, else the pod's own (the service account's namespace file), else
 /// `default`.
@@ -238,6 +225,7 @@ pub fn resolve_namespace(given: &str, service_account_file: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::fallback_with;
     use clap::Parser;
 
     #[derive(Debug, Parser)]

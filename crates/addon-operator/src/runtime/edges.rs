@@ -16,7 +16,6 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use super::config_writer::ConfigKeyChange;
 use crate::edges::config::{ConfigEvent, FileConfigStore, splice};
 use crate::edges::exec::hook_run::HookRunSettings;
 use crate::edges::exec::hook_run::{
@@ -26,6 +25,7 @@ use crate::edges::exec::process::ResourceUsage;
 use crate::edges::helm::Helm;
 use crate::edges::kube::crds::CrdWaitError;
 use crate::edges::kube::patcher::PatchError;
+pub use addon_core::config_change::ConfigKeyChange;
 
 /// One hook run to make.
 #[derive(Debug, Clone)]
@@ -530,7 +530,9 @@ impl MemoryConfig {
             return Err(ConfigBackendError::Save(Box::new(SimulatedSaveError)));
         }
         let mut data = st.config.to_data().map_err(ConfigBackendError::Render)?;
-        change.apply_to_data(&mut data)?;
+        change
+            .apply_to_data(&mut data)
+            .map_err(ConfigBackendError::Render)?;
         let config = Config::from_data(&data).map_err(ConfigBackendError::Parse)?;
         st.config = config.clone();
         st.version += 1;

@@ -2,6 +2,7 @@
 //! tasks, and runs one worker per queue plus the intake of config edits, watch events and
 //! schedule ticks until shutdown.
 
+mod config_edit;
 pub mod config_writer;
 pub mod edges;
 mod edges_fake;
@@ -33,8 +34,9 @@ use tokio_util::sync::CancellationToken;
 
 use edges::{Edges, KubeEvent, MonitorKey};
 pub use edges_fake::{FakeHooks, FakeKube, HookCall};
+use state::lifecycle_tasks;
 use state::{HookDef, ModuleState, State, hooks_with_kubernetes};
-use task::{Task, lifecycle_tasks};
+use task::Task;
 
 use crate::edges::http::StatusSource as _;
 use crate::edges::jq::JqRunner;

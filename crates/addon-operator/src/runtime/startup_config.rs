@@ -10,9 +10,9 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::config_writer::ConfigKeyChange;
 use super::edges::{ConfigBackend, ConfigBackendError, ConfigUpdate, SavedConfig};
 use crate::edges::http::StartupStatus;
+use addon_core::config_change::ConfigKeyChange;
 use addon_core::error::error_chain;
 
 /// Loads the config until the load does not fail to read (an invalid config is an answer too:

@@ -13,7 +13,8 @@ use addon_core::queue::QueueSet;
 use addon_core::values::store::ValuesStore;
 
 use super::edges::MonitorKey;
-use super::task::Task;
+use super::task::{HookTask, Origin, Task};
+use addon_core::binding_context::ContextBuilder;
 
 /// A hook and its parsed `--config`.
 #[derive(Debug, Clone)]
@@ -166,4 +167,23 @@ pub fn hooks_with_kubernetes(hooks: &[HookDef]) -> Vec<HookDef> {
         .collect();
     found.sort_by(|a, b| a.name().cmp(b.name()));
     found
+}
+
+/// Global hook tasks for an ORDER binding (`onStartup`, `beforeAll`, `afterAll`), by ORDER.
+pub fn lifecycle_tasks(hooks: &[HookDef], binding: BindingType) -> Vec<Task> {
+    let snapshots = Snapshots::new();
+    hooks_by_order(hooks, binding)
+        .into_iter()
+        .map(|def| {
+            let ctx = ContextBuilder::new(&def.config, &snapshots).ordered(binding);
+            Task::Hook(HookTask {
+                module: None,
+                hook: def.name().clone(),
+                binding,
+                contexts: vec![ctx],
+                allow_failure: false,
+                origin: Origin::Lifecycle,
+            })
+        })
+        .collect()
 }

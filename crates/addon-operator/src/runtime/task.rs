@@ -1,12 +1,11 @@
 //! The tasks the runtime queues, and what a handler answers when it has done one.
 
-use addon_core::binding_context::{BindingContext, ContextBuilder, Snapshots};
+use addon_core::binding_context::BindingContext;
 use addon_core::hook_config::BindingType;
 use addon_core::names::{HookName, ModuleName, QueueName};
 use addon_core::queue::QueueTask;
 
 use super::error::TaskError;
-use super::state::{HookDef, hooks_by_order};
 
 /// Why a hook runs: as a step of the lifecycle (its values changes trigger nothing), or for a
 /// schedule or kubernetes event (its values changes trigger a reload or a module run).
@@ -107,25 +106,6 @@ impl QueueTask for Task {
             Task::ModulePurge { release } => format!("{kind}:{release}"),
         }
     }
-}
-
-/// Global hook tasks for an ORDER binding (`onStartup`, `beforeAll`, `afterAll`), by ORDER.
-pub fn lifecycle_tasks(hooks: &[HookDef], binding: BindingType) -> Vec<Task> {
-    let snapshots = Snapshots::new();
-    hooks_by_order(hooks, binding)
-        .into_iter()
-        .map(|def| {
-            let ctx = ContextBuilder::new(&def.config, &snapshots).ordered(binding);
-            Task::Hook(HookTask {
-                module: None,
-                hook: def.name().clone(),
-                binding,
-                contexts: vec![ctx],
-                allow_failure: false,
-                origin: Origin::Lifecycle,
-            })
-        })
-        .collect()
 }
 
 /// What a handler answers.

@@ -1,7 +1,6 @@
 //! `addon-operator check`: discovers a module tree, asks every hook for its bindings, loads and
 //! validates config and values, computes enabled modules, and reports every problem found.
 
-pub mod configs;
 pub mod report;
 pub mod values;
 
@@ -10,22 +9,28 @@ use std::process::ExitCode;
 use addon_core::error::error_chain;
 use anyhow::Context as _;
 
-use crate::cli::dirs;
-use crate::cli::{CheckArgs, OutputFormat};
+use crate::edges::tree::dirs;
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+
+use crate::cli::support::parse_duration;
 use crate::edges::exec::hook_run::HookRunSettings;
+use crate::edges::tree::configs::HookConfigs;
+use crate::edges::tree::dirs::DirFlags;
 use crate::edges::tree::hook_configs::ConfigRunOptions;
 use crate::edges::tree::{self as loader, LoaderConfig};
-use configs::HookConfigs;
+use report::HookReport;
 use report::{CheckReport, ModuleReport};
 
 /// Runs `check` for the command line and prints the report.
 pub fn run_cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let report = crate::cli::block_on(run(args))?;
+    let report = crate::cli::support::block_on(run(args))?;
     let text = match args.output {
         OutputFormat::Json => serde_json::to_string_pretty(&report).context("render the report")?,
         OutputFormat::Text => report.to_text(),
     };
-    crate::cli::print_out(&format!("{text}\n"));
+    crate::cli::support::print_out(&format!("{text}\n"));
     Ok(if report.is_valid() {
         ExitCode::SUCCESS
     } else {
@@ -52,7 +57,7 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
         .global
         .hooks
         .iter()
-        .map(|h| configs.report(h))
+        .map(|h| HookReport::of(h, &configs))
         .collect();
     let tmp = tempfile::tempdir();
     let settings = HookRunSettings {
@@ -76,8 +81,34 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
             values_key: m.name.values_key(),
             enabled: stage.enabled.contains(&m.name),
             helm: m.has_chart,
-            hooks: m.hooks.iter().map(|h| configs.report(h)).collect(),
+            hooks: m
+                .hooks
+                .iter()
+                .map(|h| HookReport::of(h, &configs))
+                .collect(),
         })
         .collect();
     report
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub dirs: DirFlags,
+    /// A YAML file holding what the addon-operator ConfigMap's data holds (values may be YAML
+    /// strings or plain mappings)
+    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+    /// Time limit for one hook's --config or enabled script run, e.g. 30s, 2m
+    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub hook_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
 }

@@ -5,11 +5,23 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::edges::tree::configs::HookConfigs;
+
 /// A hook and its bindings, as `check` reports them.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct HookReport {
     pub name: String,
     pub bindings: Vec<String>,
+}
+
+impl HookReport {
+    /// The report entry of a hook: its bindings, or none when its config was invalid.
+    pub fn of(hook: &addon_core::discovery::HookFile, configs: &HookConfigs) -> Self {
+        Self {
+            name: hook.name.to_string(),
+            bindings: configs.binding_summary(hook),
+        }
+    }
 }
 
 /// A module as `check` reports it.

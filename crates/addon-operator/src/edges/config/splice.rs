@@ -13,7 +13,7 @@ use std::ops::Range;
 use addon_core::yaml::{self, YamlError};
 use serde_json::{Map, Value};
 
-use crate::runtime::edges::ConfigKeyChange;
+use addon_core::config_change::ConfigKeyChange;
 
 /// Why a patch could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -3,7 +3,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
-use crate::cli::upstream_flags::shell_operator_default;
+use crate::env::shell_operator_default;
 
 /// Upstream's debug socket path.
 pub const DEFAULT_DEBUG_SOCKET: &str = "/var/run/addon-operator/debug.socket";

@@ -188,7 +188,9 @@ impl ConfigMapStore {
                 .and_then(|cm| cm.data.clone())
                 .unwrap_or_default();
             let mut data = read_data.clone();
-            change.apply_to_data(&mut data)?;
+            change
+                .apply_to_data(&mut data)
+                .map_err(ConfigBackendError::Render)?;
             if data == read_data {
                 known.observe(read_rv.clone(), read_data.clone());
                 return Ok((read_rv, read_data));

@@ -2,6 +2,8 @@
 //! and returns them as `addon_core::discovery` data.
 
 pub mod batch_hooks;
+pub mod configs;
+pub mod dirs;
 pub mod hook_configs;
 pub mod runnable;
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 use addon_core::discovery::Discovered;
 use addon_core::hook_config::HookConfig;
 
-use crate::cli::check::configs::HookConfigs;
-use crate::cli::dirs::{self, DirFlags};
+use crate::edges::tree::configs::HookConfigs;
+use crate::edges::tree::dirs::{self, DirFlags};
 use crate::edges::tree::hook_configs::ConfigRunOptions;
 use crate::edges::tree::{self as loader, LoaderConfig};
 use addon_core::error::error_chain;

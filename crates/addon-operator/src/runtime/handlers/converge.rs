@@ -10,7 +10,8 @@ use crate::edges::metrics::ModuleInfo;
 use crate::runtime::Shared;
 use crate::runtime::error::{DiscoveryError, TaskError};
 use crate::runtime::state::State;
-use crate::runtime::task::{Outcome, Task, lifecycle_tasks};
+use crate::runtime::state::lifecycle_tasks;
+use crate::runtime::task::{Outcome, Task};
 
 /// Expands a converge into its beforeAll hooks and discovery, dropping other queued converges
 /// (this one covers them).

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use addon_core::discovery::{Discovered, HookFile};
 use addon_core::hook_config::{self, HookConfig, HookScope};
 
-use super::report::HookReport;
 use crate::edges::tree::hook_configs::{self, ConfigRunOptions};
 
 /// Parsed configs of every hook that gave a valid one, and the problems of the others.
@@ -80,15 +79,11 @@ impl HookConfigs {
         }
     }
 
-    /// The report entry of a hook: its bindings, or none when its config was invalid.
-    pub fn report(&self, hook: &HookFile) -> HookReport {
-        HookReport {
-            name: hook.name.to_string(),
-            bindings: self
-                .by_path
-                .get(&hook.config_key())
-                .map(HookConfig::binding_summary)
-                .unwrap_or_default(),
-        }
+    /// The bindings of a hook as one line each, or none when its config was invalid.
+    pub fn binding_summary(&self, hook: &HookFile) -> Vec<String> {
+        self.by_path
+            .get(&hook.config_key())
+            .map(HookConfig::binding_summary)
+            .unwrap_or_default()
     }
 }
