@@ -362,6 +362,27 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[test]
+    fn label_errors_name_the_key_or_value_and_the_rule() {
+        let prefix = validate_label_key("Bad_Prefix/app").unwrap_err();
+        assert_eq!(
+            prefix.to_string(),
+            "'Bad_Prefix/app': prefix must be a DNS subdomain"
+        );
+        let name = validate_label_key("-app").unwrap_err();
+        assert_eq!(name, LabelError::KeyName { key: "-app".into() });
+        assert!(
+            name.to_string()
+                .starts_with("'-app': name must be 1-63 alphanumerics")
+        );
+        let value = validate_label_value("a b").unwrap_err();
+        assert!(
+            value.to_string().starts_with("'a b': must be at most 63"),
+            "{value}"
+        );
+        assert_eq!(validate_label_value(""), Ok(()));
+    }
+
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()

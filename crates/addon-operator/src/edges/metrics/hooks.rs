@@ -442,6 +442,27 @@ mod tests {
     }
 
     #[test]
+    fn values_prometheus_rejects_name_the_operation_and_why() {
+        let mut store = HookMetricsStore::default();
+        let err = apply(&mut store, "h", r#"{"name":"c","action":"add","value":-1}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "hook metric operation 0 ('c'): a counter cannot grow by -1: 'add' needs a value >= 0"
+        );
+        // JSON cannot carry NaN: the reason is checked on its own
+        let nan = HookMetricsError::ValidateValue {
+            index: 1,
+            name: "o".into(),
+            reason: InvalidValue::ObserveNan,
+        };
+        assert_eq!(
+            nan.to_string(),
+            "hook metric operation 1 ('o'): cannot observe NaN"
+        );
+        assert_eq!(nan.category(), "hook_metrics_invalid");
+    }
+
+    #[test]
     fn a_hook_run_replaces_its_previous_ungrouped_series() {
         let mut store = HookMetricsStore::default();
         apply(

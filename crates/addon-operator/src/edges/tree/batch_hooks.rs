@@ -418,6 +418,22 @@ mod tests {
     }
 
     #[test]
+    fn answers_that_are_not_batch_configs_say_why() {
+        let why = |text: &str| parse_batch_config(text).unwrap_err().to_string();
+        assert_eq!(why(r#"{"version":"v2"}"#), "unknown version 'v2'");
+        assert_eq!(
+            why(r#"{"version":"v1","hooks":{}}"#),
+            "'hooks' must be a list"
+        );
+        assert_eq!(why("42"), "expected an object or a list");
+        assert_eq!(why("[1]"), "every hook config must be an object");
+        assert!(matches!(
+            parse_batch_config("{"),
+            Err(BatchConfigError::Json(_))
+        ));
+    }
+
+    #[test]
     fn sdk_configs_map_to_v1_as_upstream_does() {
         let entries = parse_batch_config(
             r#"{"version":"v1","hooks":[
