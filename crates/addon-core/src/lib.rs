@@ -1,5 +1,6 @@
 //! Pure domain model and decisions of addon-operator: names, module and hook definitions, hook
-//! configuration, binding contexts, values, schemas and module enablement. No I/O lives here.
+//! configuration, binding contexts, values, schemas, module enablement and the lifecycle's
+//! decisions (which tasks follow which outcome). No I/O lives here.
 
 pub mod binding_context;
 pub mod config;
@@ -10,6 +11,7 @@ pub mod error;
 pub mod hook_config;
 pub mod hook_output;
 pub mod jq;
+pub mod lifecycle;
 pub mod monitor;
 pub mod names;
 pub mod queue;

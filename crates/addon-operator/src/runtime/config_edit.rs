@@ -1,12 +1,11 @@
-//! A valid config edit made by others, applied to memory and turned into tasks: the global
-//! section or `*Enabled` flags changed ⇒ converge; only module sections changed ⇒ run those modules.
+//! A valid config edit made by others, applied to memory and handed to the core's
+//! lifecycle decision (`addon_core::lifecycle::config_edited`), whose tasks are queued here.
 
 use addon_core::config::Config;
-use addon_core::hook_config::BindingType;
-use addon_core::names::{ModuleName, QueueName};
+use addon_core::lifecycle;
+use addon_core::names::ModuleName;
 
-use super::Shared;
-use super::task::{HookTask, Task};
+use super::{Shared, decisions};
 use addon_core::error::error_chain;
 
 /// A valid edit: global section or `*Enabled` flags changed ⇒ converge (and failing runs of
@@ -29,67 +28,10 @@ pub fn apply_config(shared: &Shared, config: Config) {
         return;
     }
     let change = st.store.set_config(config);
-    if change.is_empty() {
-        return;
-    }
-    let main = QueueName::main();
-    if let Ok(q) = st.queues.get_mut(&main) {
-        q.cancel_head_delay();
-    }
-    if change.global_changed || !change.enabled_changed.is_empty() {
-        let disabled: Vec<ModuleName> = st
-            .store
-            .all_flag_layers()
-            .into_iter()
-            .filter(|(_, flags)| !flags.enabled())
-            .map(|(name, _)| name)
-            .collect();
-        drop_runs_of(&mut st, &disabled);
-        drain_converge(&mut st);
-        tracing::info!("config changed the global section or enable flags: reload all modules");
-        if let Some(task) = st.converge_if_not_queued("config changed") {
-            shared.push(&mut st, &main, task);
-        }
-    } else {
-        for module in change.modules_changed {
-            if let Some(task) = st.module_run_if_not_queued(&module, "config changed") {
-                tracing::info!(module = %module, "config changed the module's section: run it");
-                shared.push(&mut st, &main, task);
-            }
-        }
-    }
-    shared.notify.notify_waiters();
-}
-
-/// Removes queued runs and hook runs of `modules` from every queue (a failing head included,
-/// unless it is running right now).
-fn drop_runs_of(st: &mut super::state::State, modules: &[ModuleName]) {
-    let names: Vec<QueueName> = st.queues.iter().map(|q| q.name().clone()).collect();
-    for name in names {
-        if let Ok(q) = st.queues.get_mut(&name) {
-            let removed = q.remove_where(|t| match t {
-                Task::ModuleRun { module, .. }
-                | Task::Hook(HookTask {
-                    module: Some(module),
-                    ..
-                }) => modules.contains(module),
-                _ => false,
-            });
-            for task in removed {
-                tracing::info!(task = %addon_core::queue::QueueTask::description(&task), "dropped: the module is disabled by the config");
-            }
-        }
-    }
-}
-
-/// Drops the pending steps of a converge in progress (a new converge redoes them); pending
-/// deletes stay, as the new plan may not repeat them.
-fn drain_converge(st: &mut super::state::State) {
-    if let Ok(main) = st.queues.get_mut(&QueueName::main()) {
-        main.remove_where(|t| match t {
-            Task::ModuleRun { .. } | Task::DiscoverModules | Task::ConvergeDone { .. } => true,
-            Task::Hook(h) => matches!(h.binding, BindingType::BeforeAll | BindingType::AfterAll),
-            _ => false,
-        });
-    }
+    let disabled: Vec<ModuleName> = (st.store.all_flag_layers().into_iter())
+        .filter(|(_, flags)| !flags.enabled())
+        .map(|(name, _)| name)
+        .collect();
+    let decision = lifecycle::config_edited(decisions::view(&st), &change, &disabled);
+    decisions::enqueue(shared, st, decision);
 }

@@ -18,14 +18,7 @@ use super::state::HookDef;
 use crate::edges::exec::hook_run::HookOutputs;
 use crate::edges::metrics::{HookOutcome, HookRunRecord};
 
-/// What a successful hook run changed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct HookEffect {
-    /// The merged values of the hook's scope changed.
-    pub values_changed: bool,
-    /// A `*Enabled` flag changed (global hooks: dynamic flags or config flags).
-    pub enabled_changed: bool,
-}
+pub use addon_core::lifecycle::HookEffect;
 
 /// Where and how a hook runs, for its log lines and metrics.
 #[derive(Debug, Clone, Copy)]

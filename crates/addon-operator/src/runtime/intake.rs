@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::hook_config::BindingType;
+use addon_core::lifecycle::{self, EventRun};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::decisions;
 use super::edges::{ConfigUpdate, KubeEvent};
 use super::kube_metrics::MonitorLabels;
-use super::task::{HookTask, Origin, Task};
 use super::{ScheduleId, Shared};
 
 /// Applies config edits made by others (in the config writer's order).
@@ -100,24 +101,26 @@ async fn handle_kube_event(shared: &Shared, ev: KubeEvent) -> Option<MonitorLabe
         return Some(labels);
     };
     let binding = monitor.cache.binding().clone();
-    if !monitor.synced || !binding.execute_hook_on_event.contains(&ev.event) {
-        return Some(labels);
-    }
-    let Some(def) = st.hook(ev.key.module.as_ref(), &ev.key.hook).cloned() else {
+    let runs =
+        lifecycle::watch_event_runs(monitor.synced, &binding.execute_hook_on_event, ev.event);
+    let Some(def) = st
+        .hook(ev.key.module.as_ref(), &ev.key.hook)
+        .filter(|_| runs)
+    else {
         return Some(labels);
     };
     // snapshots are attached right before the run (ContextBuilder::refresh)
     let snapshots = Snapshots::new();
     let ctx = ContextBuilder::new(&def.config, &snapshots).event(&binding, ev.event, &item);
-    let task = Task::Hook(HookTask {
-        module: ev.key.module.clone(),
-        hook: ev.key.hook.clone(),
+    let decision = lifecycle::event_run(EventRun {
+        module: ev.key.module,
+        hook: ev.key.hook,
         binding: BindingType::Kubernetes,
-        contexts: vec![ctx],
+        context: ctx,
         allow_failure: binding.allow_failure,
-        origin: Origin::Event,
+        queue: binding.queue,
     });
-    shared.push(&mut st, &binding.queue, task);
+    decisions::enqueue(shared, st, decision);
     Some(labels)
 }
 
@@ -140,12 +143,12 @@ pub async fn schedule_ticks(
 }
 
 fn on_tick(shared: &Shared, id: &ScheduleId) {
-    let mut st = shared.lock();
-    if !st.first_converge_done {
+    let st = shared.lock();
+    if !lifecycle::schedule_tick_runs(st.first_converge_done) {
         tracing::debug!(hook = %id.hook, "schedule tick before the first converge is dropped");
         return;
     }
-    let Some(def) = st.hook(id.module.as_ref(), &id.hook).cloned() else {
+    let Some(def) = st.hook(id.module.as_ref(), &id.hook) else {
         return;
     };
     let Some(binding) = def.config.schedules.get(id.index) else {
@@ -154,13 +157,13 @@ fn on_tick(shared: &Shared, id: &ScheduleId) {
     // snapshots are attached right before the run (ContextBuilder::refresh)
     let snapshots = Snapshots::new();
     let ctx = ContextBuilder::new(&def.config, &snapshots).schedule(binding);
-    let task = Task::Hook(HookTask {
+    let decision = lifecycle::event_run(EventRun {
         module: id.module.clone(),
         hook: id.hook.clone(),
         binding: BindingType::Schedule,
-        contexts: vec![ctx],
+        context: ctx,
         allow_failure: binding.allow_failure,
-        origin: Origin::Event,
+        queue: binding.queue.clone(),
     });
-    shared.push(&mut st, &binding.queue, task);
+    decisions::enqueue(shared, st, decision);
 }

@@ -4,6 +4,7 @@
 
 mod config_edit;
 pub mod config_writer;
+mod decisions;
 pub mod edges;
 mod edges_fake;
 pub mod error;
@@ -25,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use addon_core::discovery::Discovered;
-use addon_core::hook_config::{BindingType, HookConfig};
+use addon_core::hook_config::HookConfig;
 use addon_core::names::{HookName, ModuleName, QueueName};
 use addon_core::queue::{Backoff, QueueSet};
 use addon_core::setup::build_store;
@@ -34,8 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use edges::{Edges, KubeEvent, MonitorKey};
 pub use edges_fake::{FakeHooks, FakeKube, HookCall};
-use state::lifecycle_tasks;
-use state::{HookDef, ModuleState, State, hooks_with_kubernetes};
+use state::{HookDef, ModuleState, State};
 use task::Task;
 
 use crate::edges::http::StatusSource as _;
@@ -496,29 +496,18 @@ fn initial_state(
 /// by name), then the first converge. Global schedules start (their ticks are dropped until the
 /// first converge is done).
 fn bootstrap(shared: &Shared) {
-    let mut st = shared.lock();
-    let main = QueueName::main();
-    let hooks = st.global_hooks.clone();
-    for task in lifecycle_tasks(&hooks, BindingType::OnStartup) {
-        shared.push(&mut st, &main, task);
-    }
-    for def in hooks_with_kubernetes(&hooks) {
-        let hook = def.name().clone();
-        shared.push(&mut st, &main, Task::EnableGlobalKubernetes { hook });
-    }
-    shared.push(&mut st, &main, Task::Converge { reason: "startup" });
-    drop(st);
-    shared.start_schedules(None, &hooks);
+    let st = shared.lock();
+    let decision = addon_core::lifecycle::startup(&st.global_hooks);
+    decisions::enqueue(shared, st, decision);
 }
 
 impl RuntimeHandle {
     /// 'Helm resources absent': resources of a module's release are missing from the cluster;
     /// the module runs again (its Helm step reinstalls them). Called by the resource monitor.
     pub fn resources_absent(&self, module: &ModuleName) {
-        let mut st = self.shared.lock();
-        if let Some(task) = st.module_run_if_not_queued(module, "helm resources absent") {
-            self.shared.push(&mut st, &QueueName::main(), task);
-        }
+        let st = self.shared.lock();
+        let decision = addon_core::lifecycle::resources_absent(decisions::view(&st), module);
+        decisions::enqueue(&self.shared, st, decision);
     }
 
     /// The metrics the runtime records.

@@ -5,29 +5,17 @@
 use std::collections::BTreeMap;
 
 use addon_core::binding_context::Snapshots;
-use addon_core::discovery::{HookFile, ModuleSource};
-use addon_core::hook_config::{BindingType, FilteredObject, HookConfig, WatchEvent};
+use addon_core::discovery::ModuleSource;
+use addon_core::hook_config::{FilteredObject, WatchEvent};
 use addon_core::monitor::MonitorCache;
 use addon_core::names::{HookName, ModuleName, QueueName};
 use addon_core::queue::QueueSet;
 use addon_core::values::store::ValuesStore;
 
 use super::edges::MonitorKey;
-use super::task::{HookTask, Origin, Task};
-use addon_core::binding_context::ContextBuilder;
+use super::task::Task;
 
-/// A hook and its parsed `--config`.
-#[derive(Debug, Clone)]
-pub struct HookDef {
-    pub file: HookFile,
-    pub config: HookConfig,
-}
-
-impl HookDef {
-    pub fn name(&self) -> &HookName {
-        &self.file.name
-    }
-}
+pub use addon_core::lifecycle::{HookDef, hooks_by_order, hooks_with_kubernetes};
 
 /// A module and how far it got.
 #[derive(Debug, Clone)]
@@ -117,73 +105,10 @@ impl State {
             .is_some_and(|q| q.iter().any(|t| matches(&t.task)))
     }
 
-    /// A run of an enabled `module` (without onStartup) for `reason`, unless one waits in `main`.
-    pub fn module_run_if_not_queued(
-        &self,
-        module: &ModuleName,
-        reason: &'static str,
-    ) -> Option<Task> {
-        let queued = self.is_queued(
-            &QueueName::main(),
-            |t| matches!(t, Task::ModuleRun { module: m, .. } if m == module),
-        );
-        (self.enabled.contains(module) && !queued).then(|| Task::ModuleRun {
-            module: module.clone(),
-            startup: false,
-            reason,
-        })
-    }
-
-    /// A converge for `reason`, unless one waits in `main`.
-    pub fn converge_if_not_queued(&self, reason: &'static str) -> Option<Task> {
-        let queued = self.is_queued(&QueueName::main(), |t| matches!(t, Task::Converge { .. }));
-        (!queued).then_some(Task::Converge { reason })
-    }
-
     /// Adds a line to the history when it is recorded; `line` is not called otherwise.
     pub fn record(&mut self, line: impl FnOnce() -> String) {
         if let Some(history) = &mut self.history {
             history.push(line());
         }
     }
-}
-
-/// Hooks with `binding`, by ORDER then name.
-pub fn hooks_by_order(hooks: &[HookDef], binding: BindingType) -> Vec<HookDef> {
-    let mut found: Vec<(f64, HookDef)> = hooks
-        .iter()
-        .filter_map(|h| h.config.order(binding).map(|o| (o, h.clone())))
-        .collect();
-    found.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.name().cmp(b.1.name())));
-    found.into_iter().map(|(_, h)| h).collect()
-}
-
-/// Hooks with kubernetes bindings, in name order.
-pub fn hooks_with_kubernetes(hooks: &[HookDef]) -> Vec<HookDef> {
-    let mut found: Vec<HookDef> = hooks
-        .iter()
-        .filter(|h| !h.config.kubernetes.is_empty())
-        .cloned()
-        .collect();
-    found.sort_by(|a, b| a.name().cmp(b.name()));
-    found
-}
-
-/// Global hook tasks for an ORDER binding (`onStartup`, `beforeAll`, `afterAll`), by ORDER.
-pub fn lifecycle_tasks(hooks: &[HookDef], binding: BindingType) -> Vec<Task> {
-    let snapshots = Snapshots::new();
-    hooks_by_order(hooks, binding)
-        .into_iter()
-        .map(|def| {
-            let ctx = ContextBuilder::new(&def.config, &snapshots).ordered(binding);
-            Task::Hook(HookTask {
-                module: None,
-                hook: def.name().clone(),
-                binding,
-                contexts: vec![ctx],
-                allow_failure: false,
-                origin: Origin::Lifecycle,
-            })
-        })
-        .collect()
 }

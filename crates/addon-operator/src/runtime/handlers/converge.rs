@@ -2,29 +2,23 @@
 //! lists), afterAll hooks, and the check that afterAll did not change global values.
 
 use addon_core::enablement::{self, Candidate, EnablementPass, Step};
-use addon_core::hook_config::BindingType;
-use addon_core::names::{ModuleName, QueueName};
+use addon_core::lifecycle::{self, ConvergeFacts, Discovered};
+use addon_core::names::ModuleName;
 use addon_core::values::patch::Scope;
 
 use crate::edges::metrics::ModuleInfo;
 use crate::runtime::Shared;
+use crate::runtime::decisions;
 use crate::runtime::error::{DiscoveryError, TaskError};
 use crate::runtime::state::State;
-use crate::runtime::state::lifecycle_tasks;
-use crate::runtime::task::{Outcome, Task};
+use crate::runtime::task::Outcome;
 
 /// Expands a converge into its beforeAll hooks and discovery, dropping other queued converges
 /// (this one covers them).
 pub fn start(shared: &Shared) -> Outcome {
-    let mut st = shared.lock();
-    st.converge_started
-        .get_or_insert_with(tokio::time::Instant::now);
-    if let Ok(main) = st.queues.get_mut(&QueueName::main()) {
-        main.remove_where(|t| matches!(t, Task::Converge { .. }));
-    }
-    let mut head = lifecycle_tasks(&st.global_hooks, BindingType::BeforeAll);
-    head.push(Task::DiscoverModules);
-    Outcome::head(head)
+    let st = shared.lock();
+    let decision = lifecycle::start_converge(&st.global_hooks);
+    decisions::outcome(shared, st, decision)
 }
 
 /// Decides which modules are enabled and queues deletes, runs, purges, afterAll hooks and the
@@ -45,8 +39,30 @@ pub async fn discover(shared: &Shared) -> Outcome {
             return Outcome::Failed(TaskError::Discovery(e.into()));
         }
     };
-    let mut st = shared.lock();
-    let plan = enablement::plan(&st.module_order, &enabled, &st.enabled, &releases);
+    let st = shared.lock();
+    record_modules_info(shared, &st, &enabled);
+    let started: Vec<ModuleName> = (st.modules.iter())
+        .filter(|(_, m)| m.startup_done)
+        .map(|(name, _)| name.clone())
+        .collect();
+    let checksum = global_checksum(&st);
+    let found = Discovered {
+        module_order: &st.module_order,
+        enabled: &enabled,
+        releases: &releases,
+        kept_releases: &st.kept_releases,
+    };
+    let facts = ConvergeFacts {
+        previously_enabled: &st.enabled,
+        started: &started,
+        startup_purge_done: st.startup_purge_done,
+        global_checksum: &checksum,
+    };
+    let decision = lifecycle::discovered(found, facts, &st.global_hooks);
+    decisions::outcome(shared, st, decision)
+}
+
+fn record_modules_info(shared: &Shared, st: &State, enabled: &[ModuleName]) {
     let info: Vec<ModuleInfo> = st
         .module_order
         .iter()
@@ -57,46 +73,6 @@ pub async fn discover(shared: &Shared) -> Outcome {
         })
         .collect();
     shared.metrics.modules_info(&info);
-    st.enabled = enabled;
-    let mut head = Vec::new();
-    for module in plan.to_delete {
-        head.push(Task::ModuleDelete { module });
-    }
-    for module in plan.to_run {
-        let startup = plan.newly_enabled.contains(&module)
-            || st.module(&module).is_none_or(|m| !m.startup_done);
-        head.push(Task::ModuleRun {
-            module,
-            startup,
-            reason: "converge",
-        });
-    }
-    for release in startup_purge(&mut st, plan.to_purge) {
-        head.push(Task::ModulePurge { release });
-    }
-    head.extend(lifecycle_tasks(&st.global_hooks, BindingType::AfterAll));
-    head.push(Task::ConvergeDone {
-        global_checksum: global_checksum(&st),
-    });
-    Outcome::head(head)
-}
-
-/// Releases without a module are purged once, by the first discovery after startup (as
-/// upstream); the ignored release and the operator's own release never are.
-fn startup_purge(st: &mut State, releases: Vec<String>) -> Vec<String> {
-    if std::mem::replace(&mut st.startup_purge_done, true) {
-        return Vec::new();
-    }
-    releases
-        .into_iter()
-        .filter(|r| {
-            let kept = st.kept_releases.contains(r);
-            if kept {
-                tracing::info!(release = %r, "release without a module is kept (ignored or the operator's own)");
-            }
-            !kept
-        })
-        .collect()
 }
 
 fn candidates(st: &State) -> Vec<Candidate> {
@@ -165,25 +141,8 @@ pub fn global_checksum(st: &State) -> String {
 /// Ends a converge: if afterAll hooks changed global values, converge again; otherwise the
 /// first converge (if this was it) is over and schedules may fire.
 pub fn finish(shared: &Shared, before: &str) -> Outcome {
-    let mut st = shared.lock();
-    if global_checksum(&st) != before {
-        return Outcome::head(vec![Task::Converge {
-            reason: "afterAll hooks changed global values",
-        }]);
-    }
-    let activation = if st.first_converge_done {
-        "ReloadAllModules"
-    } else {
-        "OperatorStartup"
-    };
-    let elapsed = st.converge_started.take().map(|started| started.elapsed());
-    if let Some(elapsed) = elapsed {
-        shared.metrics.converge(activation, elapsed);
-    }
-    if !st.first_converge_done {
-        let duration_ms = elapsed.unwrap_or_default().as_millis() as u64;
-        tracing::info!(modules = st.enabled.len(), duration_ms, "ready");
-    }
-    st.first_converge_done = true;
-    Outcome::done()
+    let st = shared.lock();
+    let now = global_checksum(&st);
+    let decision = lifecycle::converge_done(before, &now, st.first_converge_done);
+    decisions::outcome(shared, st, decision)
 }

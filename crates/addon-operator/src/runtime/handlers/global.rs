@@ -3,17 +3,19 @@
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::error::error_chain;
-use addon_core::hook_config::{BindingType, FilteredObject, KubernetesBinding};
+use addon_core::hook_config::{FilteredObject, KubernetesBinding};
+use addon_core::lifecycle;
 use addon_core::monitor::MonitorCache;
-use addon_core::names::{HookName, ModuleName, QueueName};
+use addon_core::names::{HookName, QueueName};
 
 use crate::runtime::Shared;
+use crate::runtime::decisions;
 use crate::runtime::edges::MonitorKey;
 use crate::runtime::error::{MonitorError, TaskError};
 use crate::runtime::hooks::{self, HookEffect, RunContext};
 use crate::runtime::kube_metrics::MonitorLabels;
 use crate::runtime::state::Monitor;
-use crate::runtime::task::{HookTask, Origin, Outcome, Task};
+use crate::runtime::task::{HookTask, Outcome, Task};
 
 /// Runs a queued hook. A failure of an `allowFailure` binding is logged and counts as done.
 pub async fn hook_task(shared: &Shared, queue: &QueueName, task: &HookTask) -> Outcome {
@@ -40,10 +42,9 @@ pub async fn hook_task(shared: &Shared, queue: &QueueName, task: &HookTask) -> O
         Err(error) => return Outcome::Failed(error.into()),
     };
     mark_synchronized(shared, task);
-    if task.origin == Origin::Lifecycle {
-        return Outcome::done();
-    }
-    react(shared, module, effect)
+    let st = shared.lock();
+    let decision = lifecycle::hook_finished(decisions::view(&st), task.origin, module, effect);
+    decisions::outcome(shared, st, decision)
 }
 
 /// After a Synchronization run, the binding's events start running the hook.
@@ -64,20 +65,6 @@ fn mark_synchronized(shared: &Shared, task: &HookTask) {
             monitor.synced = true;
         }
     }
-}
-
-/// Values changed by a schedule or kubernetes event run: reload everything (global) or run the
-/// module again.
-fn react(shared: &Shared, module: Option<&ModuleName>, effect: HookEffect) -> Outcome {
-    let st = shared.lock();
-    let task = match module {
-        None if (effect.values_changed || effect.enabled_changed) && st.first_converge_done => {
-            st.converge_if_not_queued("global values changed")
-        }
-        Some(m) if effect.values_changed => st.module_run_if_not_queued(m, "module values changed"),
-        _ => None,
-    };
-    Outcome::tail(task.map(|t| (QueueName::main(), t)).into_iter().collect())
 }
 
 /// Starts the watches of every kubernetes binding of a global hook and queues one
@@ -103,7 +90,8 @@ pub async fn enable_kubernetes(shared: &Shared, hook: &HookName) -> Outcome {
             Err(error) => return Outcome::Failed(TaskError::Monitor(error)),
         }
     }
-    Outcome::head(head)
+    let decision = lifecycle::global_kubernetes_enabled(head);
+    decisions::outcome(shared, shared.lock(), decision)
 }
 
 /// Loads the filtered listing into a starting monitor, then replays the events that arrived
@@ -196,7 +184,7 @@ pub async fn start_monitor(
                 hook,
                 index: key.binding,
             })?;
-    let runs = !binding.v0 && binding.execute_hook_on_synchronization;
+    let runs = lifecycle::synchronization_runs(&binding);
     shared.lock().monitors.insert(
         key.clone(),
         Monitor {
@@ -235,12 +223,8 @@ pub async fn start_monitor(
     // other bindings' snapshots are attached right before the run (ContextBuilder::refresh)
     let snapshots = Snapshots::new();
     let ctx = ContextBuilder::new(&def.config, &snapshots).synchronization(&binding, &items);
-    Ok(Some(Task::Hook(HookTask {
-        module: key.module.clone(),
-        hook: key.hook.clone(),
-        binding: BindingType::Kubernetes,
-        contexts: vec![ctx],
-        allow_failure: binding.allow_failure,
-        origin: Origin::Lifecycle,
-    })))
+    let (module, hook) = (key.module.clone(), key.hook.clone());
+    Ok(Some(lifecycle::synchronization_run(
+        module, hook, &binding, ctx,
+    )))
 }

@@ -5,8 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
+use addon_core::error::error_chain;
 use addon_core::hook_config::BindingType;
 use addon_core::hook_output::kube_patch::{CreateMode, KubeOperation, ObjectRef};
+use addon_core::lifecycle::{self, DeletePhase, RunPhase};
 use addon_core::names::{ModuleName, QueueName};
 use addon_core::values::patch::Scope;
 
@@ -14,12 +16,12 @@ use super::global::start_monitor;
 use crate::edges::helm::{UpgradeRequest, chart_files};
 use crate::edges::metrics::HelmOperation;
 use crate::runtime::Shared;
+use crate::runtime::decisions;
 use crate::runtime::edges::MonitorKey;
 use crate::runtime::error::{HookError, ModuleError, TaskError};
 use crate::runtime::hooks::{self, RunContext};
-use crate::runtime::state::{HookDef, hooks_by_order, hooks_with_kubernetes};
+use crate::runtime::state::{HookDef, ModuleState, hooks_by_order, hooks_with_kubernetes};
 use crate::runtime::task::{HookTask, Outcome, Task};
-use addon_core::error::error_chain;
 
 /// Runs a module as one task, retried as a whole on any failure.
 pub async fn run(shared: &Shared, module: &ModuleName, startup: bool, reason: &str) -> Outcome {
@@ -36,45 +38,59 @@ async fn run_steps(shared: &Shared, module: &ModuleName, startup: bool, reason: 
     let Some(state) = shared.lock().module(module).cloned() else {
         return Outcome::Failed(unknown(module));
     };
-    if !shared.lock().enabled.contains(module) {
+    let enabled = shared.lock().enabled.contains(module);
+    let has_chart = state.source.has_chart;
+    let Some(phases) = lifecycle::module_run_phases(enabled, startup, has_chart) else {
         tracing::info!(module = %module, "module is disabled now; its run is skipped");
         return Outcome::done();
-    }
+    };
     let steps = async {
-        ensure_crds(shared, module, &state.source.path, startup).await?;
-        if startup {
-            run_lifecycle(shared, module, &state.hooks, BindingType::OnStartup).await?;
-            synchronize(shared, module, &state.hooks).await?;
-            shared.start_module_schedules(module);
+        let mut changed = false;
+        for phase in phases {
+            changed |= run_phase(shared, module, &state, phase, startup, reason).await?;
         }
-        run_lifecycle(shared, module, &state.hooks, BindingType::BeforeHelm).await?;
-        if state.source.has_chart {
+        Ok::<bool, ModuleError>(changed)
+    };
+    match steps.await {
+        Err(source) => Outcome::Failed(failed(module, source)),
+        Ok(changed) => {
+            let decision = lifecycle::module_run_finished(module, changed);
+            decisions::outcome(shared, shared.lock(), decision)
+        }
+    }
+}
+
+/// Runs one phase of a module run; `true` when afterHelm hooks changed the module's values.
+async fn run_phase(
+    shared: &Shared,
+    module: &ModuleName,
+    state: &ModuleState,
+    phase: RunPhase,
+    startup: bool,
+    reason: &str,
+) -> Result<bool, ModuleError> {
+    let hooks = &state.hooks;
+    match phase {
+        RunPhase::EnsureCrds => ensure_crds(shared, module, &state.source.path, startup).await?,
+        RunPhase::OnStartup => run_lifecycle(shared, module, hooks, BindingType::OnStartup).await?,
+        RunPhase::Synchronize => synchronize(shared, module, hooks).await?,
+        RunPhase::StartSchedules => shared.start_module_schedules(module),
+        RunPhase::BeforeHelm => {
+            run_lifecycle(shared, module, hooks, BindingType::BeforeHelm).await?
+        }
+        RunPhase::Helm => {
             let helm_started = tokio::time::Instant::now();
             helm_upgrade(shared, module, &state.source.path, reason).await?;
             let elapsed = helm_started.elapsed();
             shared.metrics.module_helm(module.as_str(), reason, elapsed);
         }
-        let before = module_checksum(shared, module);
-        run_lifecycle(shared, module, &state.hooks, BindingType::AfterHelm).await?;
-        Ok::<bool, ModuleError>(module_checksum(shared, module) != before)
-    };
-    match steps.await {
-        Err(source) => Outcome::Failed(failed(module, source)),
-        Ok(changed) => {
-            if let Some(m) = shared.lock().modules.get_mut(module) {
-                m.startup_done = true;
-            }
-            if !changed {
-                return Outcome::done();
-            }
-            let again = Task::ModuleRun {
-                module: module.clone(),
-                startup: false,
-                reason: "afterHelm hooks changed module values",
-            };
-            Outcome::tail(vec![(QueueName::main(), again)])
+        RunPhase::AfterHelm => {
+            let before = module_checksum(shared, module);
+            run_lifecycle(shared, module, hooks, BindingType::AfterHelm).await?;
+            return Ok(module_checksum(shared, module) != before);
         }
     }
+    Ok(false)
 }
 
 /// Creates or updates the CRDs of the module's `crds/` before its kubernetes bindings start and
@@ -307,15 +323,13 @@ pub async fn delete(shared: &Shared, module: &ModuleName) -> Outcome {
         return Outcome::Failed(unknown(module));
     };
     let steps = async {
-        if state.source.has_chart {
+        let release_exists = state.source.has_chart && {
             let releases = shared.edges.helm.releases().await?;
-            if releases.iter().any(|r| r == module.as_str()) {
-                run_lifecycle(shared, module, &state.hooks, BindingType::BeforeDeleteHelm).await?;
-                shared.lock().record(|| format!("helm uninstall {module}"));
-                shared.edges.helm.uninstall(module.as_str()).await?;
-            }
+            releases.iter().any(|r| r == module.as_str())
+        };
+        for phase in lifecycle::module_delete_phases(release_exists) {
+            delete_phase(shared, module, &state.hooks, phase).await?;
         }
-        run_lifecycle(shared, module, &state.hooks, BindingType::AfterDeleteHelm).await?;
         Ok::<(), ModuleError>(())
     };
     let result = steps.await;
@@ -325,8 +339,29 @@ pub async fn delete(shared: &Shared, module: &ModuleName) -> Outcome {
     if let Err(source) = result {
         return Outcome::Failed(failed(module, source));
     }
-    shared.stop_module(module);
-    Outcome::done()
+    let decision = lifecycle::module_delete_finished(module);
+    decisions::outcome(shared, shared.lock(), decision)
+}
+
+async fn delete_phase(
+    shared: &Shared,
+    module: &ModuleName,
+    hooks: &[HookDef],
+    phase: DeletePhase,
+) -> Result<(), ModuleError> {
+    match phase {
+        DeletePhase::BeforeDeleteHelm => {
+            run_lifecycle(shared, module, hooks, BindingType::BeforeDeleteHelm).await?
+        }
+        DeletePhase::Uninstall => {
+            shared.lock().record(|| format!("helm uninstall {module}"));
+            shared.edges.helm.uninstall(module.as_str()).await?
+        }
+        DeletePhase::AfterDeleteHelm => {
+            run_lifecycle(shared, module, hooks, BindingType::AfterDeleteHelm).await?
+        }
+    }
+    Ok(())
 }
 
 /// Uninstalls a release that belongs to no module; a failure is only logged.

@@ -1,0 +1,107 @@
+//! The tasks the operator queues, as data: what each queue holds and how a dump names it.
+
+use crate::binding_context::BindingContext;
+use crate::hook_config::BindingType;
+use crate::names::{HookName, ModuleName};
+use crate::queue::QueueTask;
+
+/// Why a hook runs: as a step of the lifecycle (its values changes trigger nothing), or for a
+/// schedule or kubernetes event (its values changes trigger a reload or a module run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Lifecycle,
+    Event,
+}
+
+/// One run of a hook with its binding contexts.
+#[derive(Debug, Clone)]
+pub struct HookTask {
+    pub module: Option<ModuleName>,
+    pub hook: HookName,
+    pub binding: BindingType,
+    pub contexts: Vec<BindingContext>,
+    pub allow_failure: bool,
+    pub origin: Origin,
+}
+
+/// A unit of work in a queue.
+#[derive(Debug, Clone)]
+pub enum Task {
+    /// Run a global or module hook.
+    Hook(HookTask),
+    /// Start the watches of a global hook's kubernetes bindings and run its Synchronization.
+    EnableGlobalKubernetes { hook: HookName },
+    /// 'Reload all modules': beforeAll hooks, then discovery.
+    Converge { reason: &'static str },
+    /// Decide enabled modules and queue deletes, runs, purges and afterAll hooks.
+    DiscoverModules,
+    /// Closes a converge: reloads again when afterAll hooks changed global values.
+    ConvergeDone { global_checksum: String },
+    /// Run a module: (onStartup + Synchronization), beforeHelm, Helm, afterHelm.
+    ModuleRun {
+        module: ModuleName,
+        startup: bool,
+        reason: &'static str,
+    },
+    /// Delete a disabled module's release and run its afterDeleteHelm hooks.
+    ModuleDelete { module: ModuleName },
+    /// Delete a Helm release that belongs to no module.
+    ModulePurge { release: String },
+}
+
+impl Task {
+    /// The module a task works on, if any.
+    pub fn module(&self) -> Option<&ModuleName> {
+        match self {
+            Task::Hook(h) => h.module.as_ref(),
+            Task::ModuleRun { module, .. } | Task::ModuleDelete { module } => Some(module),
+            _ => None,
+        }
+    }
+
+    /// The kind of task, as in upstream queue dumps.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Task::Hook(h) if h.module.is_some() => "ModuleHookRun",
+            Task::Hook(_) => "GlobalHookRun",
+            Task::EnableGlobalKubernetes { .. } => "GlobalHookEnableKubernetesBindings",
+            Task::Converge { .. } => "ConvergeModules",
+            Task::DiscoverModules => "DiscoverModules",
+            Task::ConvergeDone { .. } => "ConvergeDone",
+            Task::ModuleRun { .. } => "ModuleRun",
+            Task::ModuleDelete { .. } => "ModuleDelete",
+            Task::ModulePurge { .. } => "ModulePurge",
+        }
+    }
+}
+
+impl QueueTask for Task {
+    fn description(&self) -> String {
+        let kind = self.kind();
+        match self {
+            Task::Hook(h) => {
+                let owner = h.module.as_ref().map_or(String::new(), |m| format!("{m}:"));
+                let names: Vec<&str> = h.contexts.iter().map(|c| c.binding.as_str()).collect();
+                format!(
+                    "{kind}:{}:{owner}{}:{}",
+                    h.binding.as_str(),
+                    h.hook,
+                    names.join(",")
+                )
+            }
+            Task::EnableGlobalKubernetes { hook } => format!("{kind}:{hook}"),
+            Task::Converge { reason } => format!("{kind}:{reason}"),
+            Task::DiscoverModules | Task::ConvergeDone { .. } => kind.to_string(),
+            Task::ModuleRun {
+                module,
+                startup,
+                reason,
+            } => {
+                let startup = if *startup { ":startup" } else { "" };
+                format!("{kind}:{module}{startup}:{reason}")
+            }
+            Task::ModuleDelete { module } => format!("{kind}:{module}"),
+            Task::ModulePurge { release } => format!("{kind}:{release}"),
+        }
+    }
+}
