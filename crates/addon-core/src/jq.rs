@@ -122,6 +122,22 @@ fn shorten(text: &str, max: usize) -> String {
     }
 }
 
+/// Why a filter did not compile (shown, shortened, as the message of [`JqError::Compile`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompileFailure {
+    #[error("the filter is {len} bytes long, more than the limit of {MAX_FILTER_BYTES}")]
+    TooLong { len: usize },
+    #[error("the filter nests {nesting} levels deep, more than the limit of {MAX_FILTER_NESTING}")]
+    TooDeep { nesting: usize },
+    #[error("cannot start the compiler thread: {message}")]
+    Thread { message: String },
+    #[error("the compiler failed")]
+    Crashed,
+    /// Parse errors or undefined names, as jaq reports them.
+    #[error("{0}")]
+    Program(String),
+}
+
 /// A compiled jq program together with its source text.
 #[derive(Clone)]
 pub struct JqFilter {
@@ -152,9 +168,9 @@ impl JqFilter {
     /// checking it against [`MAX_FILTER_BYTES`] and [`MAX_FILTER_NESTING`]; parsing runs on a
     /// thread with a [`COMPILE_STACK_BYTES`] stack.
     pub fn compile(source: &str) -> Result<Self, JqError> {
-        let compile_error = |message: String| JqError::Compile {
+        let compile_error = |failure: CompileFailure| JqError::Compile {
             source_text: quote(source),
-            message: shorten(&message, 500),
+            message: shorten(&failure.to_string(), 500),
         };
         check_shape(source).map_err(compile_error)?;
         let program = compile_on_big_stack(source).map_err(compile_error)?;
@@ -166,32 +182,27 @@ impl JqFilter {
 }
 
 /// Runs [`compile_program`] on a scoped thread with a [`COMPILE_STACK_BYTES`] stack.
-fn compile_on_big_stack(source: &str) -> Result<Program, String> {
+fn compile_on_big_stack(source: &str) -> Result<Program, CompileFailure> {
     std::thread::scope(|scope| {
         let handle = std::thread::Builder::new()
             .name("jq-compile".to_string())
             .stack_size(COMPILE_STACK_BYTES)
             .spawn_scoped(scope, || compile_program(source))
-            .map_err(|e| format!("cannot start the compiler thread: {e}"))?;
-        handle
-            .join()
-            .map_err(|_| "the compiler failed".to_string())?
+            .map_err(|e| CompileFailure::Thread {
+                message: e.to_string(),
+            })?;
+        handle.join().map_err(|_| CompileFailure::Crashed)?
     })
 }
 
 /// Rejects text that is too long or nested too deep for the parser's recursion.
-pub fn check_shape(source: &str) -> Result<(), String> {
+pub fn check_shape(source: &str) -> Result<(), CompileFailure> {
     if source.len() > MAX_FILTER_BYTES {
-        return Err(format!(
-            "the filter is {} bytes long, more than the limit of {MAX_FILTER_BYTES}",
-            source.len()
-        ));
+        return Err(CompileFailure::TooLong { len: source.len() });
     }
     let nesting = nesting(source);
     if nesting > MAX_FILTER_NESTING {
-        return Err(format!(
-            "the filter nests {nesting} levels deep, more than the limit of {MAX_FILTER_NESTING}"
-        ));
+        return Err(CompileFailure::TooDeep { nesting });
     }
     Ok(())
 }
@@ -227,7 +238,7 @@ fn nesting(source: &str) -> usize {
     max_open + prefixes
 }
 
-fn compile_program(source: &str) -> Result<Program, String> {
+fn compile_program(source: &str) -> Result<Program, CompileFailure> {
     let defs = jaq_core::defs()
         .chain(jaq_std::defs())
         .chain(jaq_json::defs());
@@ -243,11 +254,11 @@ fn compile_program(source: &str) -> Result<Program, String> {
                 path: (),
             },
         )
-        .map_err(describe_load_errors)?;
+        .map_err(|e| CompileFailure::Program(describe_load_errors(e)))?;
     Compiler::default()
         .with_funs(funs)
         .compile(modules)
-        .map_err(describe_compile_errors)
+        .map_err(|e| CompileFailure::Program(describe_compile_errors(e)))
 }
 
 impl JqFilter {

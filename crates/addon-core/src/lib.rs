@@ -7,6 +7,7 @@ pub mod config;
 pub mod config_change;
 pub mod discovery;
 pub mod enablement;
+pub mod error;
 pub mod hook_config;
 pub mod hook_output;
 pub mod jq;

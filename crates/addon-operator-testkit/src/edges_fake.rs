@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use addon_operator::edges::exec::hook_run::HookOutputs;
 use addon_operator::runtime::edges::{
     EnabledAnswer, HookExecutor, HookFailure, HookRequest, HookSuccess, KubeError, KubeEvent,
-    KubeEvents, MonitorKey, ObjectPatches,
+    KubeEvents, MonitorKey, ObjectPatches, ObjectsError,
 };
 
 /// One recorded hook (or `enabled` script) run.
@@ -30,7 +30,7 @@ pub struct HookCall {
     pub values: Value,
 }
 
-type Responder = dyn Fn(&HookCall) -> Result<HookOutputs, String> + Send + Sync;
+type Responder = dyn Fn(&HookCall) -> Result<HookOutputs, HookFailure> + Send + Sync;
 
 /// Hooks that record every call and answer with `responder` (default: succeed, no output).
 #[derive(Clone)]
@@ -61,7 +61,7 @@ impl FakeHooks {
     /// as the `$MODULE_ENABLED_RESULT` content.
     pub fn respond(
         &self,
-        f: impl Fn(&HookCall) -> Result<HookOutputs, String> + Send + Sync + 'static,
+        f: impl Fn(&HookCall) -> Result<HookOutputs, HookFailure> + Send + Sync + 'static,
     ) {
         *lock(&self.responder) = Arc::new(f);
     }
@@ -75,7 +75,7 @@ impl FakeHooks {
         lock(&self.calls).iter().map(|c| c.name.clone()).collect()
     }
 
-    fn call(&self, call: HookCall) -> Result<HookOutputs, String> {
+    fn call(&self, call: HookCall) -> Result<HookOutputs, HookFailure> {
         lock(&self.calls).push(call.clone());
         let responder = Arc::clone(&lock(&self.responder));
         responder(&call)
@@ -97,13 +97,10 @@ impl HookExecutor for FakeHooks {
             config_values: req.values.config_values.clone(),
             values: req.values.values.clone(),
         };
-        let result = self
-            .call(call)
-            .map(|outputs| HookSuccess {
-                outputs,
-                ..Default::default()
-            })
-            .map_err(HookFailure::new);
+        let result = self.call(call).map(|outputs| HookSuccess {
+            outputs,
+            ..Default::default()
+        });
         Box::pin(async move { result })
     }
 
@@ -119,13 +116,10 @@ impl HookExecutor for FakeHooks {
             config_values: values.config_values.clone(),
             values: values.values.clone(),
         };
-        let result = self
-            .call(call)
-            .map(|out| EnabledAnswer {
-                result_file: out.values_patch,
-                stdout_last_line: String::new(),
-            })
-            .map_err(HookFailure::new);
+        let result = self.call(call).map(|out| EnabledAnswer {
+            result_file: out.values_patch,
+            stdout_last_line: String::new(),
+        });
         Box::pin(async move { result })
     }
 }
@@ -192,7 +186,7 @@ impl FakeKube {
 }
 
 impl ObjectPatches for FakeKube {
-    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>> {
+    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), ObjectsError>> {
         lock(&self.state).applied.extend(ops.iter().cloned());
         Box::pin(async { Ok(()) })
     }

@@ -6,7 +6,24 @@ use std::fmt;
 use croner::parser::{CronParser, Seconds, Year};
 use croner::{CivilDate, CivilDateTime, CivilTime, Cron, CronDateTime, Resolution, Weekday};
 
-use super::duration::parse_go_duration;
+use super::duration::{DurationError, parse_go_duration};
+
+/// A crontab that does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum CrontabError {
+    #[error("a crontab is at most {MAX_CRONTAB_BYTES} bytes, this one has {len}: {prefix}")]
+    TooLong { len: usize, prefix: String },
+    #[error("time zone '{zone}' is not supported: schedules are evaluated in UTC")]
+    TimeZone { zone: String },
+    #[error(transparent)]
+    Every(#[from] DurationError),
+    #[error("unrecognized descriptor: {descriptor}")]
+    Descriptor { descriptor: String },
+    #[error("Expected 5 or 6 fields, found {count}: {spec}")]
+    FieldCount { count: usize, spec: String },
+    #[error(transparent)]
+    Fields(#[from] croner::errors::CronError),
+}
 
 /// A validated crontab with its source text. Next fire times are computed by [`Crontab::next_after`].
 #[derive(Clone)]
@@ -44,13 +61,12 @@ impl serde::Serialize for Crontab {
 impl Crontab {
     /// Parses `@every 10s`, `@hourly` and friends, `TZ=UTC ` prefixes, 5 fields (minute first) and
     /// 6 fields (second first). `?` means `*`.
-    pub fn parse(source: &str) -> Result<Self, String> {
+    pub fn parse(source: &str) -> Result<Self, CrontabError> {
         if source.len() > MAX_CRONTAB_BYTES {
-            return Err(format!(
-                "a crontab is at most {MAX_CRONTAB_BYTES} bytes, this one has {}: {}",
-                source.len(),
-                crate::quote::prefix(source)
-            ));
+            return Err(CrontabError::TooLong {
+                len: source.len(),
+                prefix: crate::quote::prefix(source),
+            });
         }
         let mut spec = source.trim();
         if let Some(rest) = spec
@@ -59,9 +75,9 @@ impl Crontab {
         {
             let (zone, tail) = rest.split_once(' ').unwrap_or((rest, ""));
             if !matches!(zone, "UTC" | "Etc/UTC" | "Z" | "GMT" | "Etc/GMT") {
-                return Err(format!(
-                    "time zone '{zone}' is not supported: schedules are evaluated in UTC"
-                ));
+                return Err(CrontabError::TimeZone {
+                    zone: zone.to_string(),
+                });
             }
             spec = tail.trim();
         }
@@ -72,10 +88,9 @@ impl Crontab {
             let pattern = match descriptor(spec) {
                 Some(pattern) => pattern.to_string(),
                 None if spec.starts_with('@') => {
-                    return Err(format!(
-                        "unrecognized descriptor: {}",
-                        crate::quote::prefix(spec)
-                    ));
+                    return Err(CrontabError::Descriptor {
+                        descriptor: crate::quote::prefix(spec),
+                    });
                 }
                 None => six_fields(spec)?,
             };
@@ -83,7 +98,7 @@ impl Crontab {
                 .seconds(Seconds::Required)
                 .year(Year::Disallowed)
                 .build();
-            let cron = parser.parse(&pattern).map_err(|e| e.to_string())?;
+            let cron = parser.parse(&pattern)?;
             Kind::Cron(Box::new(cron))
         };
         Ok(Self {
@@ -120,16 +135,16 @@ fn descriptor(spec: &str) -> Option<&'static str> {
     })
 }
 
-fn six_fields(spec: &str) -> Result<String, String> {
+fn six_fields(spec: &str) -> Result<String, CrontabError> {
     let fields: Vec<&str> = spec.split_whitespace().collect();
     let fields: Vec<String> = fields.iter().map(|f| f.replace('?', "*")).collect();
     match fields.len() {
         5 => Ok(format!("0 {}", fields.join(" "))),
         6 => Ok(fields.join(" ")),
-        n => Err(format!(
-            "Expected 5 or 6 fields, found {n}: {}",
-            crate::quote::prefix(spec)
-        )),
+        count => Err(CrontabError::FieldCount {
+            count,
+            spec: crate::quote::prefix(spec),
+        }),
     }
 }
 
@@ -263,10 +278,14 @@ mod tests {
 
     #[test]
     fn a_huge_crontab_is_rejected_with_a_short_quote() {
-        let err = Crontab::parse(&"y".repeat(3_000_000)).unwrap_err();
+        let err = Crontab::parse(&"y".repeat(3_000_000))
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("a crontab is at most 1024 bytes, this one has 3000000: yyy"));
         assert!(err.len() < 400, "{}", err.len());
-        let err = Crontab::parse(&format!("{} 1", "x".repeat(1000))).unwrap_err();
+        let err = Crontab::parse(&format!("{} 1", "x".repeat(1000)))
+            .unwrap_err()
+            .to_string();
         assert!(err.ends_with("... (746 more bytes)"), "{err}");
     }
 
@@ -278,7 +297,7 @@ mod tests {
     #[test]
     fn wrong_field_count_names_the_count() {
         let err = Crontab::parse("* * *").unwrap_err();
-        assert_eq!(err, "Expected 5 or 6 fields, found 3: * * *");
+        assert_eq!(err.to_string(), "Expected 5 or 6 fields, found 3: * * *");
         assert!(Crontab::parse("* * * * * * *").is_err());
     }
 

@@ -2,10 +2,23 @@
 
 use std::time::Duration;
 
+/// A Go duration string that does not parse; each message names the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("invalid duration \"{text}\"")]
+    Invalid { text: String },
+    #[error("missing unit in duration \"{text}\"")]
+    MissingUnit { text: String },
+    #[error("unknown unit \"{unit}\" in duration \"{text}\"")]
+    UnknownUnit { unit: String, text: String },
+}
+
 /// Parses a non-negative Go duration. `0` alone is allowed; otherwise every number needs a unit
 /// (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`).
-pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
-    let invalid = || format!("invalid duration \"{text}\"");
+pub fn parse_go_duration(text: &str) -> Result<Duration, DurationError> {
+    let invalid = || DurationError::Invalid {
+        text: text.to_string(),
+    };
     let s = text.strip_prefix('+').unwrap_or(text);
     if s == "0" {
         return Ok(Duration::ZERO);
@@ -35,8 +48,17 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
             "s" => 1e9,
             "m" => 60e9,
             "h" => 3600e9,
-            "" => return Err(format!("missing unit in duration \"{text}\"")),
-            other => return Err(format!("unknown unit \"{other}\" in duration \"{text}\"")),
+            "" => {
+                return Err(DurationError::MissingUnit {
+                    text: text.to_string(),
+                });
+            }
+            other => {
+                return Err(DurationError::UnknownUnit {
+                    unit: other.to_string(),
+                    text: text.to_string(),
+                });
+            }
         };
         total_nanos += value * nanos_per_unit;
         rest = next;
@@ -69,8 +91,16 @@ mod tests {
     #[test]
     fn bad_durations_are_rejected_with_the_text() {
         for bad in ["", "30ks", "10", "-1s", "s", "1.2.3s"] {
-            let err = parse_go_duration(bad).unwrap_err();
+            let err = parse_go_duration(bad).unwrap_err().to_string();
             assert!(err.contains(bad), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn duration_errors_say_what_is_wrong() {
+        let message = |text: &str| parse_go_duration(text).unwrap_err().to_string();
+        assert_eq!(message("10"), "missing unit in duration \"10\"");
+        assert_eq!(message("30ks"), "unknown unit \"ks\" in duration \"30ks\"");
+        assert_eq!(message("-1s"), "invalid duration \"-1s\"");
     }
 }

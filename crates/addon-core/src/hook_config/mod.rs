@@ -2,7 +2,7 @@
 
 mod crontab;
 mod duration;
-pub use duration::parse_go_duration;
+pub use duration::{DurationError, parse_go_duration};
 mod error;
 mod groups;
 mod kubernetes;
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use crontab::{Crontab, UnixTime};
+pub use crontab::{Crontab, CrontabError, UnixTime};
 pub use error::{HookConfigError, HookConfigErrors};
 pub use kubernetes::{
     DEFAULT_KUBERNETES_NAME, DEFAULT_V0_KUBERNETES_NAME, FilteredObject, KubernetesBinding,
@@ -24,8 +24,8 @@ pub use kubernetes::{
 };
 pub use schedule::{DEFAULT_SCHEDULE_NAME, ScheduleBinding};
 pub use selector::{
-    FieldOperator, FieldRequirement, FieldSelector, LabelOperator, LabelRequirement, LabelSelector,
-    NamespaceSelector,
+    FieldOperator, FieldRequirement, FieldSelector, LabelError, LabelOperator, LabelRequirement,
+    LabelSelector, NamespaceSelector,
 };
 pub use settings::HookSettings;
 

@@ -275,9 +275,24 @@ pub(crate) fn read_namespace_selector(
     })
 }
 
+/// A label key or value of a selector that Kubernetes would reject.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LabelError {
+    #[error("'{key}': prefix must be a DNS subdomain")]
+    KeyPrefix { key: String },
+    #[error(
+        "'{key}': name must be 1-63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
+    )]
+    KeyName { key: String },
+    #[error(
+        "'{value}': must be at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
+    )]
+    Value { value: String },
+}
+
 /// A qualified label key: optional DNS-subdomain prefix and `/`, then a name of at most 63
 /// alphanumerics, `-`, `_`, `.` starting and ending alphanumeric.
-fn validate_label_key(key: &str) -> Result<(), String> {
+fn validate_label_key(key: &str) -> Result<(), LabelError> {
     let (prefix, name) = match key.rsplit_once('/') {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, key),
@@ -294,24 +309,26 @@ fn validate_label_key(key: &str) -> Result<(), String> {
                     && !part.ends_with('-')
             });
         if !ok {
-            return Err(format!("'{key}': prefix must be a DNS subdomain"));
+            return Err(LabelError::KeyPrefix {
+                key: key.to_string(),
+            });
         }
     }
     if name.is_empty() || !is_label_name(name) {
-        return Err(format!(
-            "'{key}': name must be 1-63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
-        ));
+        return Err(LabelError::KeyName {
+            key: key.to_string(),
+        });
     }
     Ok(())
 }
 
-fn validate_label_value(value: &str) -> Result<(), String> {
+fn validate_label_value(value: &str) -> Result<(), LabelError> {
     if value.is_empty() || is_label_name(value) {
         Ok(())
     } else {
-        Err(format!(
-            "'{value}': must be at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
-        ))
+        Err(LabelError::Value {
+            value: value.to_string(),
+        })
     }
 }
 
@@ -344,6 +361,27 @@ pub(crate) fn read_v0_selector(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn label_errors_name_the_key_or_value_and_the_rule() {
+        let prefix = validate_label_key("Bad_Prefix/app").unwrap_err();
+        assert_eq!(
+            prefix.to_string(),
+            "'Bad_Prefix/app': prefix must be a DNS subdomain"
+        );
+        let name = validate_label_key("-app").unwrap_err();
+        assert_eq!(name, LabelError::KeyName { key: "-app".into() });
+        assert!(
+            name.to_string()
+                .starts_with("'-app': name must be 1-63 alphanumerics")
+        );
+        let value = validate_label_value("a b").unwrap_err();
+        assert!(
+            value.to_string().starts_with("'a b': must be at most 63"),
+            "{value}"
+        );
+        assert_eq!(validate_label_value(""), Ok(()));
+    }
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

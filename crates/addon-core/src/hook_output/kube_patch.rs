@@ -10,15 +10,85 @@ pub enum KubePatchError {
     #[error("read $KUBERNETES_PATCH_PATH: not a JSON or YAML stream: {message}")]
     ReadDocuments { message: String },
     #[error(
-        "$KUBERNETES_PATCH_PATH operation {index}{}: {message}",
+        "$KUBERNETES_PATCH_PATH operation {index}{}: {reason}",
         describe(operation)
     )]
     ValidateOperation {
         /// Position of the operation in the file, from 0.
         index: usize,
         operation: Option<String>,
-        message: String,
+        reason: InvalidOperation,
     },
+}
+
+/// Why one operation of the patch file is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidOperation {
+    #[error("must be an object")]
+    NotObject,
+    #[error("'operation' must be a string")]
+    OperationNotString,
+    #[error("unknown field '{key}'")]
+    UnknownField { key: String },
+    #[error("'{key}' must be a string")]
+    NotString { key: String },
+    #[error("'{key}' must be a boolean")]
+    NotBool { key: String },
+    #[error("'{key}' is required")]
+    Required { key: String },
+    #[error("'{key}' holds neither JSON nor YAML: {message}")]
+    Embedded { key: String, message: String },
+    #[error("'mergePatch' must be an object (or a string holding one)")]
+    MergePatchNotObject,
+    #[error("'jsonPatch' is not a JSON Patch: {message}")]
+    JsonPatch { message: String },
+    #[error(transparent)]
+    JqFilter(#[from] crate::jq::JqError),
+    #[error(
+        "unknown operation '{operation}' (allowed: Create, CreateOrUpdate, CreateIfNotExists, Delete, DeleteInBackground, DeleteNonCascading, JQPatch, MergePatch, JSONPatch)"
+    )]
+    UnknownOperation { operation: String },
+    #[error("'object' must be an object (or a string holding one)")]
+    ObjectNotObject,
+    #[error("'object' needs 'apiVersion' and 'kind'")]
+    ObjectNeedsKind,
+    #[error("'object' needs 'metadata.name' or 'metadata.generateName'")]
+    ObjectNeedsName,
+    #[error(transparent)]
+    Name(#[from] ObjectNameError),
+}
+
+impl InvalidOperation {
+    fn required(key: &str) -> Self {
+        Self::Required {
+            key: key.to_string(),
+        }
+    }
+}
+
+/// A name, namespace or subresource that Kubernetes would reject or that would change a
+/// request URL; the value is shortened to 100 characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ObjectNameError {
+    #[error("'metadata.{field}' must be a string")]
+    MetadataNotString { field: String },
+    #[error(
+        "{field} '{name}' is not a valid Kubernetes name (a DNS subdomain: at most 253 characters of \
+         lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)"
+    )]
+    DnsSubdomain { field: String, name: String },
+    #[error(
+        "{field} '{name}' is not a valid Kubernetes namespace (a DNS label: at most 63 characters of \
+         lowercase letters, digits and '-', starting and ending with a letter or digit)"
+    )]
+    DnsLabel { field: String, name: String },
+    #[error(
+        "{field} '{name}' is not a valid Kubernetes name (not '.' or '..', at most 253 characters, \
+         no '/', '%', '?', '#', '\\' or spaces)"
+    )]
+    PathSegment { field: String, name: String },
+    #[error("subresource '{subresource}' is not valid (lowercase letters, e.g. 'status')")]
+    Subresource { subresource: String },
 }
 
 fn describe(operation: &Option<String>) -> String {
@@ -132,10 +202,10 @@ pub fn parse(text: &str) -> Result<Vec<KubeOperation>, KubePatchError> {
     ops.iter()
         .enumerate()
         .map(|(index, op)| {
-            parse_operation(op).map_err(|(operation, message)| KubePatchError::ValidateOperation {
+            parse_operation(op).map_err(|(operation, reason)| KubePatchError::ValidateOperation {
                 index,
                 operation,
-                message,
+                reason,
             })
         })
         .collect()
@@ -158,27 +228,28 @@ fn read_documents(text: &str) -> Result<Vec<Value>, KubePatchError> {
     }
 }
 
-type Invalid = (Option<String>, String);
+type Invalid = (Option<String>, InvalidOperation);
 
 fn parse_operation(value: &Value) -> Result<KubeOperation, Invalid> {
     let Value::Object(map) = value else {
-        return Err((None, "must be an object".to_string()));
+        return Err((None, InvalidOperation::NotObject));
     };
     let op_name = match map.get("operation") {
         Some(Value::String(s)) => s.clone(),
-        Some(_) => return Err((None, "'operation' must be a string".to_string())),
-        None => return Err((None, "'operation' is required".to_string())),
+        Some(_) => return Err((None, InvalidOperation::OperationNotString)),
+        None => return Err((None, InvalidOperation::required("operation"))),
     };
-    let fail = |message: String| (Some(op_name.clone()), message);
+    let fail = |reason: InvalidOperation| (Some(op_name.clone()), reason);
     if let Some(key) = map.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(fail(format!("unknown field '{key}'")));
+        let key = key.clone();
+        return Err(fail(InvalidOperation::UnknownField { key }));
     }
     let ignore_missing_object = opt_bool(map, "ignoreMissingObject").map_err(fail)?;
     opt_bool(map, "ignoreHookError").map_err(fail)?;
     let op = match op_name.as_str() {
         "Create" | "CreateOrUpdate" | "CreateIfNotExists" => {
             check_subresource(opt_string(map, "subresource").map_err(fail)?.as_deref())
-                .map_err(fail)?;
+                .map_err(|e| fail(e.into()))?;
             let mode = match op_name.as_str() {
                 "Create" => CreateMode::Create,
                 "CreateOrUpdate" => CreateMode::CreateOrUpdate,
@@ -202,8 +273,8 @@ fn parse_operation(value: &Value) -> Result<KubeOperation, Invalid> {
             let target = read_target(map).map_err(fail)?;
             let source = opt_string(map, "jqFilter")
                 .map_err(fail)?
-                .ok_or_else(|| fail("'jqFilter' is required".to_string()))?;
-            let filter = JqFilter::compile(&source).map_err(|e| fail(e.to_string()))?;
+                .ok_or_else(|| fail(InvalidOperation::required("jqFilter")))?;
+            let filter = JqFilter::compile(&source).map_err(|e| fail(e.into()))?;
             KubeOperation::JqPatch {
                 target,
                 filter,
@@ -215,18 +286,19 @@ fn parse_operation(value: &Value) -> Result<KubeOperation, Invalid> {
             patch: read_embedded(map, "mergePatch")
                 .map_err(fail)?
                 .filter(Value::is_object)
-                .ok_or_else(|| {
-                    fail("'mergePatch' must be an object (or a string holding one)".to_string())
-                })?,
+                .ok_or_else(|| fail(InvalidOperation::MergePatchNotObject))?,
             ignore_missing_object,
         },
         "JSONPatch" => {
             let target = read_target(map).map_err(fail)?;
             let raw = read_embedded(map, "jsonPatch")
                 .map_err(fail)?
-                .ok_or_else(|| fail("'jsonPatch' is required".to_string()))?;
-            let patch = serde_json::from_value::<json_patch::Patch>(raw)
-                .map_err(|e| fail(format!("'jsonPatch' is not a JSON Patch: {e}")))?;
+                .ok_or_else(|| fail(InvalidOperation::required("jsonPatch")))?;
+            let patch = serde_json::from_value::<json_patch::Patch>(raw).map_err(|e| {
+                fail(InvalidOperation::JsonPatch {
+                    message: e.to_string(),
+                })
+            })?;
             KubeOperation::JsonPatch {
                 target,
                 patch,
@@ -234,34 +306,39 @@ fn parse_operation(value: &Value) -> Result<KubeOperation, Invalid> {
             }
         }
         other => {
-            return Err(fail(format!(
-                "unknown operation '{other}' (allowed: Create, CreateOrUpdate, CreateIfNotExists, Delete, DeleteInBackground, DeleteNonCascading, JQPatch, MergePatch, JSONPatch)"
-            )));
+            return Err(fail(InvalidOperation::UnknownOperation {
+                operation: other.to_string(),
+            }));
         }
     };
     Ok(op)
 }
 
-fn opt_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+fn opt_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>, InvalidOperation> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(format!("'{key}' must be a string")),
+        Some(_) => Err(InvalidOperation::NotString {
+            key: key.to_string(),
+        }),
     }
 }
 
-fn opt_bool(map: &Map<String, Value>, key: &str) -> Result<bool, String> {
+fn opt_bool(map: &Map<String, Value>, key: &str) -> Result<bool, InvalidOperation> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(format!("'{key}' must be a boolean")),
+        Some(_) => Err(InvalidOperation::NotBool {
+            key: key.to_string(),
+        }),
     }
 }
 
-fn read_target(map: &Map<String, Value>) -> Result<ObjectRef, String> {
-    let kind = opt_string(map, "kind")?.ok_or("'kind' is required")?;
-    let name = opt_string(map, "name")?.ok_or("'name' is required")?;
+fn read_target(map: &Map<String, Value>) -> Result<ObjectRef, InvalidOperation> {
+    let required = |key: &str| opt_string(map, key)?.ok_or_else(|| InvalidOperation::required(key));
+    let kind = required("kind")?;
+    let name = required("name")?;
     let target = ObjectRef {
         api_version: opt_string(map, "apiVersion")?,
         kind,
@@ -275,7 +352,7 @@ fn read_target(map: &Map<String, Value>) -> Result<ObjectRef, String> {
 
 /// Checks the parts of `target` that go into a request URL: the name as Kubernetes validates
 /// it for the kind, the namespace as a DNS label, the subresource as a lowercase word.
-pub fn check_target(target: &ObjectRef) -> Result<(), String> {
+pub fn check_target(target: &ObjectRef) -> Result<(), ObjectNameError> {
     check_name(&target.kind, "name", &target.name)?;
     if let Some(ns) = &target.namespace {
         check_dns_label("namespace", ns)?;
@@ -284,7 +361,7 @@ pub fn check_target(target: &ObjectRef) -> Result<(), String> {
 }
 
 /// Checks the name (or `generateName`) and namespace of an object to create.
-pub fn check_object_meta(object: &Value) -> Result<(), String> {
+pub fn check_object_meta(object: &Value) -> Result<(), ObjectNameError> {
     let kind = object["kind"].as_str().unwrap_or_default();
     let meta = &object["metadata"];
     for field in ["name", "generateName", "namespace"] {
@@ -293,7 +370,11 @@ pub fn check_object_meta(object: &Value) -> Result<(), String> {
             Value::Null => continue,
             Value::String(s) if s.is_empty() => continue,
             Value::String(s) => s.as_str(),
-            _ => return Err(format!("'metadata.{field}' must be a string")),
+            _ => {
+                return Err(ObjectNameError::MetadataNotString {
+                    field: field.to_string(),
+                });
+            }
         };
         match field {
             "namespace" => check_dns_label("metadata.namespace", text)?,
@@ -311,7 +392,7 @@ pub fn check_object_meta(object: &Value) -> Result<(), String> {
 /// Kinds whose names are path segments (`system:controller:x`) rather than DNS subdomains.
 const PATH_SEGMENT_NAMED: &[&str] = &["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"];
 
-fn check_name(kind: &str, field: &str, name: &str) -> Result<(), String> {
+fn check_name(kind: &str, field: &str, name: &str) -> Result<(), ObjectNameError> {
     if PATH_SEGMENT_NAMED.contains(&kind) {
         check_path_segment(field, name)
     } else {
@@ -321,7 +402,7 @@ fn check_name(kind: &str, field: &str, name: &str) -> Result<(), String> {
 
 /// RFC 1123 subdomain: at most 253 characters of `a-z`, `0-9`, `-`, `.`, starting and ending
 /// with a letter or digit.
-fn check_dns_subdomain(field: &str, name: &str) -> Result<(), String> {
+fn check_dns_subdomain(field: &str, name: &str) -> Result<(), ObjectNameError> {
     let ok = name.len() <= 253
         && name.split('.').all(is_dns_label)
         && name
@@ -330,22 +411,20 @@ fn check_dns_subdomain(field: &str, name: &str) -> Result<(), String> {
     if ok {
         return Ok(());
     }
-    Err(format!(
-        "{field} '{}' is not a valid Kubernetes name (a DNS subdomain: at most 253 characters of \
-         lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)",
-        shorten(name)
-    ))
+    Err(ObjectNameError::DnsSubdomain {
+        field: field.to_string(),
+        name: shorten(name),
+    })
 }
 
-fn check_dns_label(field: &str, name: &str) -> Result<(), String> {
+fn check_dns_label(field: &str, name: &str) -> Result<(), ObjectNameError> {
     if is_dns_label(name) {
         return Ok(());
     }
-    Err(format!(
-        "{field} '{}' is not a valid Kubernetes namespace (a DNS label: at most 63 characters of \
-         lowercase letters, digits and '-', starting and ending with a letter or digit)",
-        shorten(name)
-    ))
+    Err(ObjectNameError::DnsLabel {
+        field: field.to_string(),
+        name: shorten(name),
+    })
 }
 
 fn is_dns_label(label: &str) -> bool {
@@ -359,26 +438,24 @@ fn is_dns_label(label: &str) -> bool {
 
 /// What Kubernetes accepts for RBAC names (not `.` or `..`, no `/` or `%`), without the
 /// characters that would change a request URL or cannot appear in one unescaped.
-fn check_path_segment(field: &str, name: &str) -> Result<(), String> {
+fn check_path_segment(field: &str, name: &str) -> Result<(), ObjectNameError> {
     let bad =
         |c: char| matches!(c, '/' | '%' | '?' | '#' | '\\') || c.is_whitespace() || c.is_control();
     if !name.is_empty() && name.len() <= 253 && name != "." && name != ".." && !name.contains(bad) {
         return Ok(());
     }
-    Err(format!(
-        "{field} '{}' is not a valid Kubernetes name (not '.' or '..', at most 253 characters, \
-         no '/', '%', '?', '#', '\\' or spaces)",
-        shorten(name)
-    ))
+    Err(ObjectNameError::PathSegment {
+        field: field.to_string(),
+        name: shorten(name),
+    })
 }
 
-fn check_subresource(subresource: Option<&str>) -> Result<(), String> {
+fn check_subresource(subresource: Option<&str>) -> Result<(), ObjectNameError> {
     match subresource {
         Some(s) if !(1..=63).contains(&s.len()) || !s.chars().all(|c| c.is_ascii_lowercase()) => {
-            Err(format!(
-                "subresource '{}' is not valid (lowercase letters, e.g. 'status')",
-                shorten(s)
-            ))
+            Err(ObjectNameError::Subresource {
+                subresource: shorten(s),
+            })
         }
         _ => Ok(()),
     }
@@ -393,27 +470,33 @@ fn shorten(text: &str) -> String {
 }
 
 /// A field given as a value or as a string holding JSON or YAML.
-fn read_embedded(map: &Map<String, Value>, key: &str) -> Result<Option<Value>, String> {
+fn read_embedded(map: &Map<String, Value>, key: &str) -> Result<Option<Value>, InvalidOperation> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => crate::yaml::parse(text)
-            .map(Some)
-            .map_err(|e| format!("'{key}' holds neither JSON nor YAML: {e}")),
+        Some(Value::String(text)) => {
+            crate::yaml::parse(text)
+                .map(Some)
+                .map_err(|e| InvalidOperation::Embedded {
+                    key: key.to_string(),
+                    message: e.to_string(),
+                })
+        }
         Some(v) => Ok(Some(v.clone())),
     }
 }
 
-fn read_object(map: &Map<String, Value>) -> Result<Value, String> {
-    let object = read_embedded(map, "object")?.ok_or("'object' is required")?;
+fn read_object(map: &Map<String, Value>) -> Result<Value, InvalidOperation> {
+    let object =
+        read_embedded(map, "object")?.ok_or_else(|| InvalidOperation::required("object"))?;
     let has = |v: &Value| v.as_str().is_some_and(|s| !s.is_empty());
     if !object.is_object() {
-        return Err("'object' must be an object (or a string holding one)".into());
+        return Err(InvalidOperation::ObjectNotObject);
     }
     if !has(&object["apiVersion"]) || !has(&object["kind"]) {
-        return Err("'object' needs 'apiVersion' and 'kind'".into());
+        return Err(InvalidOperation::ObjectNeedsKind);
     }
     if !has(&object["metadata"]["name"]) && !has(&object["metadata"]["generateName"]) {
-        return Err("'object' needs 'metadata.name' or 'metadata.generateName'".into());
+        return Err(InvalidOperation::ObjectNeedsName);
     }
     check_object_meta(&object)?;
     Ok(object)

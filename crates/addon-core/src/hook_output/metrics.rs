@@ -13,12 +13,43 @@ pub enum MetricsError {
         line: usize,
         message: String,
     },
-    #[error("$METRICS_PATH operation {index} (line {line}): {message}")]
+    #[error("$METRICS_PATH operation {index} (line {line}): {reason}")]
     ValidateOperation {
         index: usize,
         line: usize,
-        message: String,
+        reason: InvalidMetric,
     },
+}
+
+/// Why one metric operation is invalid (the field it is about, as written in the file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidMetric {
+    #[error("must be a JSON object")]
+    NotObject,
+    #[error("'{key}' must be a string")]
+    NotString { key: String },
+    #[error("'{key}' must be a number")]
+    NotNumber { key: String },
+    #[error("'value' is required for action '{action}'")]
+    ValueRequired { action: String },
+    #[error("unsupported action '{action}' without 'group': use set, add or observe")]
+    ActionWithoutGroup { action: String },
+    #[error("unsupported action '{action}' with 'group': use expire, set or add")]
+    ActionWithGroup { action: String },
+    #[error("'name' is required when action is not 'expire'")]
+    NameRequired,
+    #[error("'set' and 'add' cannot be used together")]
+    SetAndAdd,
+    #[error("one of: 'action', 'set' or 'add' is required")]
+    ActionRequired,
+    #[error("label '{key}' must be a string")]
+    LabelNotString { key: String },
+    #[error("'labels' must be an object of strings")]
+    LabelsNotObject,
+    #[error("'buckets' is required for action 'observe'")]
+    BucketsRequired,
+    #[error("'buckets' must hold numbers")]
+    BucketsNotNumbers,
 }
 
 impl MetricsError {
@@ -71,10 +102,10 @@ pub fn parse(text: &str) -> Result<Vec<MetricOperation>, MetricsError> {
             message: e.to_string(),
         })?;
         start = stream.byte_offset();
-        let op = parse_operation(&value).map_err(|message| MetricsError::ValidateOperation {
+        let op = parse_operation(&value).map_err(|reason| MetricsError::ValidateOperation {
             index,
             line,
-            message,
+            reason,
         })?;
         out.push(op);
     }
@@ -102,17 +133,18 @@ impl LineCounter {
     }
 }
 
-fn parse_operation(value: &Value) -> Result<MetricOperation, String> {
+fn parse_operation(value: &Value) -> Result<MetricOperation, InvalidMetric> {
     let Value::Object(map) = value else {
-        return Err("must be a JSON object".into());
+        return Err(InvalidMetric::NotObject);
     };
     let name = opt_string(map, "name")?.unwrap_or_default();
     let group = opt_string(map, "group")?.filter(|g| !g.is_empty());
     let labels = read_labels(map)?;
     let action = read_action(map)?;
-    let value = |action: &str| -> Result<f64, String> {
-        opt_number(map, "value")?
-            .ok_or_else(|| format!("'value' is required for action '{action}'"))
+    let value = |action: &str| -> Result<f64, InvalidMetric> {
+        opt_number(map, "value")?.ok_or_else(|| InvalidMetric::ValueRequired {
+            action: action.to_string(),
+        })
     };
     let action = match (action.as_str(), &group) {
         ("set", _) => MetricAction::Set(shortcut(map, "set")?.map_or_else(|| value("set"), Ok)?),
@@ -123,18 +155,18 @@ fn parse_operation(value: &Value) -> Result<MetricOperation, String> {
         },
         ("expire", Some(_)) => MetricAction::Expire,
         (other, None) => {
-            return Err(format!(
-                "unsupported action '{other}' without 'group': use set, add or observe"
-            ));
+            return Err(InvalidMetric::ActionWithoutGroup {
+                action: other.to_string(),
+            });
         }
         (other, Some(_)) => {
-            return Err(format!(
-                "unsupported action '{other}' with 'group': use expire, set or add"
-            ));
+            return Err(InvalidMetric::ActionWithGroup {
+                action: other.to_string(),
+            });
         }
     };
     if name.is_empty() && action != MetricAction::Expire {
-        return Err("'name' is required when action is not 'expire'".into());
+        return Err(InvalidMetric::NameRequired);
     }
     Ok(MetricOperation {
         name,
@@ -145,19 +177,19 @@ fn parse_operation(value: &Value) -> Result<MetricOperation, String> {
 }
 
 /// `action`, or the deprecated shortcuts `"set": N` / `"add": N`.
-fn read_action(map: &Map<String, Value>) -> Result<String, String> {
+fn read_action(map: &Map<String, Value>) -> Result<String, InvalidMetric> {
     if let Some(action) = opt_string(map, "action")?.filter(|a| !a.is_empty()) {
         return Ok(action);
     }
     match (map.contains_key("set"), map.contains_key("add")) {
-        (true, true) => Err("'set' and 'add' cannot be used together".into()),
+        (true, true) => Err(InvalidMetric::SetAndAdd),
         (true, false) => Ok("set".into()),
         (false, true) => Ok("add".into()),
-        (false, false) => Err("one of: 'action', 'set' or 'add' is required".into()),
+        (false, false) => Err(InvalidMetric::ActionRequired),
     }
 }
 
-fn shortcut(map: &Map<String, Value>, key: &str) -> Result<Option<f64>, String> {
+fn shortcut(map: &Map<String, Value>, key: &str) -> Result<Option<f64>, InvalidMetric> {
     if map
         .get("action")
         .and_then(Value::as_str)
@@ -168,48 +200,49 @@ fn shortcut(map: &Map<String, Value>, key: &str) -> Result<Option<f64>, String> 
     opt_number(map, key)
 }
 
-fn opt_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+fn opt_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>, InvalidMetric> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(format!("'{key}' must be a string")),
+        Some(_) => Err(InvalidMetric::NotString {
+            key: key.to_string(),
+        }),
     }
 }
 
-fn opt_number(map: &Map<String, Value>, key: &str) -> Result<Option<f64>, String> {
+fn opt_number(map: &Map<String, Value>, key: &str) -> Result<Option<f64>, InvalidMetric> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
             .as_f64()
             .map(Some)
-            .ok_or_else(|| format!("'{key}' must be a number")),
+            .ok_or_else(|| InvalidMetric::NotNumber {
+                key: key.to_string(),
+            }),
     }
 }
 
-fn read_labels(map: &Map<String, Value>) -> Result<BTreeMap<String, String>, String> {
+fn read_labels(map: &Map<String, Value>) -> Result<BTreeMap<String, String>, InvalidMetric> {
     match map.get("labels") {
         None | Some(Value::Null) => Ok(BTreeMap::new()),
         Some(Value::Object(labels)) => labels
             .iter()
             .map(|(k, v)| match v {
                 Value::String(s) => Ok((k.clone(), s.clone())),
-                _ => Err(format!("label '{k}' must be a string")),
+                _ => Err(InvalidMetric::LabelNotString { key: k.clone() }),
             })
             .collect(),
-        Some(_) => Err("'labels' must be an object of strings".into()),
+        Some(_) => Err(InvalidMetric::LabelsNotObject),
     }
 }
 
-fn read_buckets(map: &Map<String, Value>) -> Result<Vec<f64>, String> {
+fn read_buckets(map: &Map<String, Value>) -> Result<Vec<f64>, InvalidMetric> {
     let Some(Value::Array(items)) = map.get("buckets") else {
-        return Err("'buckets' is required for action 'observe'".into());
+        return Err(InvalidMetric::BucketsRequired);
     };
     items
         .iter()
-        .map(|b| {
-            b.as_f64()
-                .ok_or_else(|| "'buckets' must hold numbers".to_string())
-        })
+        .map(|b| b.as_f64().ok_or(InvalidMetric::BucketsNotNumbers))
         .collect()
 }
 
@@ -279,10 +312,15 @@ mod tests {
             MetricsError::ValidateOperation {
                 index: 1,
                 line: 3,
-                message: "'value' is required for action 'set'".into()
+                reason: InvalidMetric::ValueRequired {
+                    action: "set".into()
+                }
             }
         );
-        assert!(e.to_string().contains("operation 1 (line 3)"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "$METRICS_PATH operation 1 (line 3): 'value' is required for action 'set'"
+        );
     }
 
     #[test]
@@ -297,7 +335,9 @@ mod tests {
             MetricsError::ValidateOperation {
                 index: 50_001,
                 line: 50_006,
-                message: "unsupported action 'bad' without 'group': use set, add or observe".into(),
+                reason: InvalidMetric::ActionWithoutGroup {
+                    action: "bad".into()
+                },
             }
         );
     }

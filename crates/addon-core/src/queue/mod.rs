@@ -15,6 +15,7 @@ pub use dump::{QueueDump, QueueListDump, TaskDump};
 pub use rate::RateLimit;
 pub use set::{QueueError, QueueSet};
 
+use crate::error::Failure;
 use crate::names::QueueName;
 
 /// What a queue needs to know about its tasks.
@@ -38,8 +39,8 @@ pub struct QueuedTask<T> {
     pub retry_at: Option<Duration>,
     /// The backoff delay that produced `retry_at`.
     pub retry_delay: Duration,
-    /// The error of the last failed attempt.
-    pub last_error: Option<String>,
+    /// The last failed attempt: its kind and message.
+    pub last_failure: Option<Failure>,
 }
 
 impl<T> QueuedTask<T> {
@@ -50,7 +51,7 @@ impl<T> QueuedTask<T> {
             failures: 0,
             retry_at: None,
             retry_delay: Duration::ZERO,
-            last_error: None,
+            last_failure: None,
         }
     }
 }
@@ -61,7 +62,8 @@ impl<T: QueueTask> QueuedTask<T> {
         let mut text = self.task.description();
         if self.failures > 0 {
             text.push_str(&format!(":failures {}", self.failures));
-            if let Some(error) = self.last_error.as_deref().filter(|error| !error.is_empty()) {
+            let message = self.last_failure.as_ref().map(|f| f.message.as_str());
+            if let Some(error) = message.filter(|error| !error.is_empty()) {
                 text.push(':');
                 text.push_str(error);
             }
@@ -211,12 +213,7 @@ impl<T> TaskQueue<T> {
     }
 
     /// The task `id` failed at `now`: it stays in place and may run again at the returned time.
-    pub fn fail(
-        &mut self,
-        id: TaskId,
-        now: Duration,
-        error: impl Into<String>,
-    ) -> Option<Duration> {
+    pub fn fail(&mut self, id: TaskId, now: Duration, failure: Failure) -> Option<Duration> {
         if self.running == Some(id) {
             self.running = None;
         }
@@ -226,14 +223,14 @@ impl<T> TaskQueue<T> {
         task.retry_delay = backoff.delay(task.failures);
         let retry_at = now.saturating_add(task.retry_delay);
         task.retry_at = Some(retry_at);
-        task.last_error = Some(error.into());
+        task.last_failure = Some(failure);
         Some(retry_at)
     }
 
     /// The head failed at `now` (a queue without concurrent head insertions).
-    pub fn fail_head(&mut self, now: Duration, error: impl Into<String>) -> Option<Duration> {
+    pub fn fail_head(&mut self, now: Duration, failure: Failure) -> Option<Duration> {
         let id = self.tasks.front()?.id;
-        self.fail(id, now, error)
+        self.fail(id, now, failure)
     }
 
     /// Lets the head run at once, keeping its failure count (a config change put at the head).

@@ -3,6 +3,12 @@
 use super::*;
 use std::time::Duration;
 
+use crate::error::{Failure, FailureKind};
+
+fn hook_failure(message: &str) -> Failure {
+    Failure::new(FailureKind::Hook, message)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Task {
     hook: &'static str,
@@ -74,15 +80,30 @@ fn a_failed_head_stays_and_waits_for_its_retry_time() {
     let mut queue = queue();
     queue.push_back(task("a", "x"));
     queue.push_back(task("b", "x"));
-    assert_eq!(queue.fail_head(secs(100), "boom"), Some(secs(105)));
+    assert_eq!(
+        queue.fail_head(secs(100), hook_failure("boom")),
+        Some(secs(105))
+    );
     assert_eq!(queue.ready_head(secs(104)), None);
     assert_eq!(queue.next_ready_at(), Some(secs(105)));
     let head = queue.ready_head(secs(105)).unwrap();
     assert_eq!((head.task.hook, head.failures), ("a", 1));
-    assert_eq!(queue.fail_head(secs(105), "boom"), Some(secs(115)));
-    assert_eq!(queue.fail_head(secs(115), "boom"), Some(secs(135)));
-    assert_eq!(queue.fail_head(secs(135), "boom"), Some(secs(165)));
-    assert_eq!(queue.fail_head(secs(165), "boom"), Some(secs(195)));
+    assert_eq!(
+        queue.fail_head(secs(105), hook_failure("boom")),
+        Some(secs(115))
+    );
+    assert_eq!(
+        queue.fail_head(secs(115), hook_failure("boom")),
+        Some(secs(135))
+    );
+    assert_eq!(
+        queue.fail_head(secs(135), hook_failure("boom")),
+        Some(secs(165))
+    );
+    assert_eq!(
+        queue.fail_head(secs(165), hook_failure("boom")),
+        Some(secs(195))
+    );
     assert_eq!(hooks(&queue), ["a", "b"]);
 }
 
@@ -99,7 +120,7 @@ fn a_fresh_head_is_ready_at_once() {
 fn cancelling_the_head_delay_keeps_its_failure_count() {
     let mut queue = queue();
     queue.push_back(task("a", "x"));
-    queue.fail_head(secs(0), "boom");
+    queue.fail_head(secs(0), hook_failure("boom"));
     queue.cancel_head_delay();
     let head = queue.ready_head(secs(1)).unwrap();
     assert_eq!(head.failures, 1);
@@ -149,7 +170,7 @@ fn a_queue_dump_shows_status_failures_and_retry_time() {
     let mut queue = queue();
     queue.push_back(task("pods-hook.sh", "monitor-pods"));
     queue.push_back(task("pods-hook.sh", "every-minute"));
-    queue.fail_head(secs(10), "exit status 1");
+    queue.fail_head(secs(10), hook_failure("exit status 1"));
     let dump = queue.dump(secs(12));
     assert_eq!(
         dump.to_text(),
@@ -236,7 +257,10 @@ fn a_task_put_in_front_of_the_running_head_does_not_steal_its_result() {
     queue.push_back(task("a", "x"));
     let running = queue.start_head().unwrap().id;
     queue.push_front(task("config", "x"));
-    assert_eq!(queue.fail(running, secs(0), "boom"), Some(secs(5)));
+    assert_eq!(
+        queue.fail(running, secs(0), hook_failure("boom")),
+        Some(secs(5))
+    );
     assert_eq!(hooks(&queue), ["config", "a"]);
     assert_eq!(queue.peek().unwrap().failures, 0);
     assert_eq!(queue.complete(running), Some(task("a", "x")));
@@ -264,4 +288,18 @@ fn task_ids_are_unique_within_a_queue() {
     ];
     assert_ne!(ids[0], ids[1]);
     assert_eq!(queue.get_mut(ids[1]).unwrap().task.hook, "b");
+}
+
+#[test]
+fn a_failed_task_keeps_the_kind_and_message_of_its_last_failure() {
+    let mut queue = queue();
+    queue.push_back(task("a", "1"));
+    queue.fail_head(secs(0), Failure::new(FailureKind::Hook, "exit status 1"));
+    queue.fail_head(secs(5), Failure::new(FailureKind::Helm, "upgrade failed"));
+    let head = queue.peek().unwrap();
+    assert_eq!(
+        head.last_failure,
+        Some(Failure::new(FailureKind::Helm, "upgrade failed"))
+    );
+    assert!(head.description().ends_with(":failures 2:upgrade failed"));
 }

@@ -20,7 +20,6 @@ use tokio_util::sync::CancellationToken;
 
 use std::path::PathBuf;
 
-use crate::cli::check::error_chain;
 use crate::cli::check::values::evaluate;
 use crate::cli::start::fail;
 use crate::cli::support::parse_duration;
@@ -29,6 +28,7 @@ use crate::edges::jq::{DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TIMEOUT, JqRunner, Sa
 use crate::edges::tree::dirs::DirFlags;
 use crate::runtime::edges::{HookExecutor, HookRequest, ProcessHooks};
 use crate::runtime::hooks::ReadOutputs;
+use addon_core::error::error_chain;
 
 pub fn run_cli(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
     crate::cli::support::block_on(run(args))?
@@ -200,8 +200,9 @@ fn report(
     enabled: &[ModuleName],
     outputs: &HookOutputs,
 ) -> Result<Value, String> {
-    let read = ReadOutputs::parse(hook, outputs)?;
-    read.apply_patches(store, hook)?;
+    let read = ReadOutputs::parse(hook, outputs).map_err(|e| error_chain(&e))?;
+    read.apply_patches(store, hook)
+        .map_err(|e| error_chain(&e))?;
     let after = hook_values(store, module, enabled)?;
     let warnings: Vec<&String> = read.warnings().collect();
     Ok(json!({

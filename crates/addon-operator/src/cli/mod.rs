@@ -196,7 +196,7 @@ mod tests {
             parse_log_level("info,addon_operator::edges::helm=debug").unwrap(),
             "info,addon_operator::edges::helm=debug"
         );
-        let err = parse_log_level("verbose").unwrap_err();
+        let err = parse_log_level("verbose").unwrap_err().to_string();
         assert!(err.contains("unknown log level 'verbose'"), "{err}");
     }
 

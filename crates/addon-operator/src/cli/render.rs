@@ -14,7 +14,6 @@ use tokio_util::sync::CancellationToken;
 
 use std::path::PathBuf;
 
-use crate::cli::check::error_chain;
 use crate::cli::start::fail;
 use crate::cli::support::parse_duration;
 use crate::edges::exec::hook_run::HookRunSettings;
@@ -22,6 +21,7 @@ use crate::edges::helm::template::TemplateHelm;
 use crate::edges::tree::dirs::DirFlags;
 use crate::runtime::edges::{Edges, MemoryConfig, NoCluster, ProcessHooks};
 use crate::runtime::{Runtime, RuntimeHandle, RuntimeSettings};
+use addon_core::error::error_chain;
 
 /// How often the run is checked for its end.
 const POLL: Duration = Duration::from_millis(50);

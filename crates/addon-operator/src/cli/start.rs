@@ -16,7 +16,6 @@ use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::check::error_chain;
 use crate::cli::support::parse_duration;
 use crate::edges::config::FileConfigStore;
 use crate::edges::exec::hook_run::HookRunSettings;
@@ -32,10 +31,11 @@ use crate::edges::tree::dirs::DirFlags;
 use crate::env::shell_operator_default;
 use crate::runtime::edges::{
     ConfigBackend, Edges, FileConfig, KubeEvent, MemoryConfig, NoCluster, ObjectPatches,
-    ProcessHooks,
+    ObjectsError, ProcessHooks,
 };
 use crate::runtime::startup_config::wait_for_config;
 use crate::runtime::{Runtime, RuntimeSettings};
+use addon_core::error::error_chain;
 
 /// How long file edits are gathered before the config is re-read.
 const CONFIG_DEBOUNCE: Duration = Duration::from_millis(200);
@@ -378,18 +378,19 @@ fn namespace(args: &StartArgs) -> String {
 struct Patcher(ObjectPatcher, kube::Client);
 
 impl ObjectPatches for Patcher {
-    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(async move { self.0.apply(ops).await.map_err(|e| error_chain(&e)) })
+    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), ObjectsError>> {
+        Box::pin(async move { Ok(self.0.apply(ops).await?) })
     }
 
     fn wait_crds_established<'a>(
         &'a self,
         names: &'a [String],
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), ObjectsError>> {
         let timeout = Duration::from_secs(30);
-        Box::pin(crate::edges::kube::crds::wait_established(
-            &self.1, names, timeout,
-        ))
+        Box::pin(async move {
+            crate::edges::kube::crds::wait_established(&self.1, names, timeout).await?;
+            Ok(())
+        })
     }
 }
 

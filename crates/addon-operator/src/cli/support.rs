@@ -25,5 +25,5 @@ pub fn block_on<T>(body: impl std::future::Future<Output = T>) -> anyhow::Result
 
 /// Parses Go-style durations (`500ms`, `30s`, `1m30s`, `1h`), like the Go operator's flags.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    addon_core::hook_config::parse_go_duration(text.trim())
+    addon_core::hook_config::parse_go_duration(text.trim()).map_err(|e| e.to_string())
 }

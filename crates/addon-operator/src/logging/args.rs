@@ -28,16 +28,21 @@ pub enum LogType {
     Json,
 }
 
+/// A `--log-level` that is neither a level name nor a filter.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown log level '{0}' (expected error, warn, info, debug, trace, or a filter such as info,addon_operator::edges::helm=debug)"
+)]
+pub struct UnknownLogLevel(pub String);
+
 /// A log level name (upstream's `warning` and `fatal` too) or a `RUST_LOG`-style filter with `=`.
-pub fn parse_log_level(text: &str) -> Result<String, String> {
+pub fn parse_log_level(text: &str) -> Result<String, UnknownLogLevel> {
     let level = text.trim().to_ascii_lowercase();
     match level.as_str() {
         "error" | "warn" | "info" | "debug" | "trace" => Ok(level),
         "warning" => Ok("warn".into()),
         "fatal" => Ok("error".into()),
         _ if text.contains('=') => Ok(text.trim().to_string()),
-        _ => Err(format!(
-            "unknown log level '{text}' (expected error, warn, info, debug, trace, or a filter such as info,addon_operator::edges::helm=debug)"
-        )),
+        _ => Err(UnknownLogLevel(text.to_string())),
     }
 }

@@ -6,7 +6,7 @@ use addon_core::lifecycle;
 use addon_core::names::ModuleName;
 
 use super::{Shared, decisions};
-use crate::cli::check::error_chain;
+use addon_core::error::error_chain;
 
 /// A valid edit: global section or `*Enabled` flags changed ⇒ converge (and failing runs of
 /// modules the edit disables are dropped); only module sections changed ⇒ run those modules.

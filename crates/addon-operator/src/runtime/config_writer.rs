@@ -5,13 +5,14 @@
 use addon_core::config::Config;
 use addon_core::config_change::ConfigKeyChange;
 use addon_core::values::patch::{HookRef, ValuesPatch};
-use addon_core::values::store::{ConfigPatchOutcome, ValuesStore};
+use addon_core::values::store::{ConfigPatchOutcome, ValuesError, ValuesStore};
 use tokio::sync::Mutex;
 
 use super::Shared;
 use super::edges::{ConfigBackendError, ConfigUpdate, SavedConfig};
-use crate::cli::check::error_chain;
+use super::error::HookError;
 use crate::edges::metrics::ConfigReloadCause;
+use addon_core::error::error_chain;
 
 /// Serialises every change of the in-memory config: hooks' saves and edits by others. It holds
 /// the version (in the config backend's order) of the store state memory reflects; an edit the
@@ -35,8 +36,8 @@ pub async fn save_config_patch<T>(
     shared: &Shared,
     hook: &HookRef,
     patch: &ValuesPatch,
-    then: impl FnOnce(&mut ValuesStore, &ConfigPatchOutcome) -> Result<T, String>,
-) -> Result<T, String> {
+    then: impl FnOnce(&mut ValuesStore, &ConfigPatchOutcome) -> Result<T, HookError>,
+) -> Result<T, HookError> {
     if patch.is_empty() {
         return then(&mut shared.lock().store, &ConfigPatchOutcome::default());
     }
@@ -50,10 +51,12 @@ pub async fn save_config_patch<T>(
         if change.is_empty() {
             None
         } else {
-            let saved =
-                shared.edges.config.apply(&change).await.map_err(|e| {
-                    format!("{hook}: config patch not applied: {}", error_chain(&e))
-                })?;
+            let saved = shared.edges.config.apply(&change).await.map_err(|source| {
+                HookError::SaveConfig {
+                    hook: hook.clone(),
+                    source: Box::new(source),
+                }
+            })?;
             *version = (*version).max(saved.version);
             Some(saved)
         };
@@ -76,11 +79,9 @@ fn tentative(
     store: &mut ValuesStore,
     hook: &HookRef,
     patch: &ValuesPatch,
-) -> Result<(ConfigPatchOutcome, Config, Config), String> {
+) -> Result<(ConfigPatchOutcome, Config, Config), ValuesError> {
     let old = store.config().clone();
-    let outcome = store
-        .apply_config_patch(hook, patch)
-        .map_err(|e| error_chain(&e))?;
+    let outcome = store.apply_config_patch(hook, patch)?;
     let new = store.config().clone();
     store.set_config(old.clone());
     Ok((outcome, old, new))

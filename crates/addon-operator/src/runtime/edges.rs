@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use addon_core::config::{Config, ConfigErrors};
 use addon_core::discovery::HookFile;
+use addon_core::error::error_chain;
 use addon_core::hook_config::{KubernetesBinding, WatchEvent};
 use addon_core::hook_output::kube_patch::KubeOperation;
 use addon_core::names::{HookName, ModuleName};
@@ -22,6 +23,8 @@ use crate::edges::exec::hook_run::{
 };
 use crate::edges::exec::process::ResourceUsage;
 use crate::edges::helm::Helm;
+use crate::edges::kube::crds::CrdWaitError;
+use crate::edges::kube::patcher::PatchError;
 pub use addon_core::config_change::ConfigKeyChange;
 
 /// One hook run to make.
@@ -50,6 +53,18 @@ impl HookFailure {
             message: message.into(),
             usage: ResourceUsage::default(),
         }
+    }
+}
+
+impl From<&str> for HookFailure {
+    fn from(message: &str) -> Self {
+        Self::new(message)
+    }
+}
+
+impl From<String> for HookFailure {
+    fn from(message: String) -> Self {
+        Self::new(message)
     }
 }
 
@@ -134,16 +149,25 @@ pub trait KubeEvents: Send + Sync {
     fn stop(&self, key: &MonitorKey);
 }
 
+/// Object operations the cluster did not accept, or CRDs it did not establish.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectsError {
+    #[error(transparent)]
+    Apply(#[from] PatchError),
+    #[error(transparent)]
+    WaitCrds(#[from] CrdWaitError),
+}
+
 /// Applies hooks' `$KUBERNETES_PATCH_PATH` operations to the cluster.
 pub trait ObjectPatches: Send + Sync {
     /// Applies `ops` in order; an error names the failed operation.
-    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>>;
+    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), ObjectsError>>;
     /// Waits until the API server serves the kinds of the CRDs `names` (a module's `crds/`);
     /// without a cluster there is nothing to wait for.
     fn wait_crds_established<'a>(
         &'a self,
         names: &'a [String],
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), ObjectsError>> {
         let _ = names;
         Box::pin(async { Ok(()) })
     }
@@ -316,7 +340,7 @@ impl HookExecutor for ProcessHooks {
 }
 
 fn failure(err: &dyn std::error::Error) -> HookFailure {
-    HookFailure::new(crate::cli::check::error_chain(err))
+    HookFailure::new(error_chain(err))
 }
 
 /// No cluster: kubernetes bindings see no objects and no events.
@@ -341,7 +365,7 @@ impl KubeEvents for NoCluster {
 }
 
 impl ObjectPatches for NoCluster {
-    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), String>> {
+    fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), ObjectsError>> {
         tracing::debug!(
             operations = ops.len(),
             "local mode: the hook's Kubernetes operations are validated, not applied"

@@ -13,8 +13,8 @@ use addon_core::values::store::{ConfigPatchOutcome, HookValues, ValuesStore};
 use super::Shared;
 use super::config_writer::save_config_patch;
 use super::edges::HookRequest;
+use super::error::HookError;
 use super::state::HookDef;
-use crate::cli::check::error_chain;
 use crate::edges::exec::hook_run::HookOutputs;
 use crate::edges::metrics::{HookOutcome, HookRunRecord};
 
@@ -27,7 +27,7 @@ pub struct RunContext<'a> {
     pub allow_failure: bool,
 }
 
-/// Runs `hook` with `contexts`; an error is the failure message of the run.
+/// Runs `hook` with `contexts`; an error says which step of the run failed.
 pub async fn run(
     shared: &Shared,
     at: RunContext<'_>,
@@ -35,7 +35,7 @@ pub async fn run(
     hook: &HookName,
     binding: BindingType,
     mut contexts: Vec<BindingContext>,
-) -> Result<HookEffect, String> {
+) -> Result<HookEffect, HookError> {
     let (def, values) = prepare(shared, module, hook, binding, &mut contexts)?;
     let context_json = render(&contexts);
     let binding_name = contexts
@@ -50,7 +50,7 @@ pub async fn run(
     };
     let started = tokio::time::Instant::now();
     let (usage, result) = match shared.edges.hooks.run_hook(request).await {
-        Err(failure) => (failure.usage, Err(failure.message)),
+        Err(failure) => (failure.usage, Err(HookError::Run(failure))),
         Ok(success) => {
             let applied = apply_outputs(shared, module, &def, &success.outputs).await;
             (success.usage, applied)
@@ -84,12 +84,12 @@ fn prepare(
     hook: &HookName,
     binding: BindingType,
     contexts: &mut [BindingContext],
-) -> Result<(HookDef, HookValues), String> {
+) -> Result<(HookDef, HookValues), HookError> {
     let mut st = shared.lock();
     let def = st
         .hook(module, hook)
         .cloned()
-        .ok_or_else(|| format!("hook '{hook}' is not known"))?;
+        .ok_or_else(|| HookError::Unknown { hook: hook.clone() })?;
     let snapshots = st.snapshots(module, hook);
     let builder = ContextBuilder::new(&def.config, &snapshots);
     for ctx in contexts.iter_mut() {
@@ -97,10 +97,7 @@ fn prepare(
     }
     let values = match module {
         None => st.store.global_hook_values(),
-        Some(m) => st
-            .store
-            .module_hook_values(m, &st.enabled)
-            .map_err(|e| error_chain(&e))?,
+        Some(m) => st.store.module_hook_values(m, &st.enabled)?,
     };
     st.record(|| {
         let owner = module.map_or(String::new(), |m| format!("{m}/"));
@@ -115,7 +112,7 @@ async fn apply_outputs(
     module: Option<&ModuleName>,
     def: &HookDef,
     outputs: &HookOutputs,
-) -> Result<HookEffect, String> {
+) -> Result<HookEffect, HookError> {
     let hook_ref = hook_ref(module, def.name());
     let read = ReadOutputs::parse(&hook_ref, outputs)?;
     for warning in read.warnings() {
@@ -128,7 +125,10 @@ async fn apply_outputs(
             module.map(ModuleName::as_str),
             &read.metric_ops,
         )
-        .map_err(|e| format!("hook '{}': $METRICS_PATH: {}", def.name(), error_chain(&e)))?;
+        .map_err(|source| HookError::ApplyMetrics {
+            hook: def.name().clone(),
+            source,
+        })?;
     let effect = save_config_patch(shared, &hook_ref, &read.config_patch, |store, config| {
         read.apply_values(store, &hook_ref, config)
     })
@@ -139,7 +139,10 @@ async fn apply_outputs(
             .objects
             .apply(&read.kube_ops)
             .await
-            .map_err(|e| format!("hook '{}': $KUBERNETES_PATCH_PATH: {e}", def.name()))?;
+            .map_err(|source| HookError::ApplyKubePatch {
+                hook: def.name().clone(),
+                source,
+            })?;
     }
     Ok(effect)
 }
@@ -161,16 +164,23 @@ pub struct ReadOutputs {
 }
 
 impl ReadOutputs {
-    pub fn parse(hook: &HookRef, outputs: &HookOutputs) -> Result<Self, String> {
-        let patch =
-            |kind, text: &str| ValuesPatch::parse(hook, kind, text).map_err(|e| error_chain(&e));
+    pub fn parse(hook: &HookRef, outputs: &HookOutputs) -> Result<Self, HookError> {
+        let patch = |kind, text: &str| ValuesPatch::parse(hook, kind, text);
         Ok(Self {
             config_patch: patch(PatchKind::Config, &outputs.config_values_patch)?,
             values_patch: patch(PatchKind::Values, &outputs.values_patch)?,
-            metric_ops: metrics::parse(&outputs.metrics)
-                .map_err(|e| format!("{hook}: $METRICS_PATH: {}", error_chain(&e)))?,
-            kube_ops: kube_patch::parse(&outputs.kubernetes_patch)
-                .map_err(|e| format!("{hook}: $KUBERNETES_PATCH_PATH: {}", error_chain(&e)))?,
+            metric_ops: metrics::parse(&outputs.metrics).map_err(|source| {
+                HookError::ReadMetrics {
+                    hook: hook.clone(),
+                    source: Box::new(source),
+                }
+            })?,
+            kube_ops: kube_patch::parse(&outputs.kubernetes_patch).map_err(|source| {
+                HookError::ReadKubePatch {
+                    hook: hook.clone(),
+                    source: Box::new(source),
+                }
+            })?,
         })
     }
 
@@ -188,10 +198,8 @@ impl ReadOutputs {
         &self,
         store: &mut ValuesStore,
         hook: &HookRef,
-    ) -> Result<(HookEffect, bool), String> {
-        let config = store
-            .apply_config_patch(hook, &self.config_patch)
-            .map_err(|e| error_chain(&e))?;
+    ) -> Result<(HookEffect, bool), HookError> {
+        let config = store.apply_config_patch(hook, &self.config_patch)?;
         let effect = self.apply_values(store, hook, &config)?;
         Ok((effect, !config.config_change.is_empty()))
     }
@@ -203,10 +211,8 @@ impl ReadOutputs {
         store: &mut ValuesStore,
         hook: &HookRef,
         config: &ConfigPatchOutcome,
-    ) -> Result<HookEffect, String> {
-        let values = store
-            .apply_values_patch(hook, &self.values_patch)
-            .map_err(|e| error_chain(&e))?;
+    ) -> Result<HookEffect, HookError> {
+        let values = store.apply_values_patch(hook, &self.values_patch)?;
         Ok(HookEffect {
             values_changed: config.values_changed || values.values_changed,
             enabled_changed: !values.enabled_changed.is_empty()

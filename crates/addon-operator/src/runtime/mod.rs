@@ -6,6 +6,7 @@ mod config_edit;
 pub mod config_writer;
 mod decisions;
 pub mod edges;
+pub mod error;
 mod handlers;
 pub(crate) mod hooks;
 mod intake;
@@ -35,11 +36,11 @@ use edges::{Edges, KubeEvent, MonitorKey};
 use state::{HookDef, ModuleState, State};
 use task::Task;
 
-use crate::cli::check::error_chain;
 use crate::edges::http::StatusSource as _;
 use crate::edges::jq::JqRunner;
 use crate::edges::metrics::Metrics;
 use crate::runtime::schedule::{Scheduler, SystemClock, WallClock};
+use addon_core::error::error_chain;
 
 /// How the runtime behaves; plain data built before any I/O.
 #[derive(Debug, Clone)]
@@ -530,6 +531,16 @@ impl RuntimeHandle {
             .flat_map(|q| q.iter())
             .find(|t| t.failures > 0)
             .map(|t| t.description())
+    }
+
+    /// The last failure (kind and message) of the first task that waits for its retry, if any.
+    pub fn first_failure_record(&self) -> Option<addon_core::error::Failure> {
+        let st = self.shared.lock();
+        st.queues
+            .iter()
+            .flat_map(|q| q.iter())
+            .find(|t| t.failures > 0)
+            .and_then(|t| t.last_failure.clone())
     }
 
     /// Whether the first 'reload all modules' finished.

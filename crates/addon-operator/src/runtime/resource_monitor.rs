@@ -70,7 +70,7 @@ async fn check(shared: &Shared, handle: &RuntimeHandle, module: &ModuleName) {
         }
         Ok(None) => {}
         Err(e) => {
-            tracing::warn!(module = %module, error = %crate::cli::check::error_chain(&e), "resource monitor check failed")
+            tracing::warn!(module = %module, error = %addon_core::error::error_chain(&e), "resource monitor check failed")
         }
     }
 }

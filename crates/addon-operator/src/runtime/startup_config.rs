@@ -11,9 +11,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::edges::{ConfigBackend, ConfigBackendError, ConfigUpdate, SavedConfig};
-use crate::cli::check::error_chain;
 use crate::edges::http::StartupStatus;
 use addon_core::config_change::ConfigKeyChange;
+use addon_core::error::error_chain;
 
 /// Loads the config until the load does not fail to read (an invalid config is an answer too:
 /// the runtime reports it). Returns the store whose first `load` gives that answer, or `None`

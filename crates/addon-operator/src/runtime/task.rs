@@ -3,6 +3,7 @@
 
 use addon_core::names::QueueName;
 
+use super::error::TaskError;
 pub use addon_core::lifecycle::{HookTask, Origin, Task};
 
 /// What a handler answers.
@@ -15,7 +16,7 @@ pub enum Outcome {
         tail: Vec<(QueueName, Task)>,
     },
     /// Failed: the task stays at the head and is retried after a delay.
-    Failed(String),
+    Failed(TaskError),
 }
 
 impl Outcome {

@@ -238,8 +238,10 @@ fn apply(
                 shared.push(&mut st, &name, t);
             }
         }
-        Outcome::Failed(message) => {
-            let retry_at = q.fail(id, now, message.clone());
+        Outcome::Failed(error) => {
+            let failure = error.to_failure();
+            let (kind, message) = (failure.kind, failure.message.clone());
+            let retry_at = q.fail(id, now, failure);
             st.queued_at.insert(id, now);
             let delay = retry_at
                 .map(|at| at.saturating_sub(now))
@@ -247,6 +249,7 @@ fn apply(
             tracing::error!(
                 task = %task.description(),
                 error = %message,
+                error.kind = kind.as_str(),
                 retry_in_s = delay.as_secs_f64(),
                 duration_ms = elapsed.as_millis() as u64,
                 "task failed; it stays at the head of its queue and is retried"

@@ -371,3 +371,34 @@ fn commands_printing_to_a_closed_pipe_exit_normally_instead_of_panicking() {
         assert_eq!(status.code(), expected, "{args:?}: 101 would be a panic");
     }
 }
+
+#[test]
+fn a_failed_task_logs_the_kind_of_what_failed() {
+    if !require_tool("bash") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let hook = r#"#!/usr/bin/env bash
+if [ "$1" = "--config" ]; then
+  echo '{"configVersion":"v1","onStartup":1}'
+  exit 0
+fi
+exit 3
+"#;
+    write(&root.path().join("global-hooks/broken"), hook, true);
+    std::fs::create_dir_all(root.path().join("modules")).unwrap();
+    let mut child = operator(root.path(), &["--log-type", "json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let lines = read_until(&mut stderr, |l| l.contains("task failed"));
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(10)).is_some());
+    let failed = json_lines(&lines[lines.len() - 1..]).remove(0);
+    assert_eq!(failed["level"], "error", "{failed}");
+    assert_eq!(failed["error.kind"], "hook", "{failed}");
+    let error = failed["error"].as_str().unwrap_or_default();
+    assert!(error.contains("broken"), "{failed}");
+}

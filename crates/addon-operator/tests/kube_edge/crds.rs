@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use addon_operator::edges::kube::crds::wait_established;
+use addon_operator::edges::kube::crds::{CrdWaitError, wait_established};
 use serde_json::json;
 
 use crate::common::start;
@@ -28,5 +28,10 @@ async fn a_created_crd_is_established_and_a_missing_one_times_out() {
     let error = wait_established(&client, &missing, Duration::from_millis(300))
         .await
         .unwrap_err();
+    assert!(
+        matches!(error, CrdWaitError::NotEstablished { .. }),
+        "{error}"
+    );
+    let error = error.to_string();
     assert!(error.contains("backups.stable.example.com") && error.contains("not Established"));
 }

@@ -6,6 +6,7 @@ pub mod values;
 
 use std::process::ExitCode;
 
+use addon_core::error::error_chain;
 use anyhow::Context as _;
 
 use crate::edges::tree::dirs;
@@ -88,27 +89,6 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
         })
         .collect();
     report
-}
-
-/// An error with its causes, on one line (multi-line messages such as YAML snippets keep only
-/// their first line).
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let first_line = |e: &dyn std::error::Error| {
-        let text = e.to_string();
-        text.lines()
-            .next()
-            .unwrap_or_default()
-            .trim_end()
-            .to_string()
-    };
-    let mut out = first_line(err);
-    let mut cur = err.source();
-    while let Some(next) = cur {
-        out.push_str(": ");
-        out.push_str(&first_line(next));
-        cur = next.source();
-    }
-    out
 }
 
 #[derive(Debug, Clone, clap::Args)]

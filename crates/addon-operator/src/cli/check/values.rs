@@ -11,8 +11,8 @@ use addon_core::setup::build_store;
 use addon_core::values::store::ValuesStore;
 use tokio_util::sync::CancellationToken;
 
-use super::error_chain;
 use crate::edges::exec::hook_run::{self, EnabledScriptInvocation, HookRunSettings};
+use addon_core::error::error_chain;
 
 /// What the values stages found.
 pub struct ValuesStage {

@@ -1,6 +1,7 @@
 //! Tests of the hook I/O contract with real `#!/bin/sh` scripts.
 
 use super::*;
+use addon_core::error::error_chain;
 use addon_operator_testkit::wait::wait_for_async;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
@@ -381,17 +382,6 @@ async fn dropping_a_running_hook_removes_its_tmp_files() {
         ) => {}
     }
     assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[tokio::test]

@@ -36,7 +36,7 @@ pub enum TmpFileError {
         source: std::io::Error,
     },
     #[error("refuse the tmp dir '{dir}': {reason}", dir = dir.display())]
-    UnsafeDir { dir: PathBuf, reason: String },
+    UnsafeDir { dir: PathBuf, reason: UnsafeDir },
     #[error("cannot read the tmp file '{path}'", path = path.display())]
     Read {
         path: PathBuf,
@@ -167,36 +167,49 @@ pub fn private_dir(dir: &Path) -> Result<(), TmpFileError> {
         })
     };
     let link = stat(false)?;
-    let unsafe_dir = |reason: String| TmpFileError::UnsafeDir {
+    let unsafe_dir = |reason: UnsafeDir| TmpFileError::UnsafeDir {
         dir: dir.to_path_buf(),
         reason,
     };
     let uid = nix::unistd::geteuid().as_raw();
     if link.file_type().is_symlink() && link.uid() != uid {
-        return Err(unsafe_dir(format!(
-            "it is a symlink owned by uid {}, not by the operator's uid {uid}",
-            link.uid()
-        )));
+        return Err(unsafe_dir(UnsafeDir::ForeignSymlink {
+            owner: link.uid(),
+            uid,
+        }));
     }
     check_private(&stat(true)?, uid).map_err(unsafe_dir)
 }
 
-fn check_private(meta: &Metadata, uid: u32) -> Result<(), String> {
+/// Why the tmp dir is not private to the operator.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnsafeDir {
+    #[error("it is a symlink owned by uid {owner}, not by the operator's uid {uid}")]
+    ForeignSymlink { owner: u32, uid: u32 },
+    #[error("it is not a directory")]
+    NotADirectory,
+    #[error("it is owned by uid {owner}, not by the operator's uid {uid}")]
+    ForeignOwner { owner: u32, uid: u32 },
+    #[error(
+        "it is writable by its group or by others (mode {mode:04o}); use a dir with mode 0700 \
+         (in a pod, mount the emptyDir at its parent, e.g. /tmp)"
+    )]
+    Writable { mode: u32 },
+}
+
+fn check_private(meta: &Metadata, uid: u32) -> Result<(), UnsafeDir> {
     if !meta.is_dir() {
-        return Err("it is not a directory".to_string());
+        return Err(UnsafeDir::NotADirectory);
     }
     if meta.uid() != uid {
-        return Err(format!(
-            "it is owned by uid {}, not by the operator's uid {uid}",
-            meta.uid()
-        ));
+        return Err(UnsafeDir::ForeignOwner {
+            owner: meta.uid(),
+            uid,
+        });
     }
     let mode = meta.mode() & 0o7777;
     if mode & 0o022 != 0 {
-        return Err(format!(
-            "it is writable by its group or by others (mode {mode:04o}); use a dir with mode 0700 \
-             (in a pod, mount the emptyDir at its parent, e.g. /tmp)"
-        ));
+        return Err(UnsafeDir::Writable { mode });
     }
     Ok(())
 }

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use addon_core::error::error_chain;
 use futures::future::BoxFuture;
 
 use self::argv::Target;
@@ -571,18 +572,6 @@ fn write_failed(release: &str, what: &str, error: &std::io::Error) -> HelmError 
         release: release.to_string(),
         message: format!("cannot write the {what}: {error}"),
     }
-}
-
-/// An error and its sources on one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 impl Helm for BinaryHelm {

@@ -49,10 +49,11 @@ impl StartupStatus {
         *self.phase.write().unwrap_or_else(PoisonError::into_inner) = Phase::Running(source);
     }
 
-    fn source(&self) -> Result<Arc<dyn StatusSource>, String> {
+    /// The runtime's source once it runs.
+    fn source(&self) -> Option<Arc<dyn StatusSource>> {
         match &*self.phase.read().unwrap_or_else(PoisonError::into_inner) {
-            Phase::Starting(reason) => Err(reason.clone()),
-            Phase::Running(source) => Ok(Arc::clone(source)),
+            Phase::Starting(_) => None,
+            Phase::Running(source) => Some(Arc::clone(source)),
         }
     }
 }
@@ -69,20 +70,21 @@ impl StatusSource for StartupStatus {
     }
 
     fn ready(&self) -> bool {
-        self.source().is_ok_and(|s| s.ready())
+        self.source().is_some_and(|s| s.ready())
     }
 
     fn not_ready_reason(&self) -> Option<String> {
-        match self.source() {
-            Ok(source) => source.not_ready_reason(),
-            Err(reason) => Some(reason),
-        }
+        let source = match &*self.phase.read().unwrap_or_else(PoisonError::into_inner) {
+            Phase::Starting(reason) => return Some(reason.clone()),
+            Phase::Running(source) => Arc::clone(source),
+        };
+        source.not_ready_reason()
     }
 
     fn queue_list(&self, show_empty: bool) -> QueueListDump {
         match self.source() {
-            Ok(source) => source.queue_list(show_empty),
-            Err(_) => QueueSet::<NoTask>::new(Backoff::default()).dump(Duration::ZERO, show_empty),
+            Some(source) => source.queue_list(show_empty),
+            None => QueueSet::<NoTask>::new(Backoff::default()).dump(Duration::ZERO, show_empty),
         }
     }
 
@@ -105,35 +107,35 @@ impl StatusSource for StartupStatus {
     }
 
     fn module_values(&self, module: &str) -> Option<Value> {
-        self.source().ok()?.module_values(module)
+        self.source()?.module_values(module)
     }
 
     fn module_config(&self, module: &str) -> Option<Value> {
-        self.source().ok()?.module_config(module)
+        self.source()?.module_config(module)
     }
 
     fn global_patches(&self) -> Option<Value> {
-        self.source().ok()?.global_patches()
+        self.source()?.global_patches()
     }
 
     fn global_snapshots(&self) -> Option<Value> {
-        self.source().ok()?.global_snapshots()
+        self.source()?.global_snapshots()
     }
 
     fn module_patches(&self, module: &str) -> Option<Value> {
-        self.source().ok()?.module_patches(module)
+        self.source()?.module_patches(module)
     }
 
     fn module_snapshots(&self, module: &str) -> Option<Value> {
-        self.source().ok()?.module_snapshots(module)
+        self.source()?.module_snapshots(module)
     }
 
     fn resource_monitor(&self) -> Option<Value> {
-        self.source().ok()?.resource_monitor()
+        self.source()?.resource_monitor()
     }
 
     fn hooks(&self) -> Option<Value> {
-        self.source().ok()?.hooks()
+        self.source()?.hooks()
     }
 }
 

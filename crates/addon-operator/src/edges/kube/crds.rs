@@ -40,6 +40,15 @@ pub enum CrdsError {
     },
 }
 
+/// CRDs of a module that the API server did not establish.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdWaitError {
+    #[error("read the CRD {name}: {error}")]
+    Read { name: String, error: kube::Error },
+    #[error("the CRD {name} is not Established after {}s", timeout.as_secs())]
+    NotEstablished { name: String, timeout: Duration },
+}
+
 /// The CRDs in `module_dir/crds` (`None` when there is no such directory). Blocking I/O.
 pub fn read(module_dir: &Path) -> Result<Option<ModuleCrds>, CrdsError> {
     let dir = module_dir.join("crds");
@@ -130,7 +139,7 @@ pub async fn wait_established(
     client: &kube::Client,
     names: &[String],
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), CrdWaitError> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let deadline = tokio::time::Instant::now() + timeout;
     for name in names {
@@ -138,15 +147,18 @@ pub async fn wait_established(
             let crd = api
                 .get_opt(name)
                 .await
-                .map_err(|e| format!("read the CRD {name}: {e}"))?;
+                .map_err(|error| CrdWaitError::Read {
+                    name: name.clone(),
+                    error,
+                })?;
             if crd.as_ref().is_some_and(is_established) {
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(format!(
-                    "the CRD {name} is not Established after {}s",
-                    timeout.as_secs()
-                ));
+                return Err(CrdWaitError::NotEstablished {
+                    name: name.clone(),
+                    timeout,
+                });
             }
             tokio::time::sleep(ESTABLISHED_POLL).await;
         }

@@ -230,7 +230,7 @@ fn start_error(binding: &KubernetesBinding, e: &WatchError) -> KubeError {
     KubeError {
         kind: binding.kind.clone(),
         binding: binding.name.clone(),
-        message: crate::cli::check::error_chain(e),
+        message: addon_core::error::error_chain(e),
     }
 }
 

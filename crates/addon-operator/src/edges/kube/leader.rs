@@ -161,7 +161,7 @@ impl LeaderElection {
                 }
                 Ok(false) => {}
                 Err(e) => {
-                    tracing::warn!(error = %crate::cli::check::error_chain(&e), "leader election")
+                    tracing::warn!(error = %addon_core::error::error_chain(&e), "leader election")
                 }
             }
             tokio::select! {
@@ -192,14 +192,14 @@ impl LeaderElection {
                     return self.lose(&lost);
                 }
                 Err(e) => {
-                    tracing::warn!(error = %crate::cli::check::error_chain(&e), "lease renewal failed");
+                    tracing::warn!(error = %addon_core::error::error_chain(&e), "lease renewal failed");
                 }
             }
         }
         match self.release().await {
             Ok(()) => tracing::info!(lease = %self.settings.name, "lease released"),
             Err(e) => {
-                tracing::warn!(error = %crate::cli::check::error_chain(&e), "lease not released")
+                tracing::warn!(error = %addon_core::error::error_chain(&e), "lease not released")
             }
         }
     }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use addon_core::hook_output::kube_patch::{
-    CreateMode, DeletePropagation, KubeOperation, ObjectRef, check_object_meta, check_target,
+    CreateMode, DeletePropagation, KubeOperation, ObjectNameError, ObjectRef, check_object_meta,
+    check_target,
 };
 use addon_core::jq::{JqError, JqFilter};
 use kube::api::{
@@ -46,8 +47,8 @@ pub enum OperationFailure {
     Resolve(#[source] DiscoveryError),
     #[error("the kind is namespaced: a namespace is required")]
     NamespaceRequired,
-    #[error("{0}")]
-    InvalidName(String),
+    #[error(transparent)]
+    InvalidName(ObjectNameError),
     #[error("the object is not a Kubernetes object")]
     BadObject(#[source] serde_json::Error),
     #[error("create")]
@@ -109,7 +110,7 @@ fn describe(failures: &[OperationError]) -> String {
         if i > 0 {
             out.push_str("; ");
         }
-        let _ = write!(out, "{}", crate::cli::check::error_chain(f));
+        let _ = write!(out, "{}", addon_core::error::error_chain(f));
     }
     out
 }

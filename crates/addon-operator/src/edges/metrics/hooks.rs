@@ -23,11 +23,11 @@ pub enum HookMetricsError {
         name: String,
         label: String,
     },
-    #[error("hook metric operation {index} ('{name}'): {message}")]
+    #[error("hook metric operation {index} ('{name}'): {reason}")]
     ValidateValue {
         index: usize,
         name: String,
-        message: String,
+        reason: InvalidValue,
     },
     #[error("hook metric operation {index}: '{name}' is a {existing}, cannot {action} it")]
     ConflictingType {
@@ -304,10 +304,10 @@ fn prepare<'a>(
             label: label.clone(),
         });
     }
-    validate_value(&op.action).map_err(|message| HookMetricsError::ValidateValue {
+    validate_value(&op.action).map_err(|reason| HookMetricsError::ValidateValue {
         index,
         name: op.name.clone(),
-        message,
+        reason,
     })?;
     let mut labels = op.labels.clone();
     labels.insert("hook".into(), hook.to_string());
@@ -317,17 +317,26 @@ fn prepare<'a>(
     Ok(Prepared { op, group, labels })
 }
 
-fn validate_value(action: &MetricAction) -> Result<(), String> {
+/// A metric value Prometheus would not accept for the action.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InvalidValue {
+    #[error("a counter cannot grow by {0}: 'add' needs a value >= 0")]
+    NegativeAdd(f64),
+    #[error("cannot observe NaN")]
+    ObserveNan,
+    #[error("'buckets' must not hold NaN")]
+    NanBucket,
+}
+
+fn validate_value(action: &MetricAction) -> Result<(), InvalidValue> {
     match action {
-        MetricAction::Add(v) if v.is_nan() || *v < 0.0 => Err(format!(
-            "a counter cannot grow by {v}: 'add' needs a value >= 0"
-        )),
+        MetricAction::Add(v) if v.is_nan() || *v < 0.0 => Err(InvalidValue::NegativeAdd(*v)),
         MetricAction::Observe { value, buckets } => {
             if value.is_nan() {
-                return Err("cannot observe NaN".into());
+                return Err(InvalidValue::ObserveNan);
             }
             if buckets.iter().any(|b| b.is_nan()) {
-                return Err("'buckets' must not hold NaN".into());
+                return Err(InvalidValue::NanBucket);
             }
             Ok(())
         }
@@ -430,6 +439,27 @@ mod tests {
 
     fn apply(store: &mut HookMetricsStore, hook: &str, text: &str) -> Result<(), HookMetricsError> {
         store.apply(hook, None, &parse(text).unwrap())
+    }
+
+    #[test]
+    fn values_prometheus_rejects_name_the_operation_and_why() {
+        let mut store = HookMetricsStore::default();
+        let err = apply(&mut store, "h", r#"{"name":"c","action":"add","value":-1}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "hook metric operation 0 ('c'): a counter cannot grow by -1: 'add' needs a value >= 0"
+        );
+        // JSON cannot carry NaN: the reason is checked on its own
+        let nan = HookMetricsError::ValidateValue {
+            index: 1,
+            name: "o".into(),
+            reason: InvalidValue::ObserveNan,
+        };
+        assert_eq!(
+            nan.to_string(),
+            "hook metric operation 1 ('o'): cannot observe NaN"
+        );
+        assert_eq!(nan.category(), "hook_metrics_invalid");
     }
 
     #[test]

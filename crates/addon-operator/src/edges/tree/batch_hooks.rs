@@ -27,8 +27,11 @@ pub enum BatchError {
         exit: String,
         message: String,
     },
-    #[error("batch hook {}: 'hook config' is not a batch config: {message}", path.display())]
-    Parse { path: PathBuf, message: String },
+    #[error("batch hook {}: 'hook config' is not a batch config: {reason}", path.display())]
+    Parse {
+        path: PathBuf,
+        reason: BatchConfigError,
+    },
     #[error("batch hook {}: invalid hook name", path.display())]
     Name {
         path: PathBuf,
@@ -76,7 +79,7 @@ async fn expand_list(
                     result.push(file);
                 }
             }
-            Err(e) => out.errors.push(crate::cli::check::error_chain(&e)),
+            Err(e) => out.errors.push(addon_core::error::error_chain(&e)),
         }
     }
     result
@@ -146,9 +149,9 @@ async fn describe(
             message: output.failure_message(),
         });
     }
-    let entries = parse_batch_config(&output.stdout).map_err(|message| BatchError::Parse {
+    let entries = parse_batch_config(&output.stdout).map_err(|reason| BatchError::Parse {
         path: path.clone(),
-        message,
+        reason,
     })?;
     entries
         .into_iter()
@@ -234,25 +237,44 @@ struct Entry {
     config: Map<String, Value>,
 }
 
+/// Why the answer of `hook config` is not a batch config.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchConfigError {
+    /// Not JSON (serde's message, with line and column).
+    #[error("{0}")]
+    Json(String),
+    #[error("unknown version '{version}'")]
+    Version { version: String },
+    #[error("'hooks' must be a list")]
+    HooksNotList,
+    #[error("expected an object or a list")]
+    NotObjectOrList,
+    #[error("every hook config must be an object")]
+    EntryNotObject,
+}
+
 /// Reads `hook config`: `{"version": "v1", "hooks": [...], "readiness": {...}}`, or the older
 /// plain list of hook configs.
-fn parse_batch_config(stdout: &str) -> Result<Vec<Entry>, String> {
-    let doc: Value = serde_json::from_str(stdout.trim()).map_err(|e| e.to_string())?;
+fn parse_batch_config(stdout: &str) -> Result<Vec<Entry>, BatchConfigError> {
+    let doc: Value =
+        serde_json::from_str(stdout.trim()).map_err(|e| BatchConfigError::Json(e.to_string()))?;
     let (hooks, readiness) = match doc {
         Value::Array(hooks) => (hooks, None),
         Value::Object(mut map) => {
             let version = map.get("version").and_then(Value::as_str).unwrap_or("");
             if version != "v1" {
-                return Err(format!("unknown version '{version}'"));
+                return Err(BatchConfigError::Version {
+                    version: version.to_string(),
+                });
             }
             let hooks = match map.remove("hooks") {
                 Some(Value::Array(hooks)) => hooks,
                 None | Some(Value::Null) => Vec::new(),
-                Some(_) => return Err("'hooks' must be a list".into()),
+                Some(_) => return Err(BatchConfigError::HooksNotList),
             };
             (hooks, map.remove("readiness").filter(|r| !r.is_null()))
         }
-        _ => return Err("expected an object or a list".into()),
+        _ => return Err(BatchConfigError::NotObjectOrList),
     };
     let entry = |id: Id, value: Value| match value {
         Value::Object(config) => Ok(Entry {
@@ -265,7 +287,7 @@ fn parse_batch_config(stdout: &str) -> Result<Vec<Entry>, String> {
                 .to_string(),
             config,
         }),
-        _ => Err("every hook config must be an object".to_string()),
+        _ => Err(BatchConfigError::EntryNotObject),
     };
     let mut entries: Vec<Entry> = hooks
         .into_iter()
@@ -393,6 +415,22 @@ mod tests {
         assert!(!says_found("Found 0 items:\n"));
         assert!(!says_found("Found 12345 items:\n"));
         assert!(!says_found("nothing here\n"));
+    }
+
+    #[test]
+    fn answers_that_are_not_batch_configs_say_why() {
+        let why = |text: &str| parse_batch_config(text).unwrap_err().to_string();
+        assert_eq!(why(r#"{"version":"v2"}"#), "unknown version 'v2'");
+        assert_eq!(
+            why(r#"{"version":"v1","hooks":{}}"#),
+            "'hooks' must be a list"
+        );
+        assert_eq!(why("42"), "expected an object or a list");
+        assert_eq!(why("[1]"), "every hook config must be an object");
+        assert!(matches!(
+            parse_batch_config("{"),
+            Err(BatchConfigError::Json(_))
+        ));
     }
 
     #[test]

@@ -67,7 +67,7 @@ impl HookConfigs {
         match output {
             Err(e) => self
                 .errors
-                .push(format!("{place}{}", crate::cli::check::error_chain(&e))),
+                .push(format!("{place}{}", addon_core::error::error_chain(&e))),
             Ok(stdout) => match hook_config::parse(&hook.name, scope, &stdout) {
                 Ok(config) => {
                     self.by_path.insert(hook.config_key(), config);

@@ -8,11 +8,11 @@ use std::time::Duration;
 use addon_core::discovery::Discovered;
 use addon_core::hook_config::HookConfig;
 
-use crate::cli::check::error_chain;
 use crate::edges::tree::configs::HookConfigs;
 use crate::edges::tree::dirs::{self, DirFlags};
 use crate::edges::tree::hook_configs::ConfigRunOptions;
 use crate::edges::tree::{self as loader, LoaderConfig};
+use addon_core::error::error_chain;
 
 /// A tree ready to run.
 pub struct Tree {

@@ -1,6 +1,7 @@
 //! Tests of filesystem discovery on temporary trees.
 
 use super::*;
+use addon_core::error::error_chain;
 use std::os::unix::fs::symlink;
 
 fn write(path: &Path, text: &str, executable: bool) {
@@ -168,7 +169,7 @@ fn bad_module_names_and_values_key_collisions_are_reported_a_missing_dir_is_not(
     fs::create_dir_all(root.join("modules/004-module1")).unwrap();
 
     let (found, errors) = load(&config(root));
-    let text: Vec<String> = errors.iter().map(error_chain).collect();
+    let text: Vec<String> = errors.iter().map(|e| error_chain(e)).collect();
     assert_eq!(errors.len(), 2, "{text:?}");
     assert!(text.iter().any(|e| e.contains("001-Bad_Name")));
     assert!(
@@ -178,17 +179,6 @@ fn bad_module_names_and_values_key_collisions_are_reported_a_missing_dir_is_not(
     let modules: Vec<_> = found.modules.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(modules, ["module-1", "good"]);
     assert!(found.global.hooks.is_empty());
-}
-
-fn error_chain(e: &LoadError) -> String {
-    let mut out = e.to_string();
-    let mut cur: &dyn std::error::Error = e;
-    while let Some(next) = cur.source() {
-        out.push_str(": ");
-        out.push_str(&next.to_string());
-        cur = next;
-    }
-    out
 }
 
 #[test]
@@ -207,7 +197,7 @@ fn symlink_loops_under_hooks_are_reported_and_hooks_are_found_once() {
 
     let (found, errors) = load(&config(root));
     assert_eq!(names(&found.global.hooks), ["hooks/a.sh", "hooks/sub/b.sh"]);
-    let text: Vec<String> = errors.iter().map(error_chain).collect();
+    let text: Vec<String> = errors.iter().map(|e| error_chain(e)).collect();
     assert_eq!(text.len(), 2, "{text:?}");
     assert!(text[0].contains("hooks/sub/loop leads back to"), "{text:?}");
     assert!(

@@ -6,10 +6,10 @@ use addon_core::lifecycle::{self, ConvergeFacts, Discovered};
 use addon_core::names::ModuleName;
 use addon_core::values::patch::Scope;
 
-use crate::cli::check::error_chain;
 use crate::edges::metrics::ModuleInfo;
 use crate::runtime::Shared;
 use crate::runtime::decisions;
+use crate::runtime::error::{DiscoveryError, TaskError};
 use crate::runtime::state::State;
 use crate::runtime::task::Outcome;
 
@@ -27,16 +27,16 @@ pub async fn discover(shared: &Shared) -> Outcome {
     let candidates = candidates(&shared.lock());
     let enabled = match run_pass(shared, candidates).await {
         Ok(enabled) => enabled,
-        Err(message) => {
+        Err(error) => {
             shared.metrics.discover_error();
-            return Outcome::Failed(message);
+            return Outcome::Failed(error.into());
         }
     };
     let releases = match shared.edges.helm.releases().await {
         Ok(releases) => releases,
         Err(e) => {
             shared.metrics.discover_error();
-            return Outcome::Failed(error_chain(&e));
+            return Outcome::Failed(TaskError::Discovery(e.into()));
         }
     };
     let st = shared.lock();
@@ -83,18 +83,20 @@ fn candidates(st: &State) -> Vec<Candidate> {
 }
 
 /// Runs the enablement pass, calling `enabled` scripts in module order.
-async fn run_pass(shared: &Shared, candidates: Vec<Candidate>) -> Result<Vec<ModuleName>, String> {
+async fn run_pass(
+    shared: &Shared,
+    candidates: Vec<Candidate>,
+) -> Result<Vec<ModuleName>, DiscoveryError> {
     let mut pass = EnablementPass::new(candidates);
     loop {
-        match pass.next_step().map_err(|e| e.to_string())? {
+        match pass.next_step()? {
             Step::Done(enabled) => return Ok(enabled),
             Step::RunScript {
                 module,
                 enabled_so_far,
             } => {
                 let verdict = run_script(shared, &module, &enabled_so_far).await?;
-                pass.accept_verdict(&module, verdict)
-                    .map_err(|e| e.to_string())?;
+                pass.accept_verdict(&module, verdict)?;
             }
         }
     }
@@ -104,29 +106,26 @@ async fn run_script(
     shared: &Shared,
     module: &ModuleName,
     enabled_so_far: &[ModuleName],
-) -> Result<bool, String> {
+) -> Result<bool, DiscoveryError> {
     let (script, values) = {
         let mut st = shared.lock();
         st.record(|| format!("enabled {module}"));
         let script = st
             .module(module)
             .and_then(|m| m.source.enabled_script.clone())
-            .ok_or_else(|| format!("module '{module}' has no enabled script"))?;
-        let values = st
-            .store
-            .enabled_script_values(module, enabled_so_far)
-            .map_err(|e| error_chain(&e))?;
+            .ok_or_else(|| DiscoveryError::NoEnabledScript {
+                module: module.clone(),
+            })?;
+        let values = st.store.enabled_script_values(module, enabled_so_far)?;
         (script, values)
     };
     let answer = shared
         .edges
         .hooks
         .run_enabled(module, &script, &values)
-        .await
-        .map_err(|e| e.message)?;
+        .await?;
     let verdict =
-        enablement::parse_script_result(module, &answer.result_file, &answer.stdout_last_line)
-            .map_err(|e| e.to_string())?;
+        enablement::parse_script_result(module, &answer.result_file, &answer.stdout_last_line)?;
     if let Some(warning) = verdict.warning {
         tracing::warn!(module = %module, "{warning}");
     }

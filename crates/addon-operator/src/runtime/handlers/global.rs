@@ -2,6 +2,7 @@
 //! kubernetes bindings.
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
+use addon_core::error::error_chain;
 use addon_core::hook_config::{FilteredObject, KubernetesBinding};
 use addon_core::lifecycle;
 use addon_core::monitor::MonitorCache;
@@ -10,6 +11,7 @@ use addon_core::names::{HookName, QueueName};
 use crate::runtime::Shared;
 use crate::runtime::decisions;
 use crate::runtime::edges::MonitorKey;
+use crate::runtime::error::{MonitorError, TaskError};
 use crate::runtime::hooks::{self, HookEffect, RunContext};
 use crate::runtime::kube_metrics::MonitorLabels;
 use crate::runtime::state::Monitor;
@@ -33,11 +35,11 @@ pub async fn hook_task(shared: &Shared, queue: &QueueName, task: &HookTask) -> O
     .await;
     let effect = match result {
         Ok(effect) => effect,
-        Err(message) if task.allow_failure => {
-            tracing::warn!(hook = %task.hook, error = %message, "hook failed, but it is allowed to fail");
+        Err(error) if task.allow_failure => {
+            tracing::warn!(hook = %task.hook, error = %error_chain(&error), "hook failed, but it is allowed to fail");
             HookEffect::default()
         }
-        Err(message) => return Outcome::Failed(message),
+        Err(error) => return Outcome::Failed(error.into()),
     };
     mark_synchronized(shared, task);
     let st = shared.lock();
@@ -70,7 +72,10 @@ fn mark_synchronized(shared: &Shared, task: &HookTask) {
 pub async fn enable_kubernetes(shared: &Shared, hook: &HookName) -> Outcome {
     let def = match shared.lock().global_hook(hook).cloned() {
         Some(def) => def,
-        None => return Outcome::Failed(format!("hook '{hook}' is not known")),
+        None => {
+            let error = MonitorError::UnknownHook { hook: hook.clone() };
+            return Outcome::Failed(error.into());
+        }
     };
     let mut head = Vec::new();
     for index in 0..def.config.kubernetes.len() {
@@ -82,7 +87,7 @@ pub async fn enable_kubernetes(shared: &Shared, hook: &HookName) -> Outcome {
         match start_monitor(shared, &key).await {
             Ok(Some(task)) => head.push(task),
             Ok(None) => {}
-            Err(message) => return Outcome::Failed(message),
+            Err(error) => return Outcome::Failed(TaskError::Monitor(error)),
         }
     }
     let decision = lifecycle::global_kubernetes_enabled(head);
@@ -105,10 +110,13 @@ async fn filter_listing(
     hook: &HookName,
     binding: &KubernetesBinding,
     objects: Vec<serde_json::Value>,
-) -> Result<Vec<(serde_json::Value, FilteredObject)>, String> {
+) -> Result<Vec<(serde_json::Value, FilteredObject)>, MonitorError> {
     let filtered = shared.jq.filter_objects(binding, &objects).await;
-    let filtered =
-        filtered.map_err(|e| format!("hook '{hook}': binding '{}': {e}", binding.name))?;
+    let filtered = filtered.map_err(|source| MonitorError::Filter {
+        hook: hook.clone(),
+        binding: binding.name.clone(),
+        source,
+    })?;
     Ok(objects.into_iter().zip(filtered).collect())
 }
 
@@ -119,7 +127,7 @@ async fn list_filtered(
     shared: &Shared,
     key: &MonitorKey,
     binding: &KubernetesBinding,
-) -> (Result<MonitorCache, String>, std::time::Duration) {
+) -> (Result<MonitorCache, MonitorError>, std::time::Duration) {
     let (pages, mut received) = tokio::sync::mpsc::channel(1);
     let listing = shared.edges.kube.start_paged(key, binding, pages);
     let filtering = async {
@@ -139,23 +147,30 @@ async fn list_filtered(
         (failed.map_or(Ok(cache), Err), time)
     };
     let (listed, (filtered, time)) = tokio::join!(listing, filtering);
-    (listed.map_err(|e| e.to_string()).and(filtered), time)
+    (listed.map_err(MonitorError::Start).and(filtered), time)
 }
 
 /// Starts one binding's watch and loads its objects. Returns the Synchronization run to queue,
 /// or `None` when the hook must not run on Synchronization (the binding is synced at once).
-pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<Task>, String> {
+pub async fn start_monitor(
+    shared: &Shared,
+    key: &MonitorKey,
+) -> Result<Option<Task>, MonitorError> {
+    let hook = key.hook.clone();
     let def = shared
         .lock()
         .hook(key.module.as_ref(), &key.hook)
         .cloned()
-        .ok_or_else(|| format!("hook '{}' is not known", key.hook))?;
-    let binding = def
-        .config
-        .kubernetes
-        .get(key.binding)
-        .cloned()
-        .ok_or_else(|| format!("hook '{}' has no binding #{}", key.hook, key.binding))?;
+        .ok_or_else(|| MonitorError::UnknownHook { hook: hook.clone() })?;
+    let binding =
+        def.config
+            .kubernetes
+            .get(key.binding)
+            .cloned()
+            .ok_or(MonitorError::UnknownBinding {
+                hook,
+                index: key.binding,
+            })?;
     let runs = lifecycle::synchronization_runs(&binding);
     shared.lock().monitors.insert(
         key.clone(),
@@ -175,10 +190,9 @@ pub async fn start_monitor(shared: &Shared, key: &MonitorKey) -> Result<Option<T
         }
     };
     let Some(monitor) = st.monitors.get_mut(key) else {
-        return Err(format!(
-            "hook '{}': the watch was stopped while starting",
-            key.hook
-        ));
+        return Err(MonitorError::Stopped {
+            hook: key.hook.clone(),
+        });
     };
     let filtered = cache.len();
     load_monitor(monitor, cache, !runs);

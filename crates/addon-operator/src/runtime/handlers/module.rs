@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
+use addon_core::error::error_chain;
 use addon_core::hook_config::BindingType;
 use addon_core::hook_output::kube_patch::{CreateMode, KubeOperation, ObjectRef};
 use addon_core::lifecycle::{self, DeletePhase, RunPhase};
@@ -12,12 +13,12 @@ use addon_core::names::{ModuleName, QueueName};
 use addon_core::values::patch::Scope;
 
 use super::global::start_monitor;
-use crate::cli::check::error_chain;
 use crate::edges::helm::{UpgradeRequest, chart_files};
 use crate::edges::metrics::HelmOperation;
 use crate::runtime::Shared;
 use crate::runtime::decisions;
 use crate::runtime::edges::MonitorKey;
+use crate::runtime::error::{HookError, ModuleError, TaskError};
 use crate::runtime::hooks::{self, RunContext};
 use crate::runtime::state::{HookDef, ModuleState, hooks_by_order, hooks_with_kubernetes};
 use crate::runtime::task::{HookTask, Outcome, Task};
@@ -35,7 +36,7 @@ pub async fn run(shared: &Shared, module: &ModuleName, startup: bool, reason: &s
 
 async fn run_steps(shared: &Shared, module: &ModuleName, startup: bool, reason: &str) -> Outcome {
     let Some(state) = shared.lock().module(module).cloned() else {
-        return Outcome::Failed(format!("module '{module}' is not known"));
+        return Outcome::Failed(unknown(module));
     };
     let enabled = shared.lock().enabled.contains(module);
     let has_chart = state.source.has_chart;
@@ -48,10 +49,10 @@ async fn run_steps(shared: &Shared, module: &ModuleName, startup: bool, reason: 
         for phase in phases {
             changed |= run_phase(shared, module, &state, phase, startup, reason).await?;
         }
-        Ok::<bool, String>(changed)
+        Ok::<bool, ModuleError>(changed)
     };
     match steps.await {
-        Err(message) => Outcome::Failed(format!("module '{module}': {message}")),
+        Err(source) => Outcome::Failed(failed(module, source)),
         Ok(changed) => {
             let decision = lifecycle::module_run_finished(module, changed);
             decisions::outcome(shared, shared.lock(), decision)
@@ -67,7 +68,7 @@ async fn run_phase(
     phase: RunPhase,
     startup: bool,
     reason: &str,
-) -> Result<bool, String> {
+) -> Result<bool, ModuleError> {
     let hooks = &state.hooks;
     match phase {
         RunPhase::EnsureCrds => ensure_crds(shared, module, &state.source.path, startup).await?,
@@ -100,13 +101,10 @@ async fn ensure_crds(
     module: &ModuleName,
     dir: &Path,
     startup: bool,
-) -> Result<(), String> {
+) -> Result<(), ModuleError> {
     let dir = dir.to_path_buf();
     let read = tokio::task::spawn_blocking(move || crate::edges::kube::crds::read(&dir));
-    let crds = match read.await {
-        Ok(result) => result.map_err(|e| error_chain(&e))?,
-        Err(e) => return Err(format!("reading crds/ failed: {e}")),
-    };
+    let crds = read.await.map_err(ModuleError::ReadCrdsTask)??;
     let Some(crds) = crds else {
         return Ok(());
     };
@@ -126,13 +124,13 @@ async fn ensure_crds(
         .objects
         .apply(&ops)
         .await
-        .map_err(|e| format!("create or update the CRDs of crds/: {e}"))?;
+        .map_err(ModuleError::ApplyCrds)?;
     shared
         .edges
         .objects
         .wait_crds_established(&names)
         .await
-        .map_err(|e| format!("CRDs of crds/: {e}"))?;
+        .map_err(ModuleError::WaitCrds)?;
     shared
         .lock()
         .crds_applied
@@ -185,7 +183,7 @@ async fn run_lifecycle(
     module: &ModuleName,
     hooks: &[HookDef],
     binding: BindingType,
-) -> Result<(), String> {
+) -> Result<(), HookError> {
     for def in hooks_by_order(hooks, binding) {
         let snapshots = Snapshots::new();
         let ctx = ContextBuilder::new(&def.config, &snapshots).ordered(binding);
@@ -204,7 +202,7 @@ async fn synchronize(
     shared: &Shared,
     module: &ModuleName,
     hooks: &[HookDef],
-) -> Result<(), String> {
+) -> Result<(), ModuleError> {
     for def in hooks_with_kubernetes(hooks) {
         for index in 0..def.config.kubernetes.len() {
             let key = MonitorKey {
@@ -225,7 +223,7 @@ async fn run_synchronization(
     shared: &Shared,
     key: &MonitorKey,
     task: HookTask,
-) -> Result<(), String> {
+) -> Result<(), HookError> {
     let at = RunContext {
         queue: &QueueName::main(),
         allow_failure: task.allow_failure,
@@ -241,10 +239,10 @@ async fn run_synchronization(
     .await;
     match result {
         Ok(_) => {}
-        Err(message) if task.allow_failure => {
-            tracing::warn!(hook = %task.hook, error = %message, "Synchronization failed, but it is allowed to fail");
+        Err(error) if task.allow_failure => {
+            tracing::warn!(hook = %task.hook, error = %error_chain(&error), "Synchronization failed, but it is allowed to fail");
         }
-        Err(message) => return Err(message),
+        Err(error) => return Err(error),
     }
     if let Some(monitor) = shared.lock().monitors.get_mut(key) {
         monitor.synced = true;
@@ -259,7 +257,7 @@ async fn helm_upgrade(
     module: &ModuleName,
     chart: &Path,
     activation: &str,
-) -> Result<(), String> {
+) -> Result<(), ModuleError> {
     let request = upgrade_request(shared, module, chart).await?;
     let helm = &shared.edges.helm;
     let timed = |operation, started: tokio::time::Instant| {
@@ -269,15 +267,12 @@ async fn helm_upgrade(
             .helm_operation(module.as_str(), activation, operation, elapsed);
     };
     let started = tokio::time::Instant::now();
-    let upgrade = helm
-        .should_upgrade(&request)
-        .await
-        .map_err(|e| error_chain(&e))?;
+    let upgrade = helm.should_upgrade(&request).await?;
     timed(HelmOperation::CheckUpgrade, started);
     if upgrade {
         shared.lock().record(|| format!("helm upgrade {module}"));
         let started = tokio::time::Instant::now();
-        helm.upgrade(&request).await.map_err(|e| error_chain(&e))?;
+        helm.upgrade(&request).await?;
         timed(HelmOperation::Upgrade, started);
     }
     Ok(())
@@ -289,13 +284,9 @@ pub async fn upgrade_request(
     shared: &Shared,
     module: &ModuleName,
     chart: &Path,
-) -> Result<UpgradeRequest, String> {
-    let values = shared
-        .lock()
-        .store
-        .helm_values(module)
-        .map_err(|e| error_chain(&e))?;
-    let values_yaml = addon_core::yaml::to_string(&values).map_err(|e| e.to_string())?;
+) -> Result<UpgradeRequest, ModuleError> {
+    let values = shared.lock().store.helm_values(module)?;
+    let values_yaml = addon_core::yaml::to_string(&values)?;
     let checksum = chart_checksum(chart.to_path_buf(), values_yaml.clone()).await?;
     Ok(UpgradeRequest {
         release: module.to_string(),
@@ -306,12 +297,22 @@ pub async fn upgrade_request(
 }
 
 /// [`chart_files::checksum`] of the values and the chart, on the blocking pool.
-async fn chart_checksum(chart: PathBuf, values_yaml: String) -> Result<String, String> {
+async fn chart_checksum(chart: PathBuf, values_yaml: String) -> Result<String, ModuleError> {
     let digest =
         tokio::task::spawn_blocking(move || chart_files::checksum(&chart, values_yaml.as_bytes()));
-    match digest.await {
-        Ok(result) => result.map_err(|e| error_chain(&e)),
-        Err(e) => Err(format!("chart checksum task failed: {e}")),
+    Ok(digest.await.map_err(ModuleError::ChartChecksumTask)??)
+}
+
+fn unknown(module: &ModuleName) -> TaskError {
+    TaskError::UnknownModule {
+        module: module.clone(),
+    }
+}
+
+fn failed(module: &ModuleName, source: ModuleError) -> TaskError {
+    TaskError::Module {
+        module: module.clone(),
+        source,
     }
 }
 
@@ -319,29 +320,24 @@ async fn chart_checksum(chart: PathBuf, values_yaml: String) -> Result<String, S
 /// hooks; its watches and schedules stop and its values patches are forgotten.
 pub async fn delete(shared: &Shared, module: &ModuleName) -> Outcome {
     let Some(state) = shared.lock().module(module).cloned() else {
-        return Outcome::Failed(format!("module '{module}' is not known"));
+        return Outcome::Failed(unknown(module));
     };
     let steps = async {
         let release_exists = state.source.has_chart && {
-            let releases = shared
-                .edges
-                .helm
-                .releases()
-                .await
-                .map_err(|e| error_chain(&e))?;
+            let releases = shared.edges.helm.releases().await?;
             releases.iter().any(|r| r == module.as_str())
         };
         for phase in lifecycle::module_delete_phases(release_exists) {
             delete_phase(shared, module, &state.hooks, phase).await?;
         }
-        Ok::<(), String>(())
+        Ok::<(), ModuleError>(())
     };
     let result = steps.await;
     shared
         .metrics
         .module_delete(module.as_str(), result.is_ok());
-    if let Err(message) = result {
-        return Outcome::Failed(format!("module '{module}': {message}"));
+    if let Err(source) = result {
+        return Outcome::Failed(failed(module, source));
     }
     let decision = lifecycle::module_delete_finished(module);
     decisions::outcome(shared, shared.lock(), decision)
@@ -352,19 +348,20 @@ async fn delete_phase(
     module: &ModuleName,
     hooks: &[HookDef],
     phase: DeletePhase,
-) -> Result<(), String> {
+) -> Result<(), ModuleError> {
     match phase {
         DeletePhase::BeforeDeleteHelm => {
-            run_lifecycle(shared, module, hooks, BindingType::BeforeDeleteHelm).await
+            run_lifecycle(shared, module, hooks, BindingType::BeforeDeleteHelm).await?
         }
         DeletePhase::Uninstall => {
             shared.lock().record(|| format!("helm uninstall {module}"));
-            (shared.edges.helm.uninstall(module.as_str()).await).map_err(|e| error_chain(&e))
+            shared.edges.helm.uninstall(module.as_str()).await?
         }
         DeletePhase::AfterDeleteHelm => {
-            run_lifecycle(shared, module, hooks, BindingType::AfterDeleteHelm).await
+            run_lifecycle(shared, module, hooks, BindingType::AfterDeleteHelm).await?
         }
     }
+    Ok(())
 }
 
 /// Uninstalls a release that belongs to no module; a failure is only logged.

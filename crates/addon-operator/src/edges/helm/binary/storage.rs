@@ -274,7 +274,7 @@ fn stored<K: StorageKind>(object: &K) -> Option<Stored> {
             object_version: object_version(object),
         }),
         Err(error) => {
-            tracing::warn!(object = %name, error = %crate::cli::check::error_chain(&error), "skipping a helm release revision that cannot be decoded");
+            tracing::warn!(object = %name, error = %addon_core::error::error_chain(&error), "skipping a helm release revision that cannot be decoded");
             None
         }
     }
