@@ -8,3 +8,6 @@ pub mod edges;
 pub mod env;
 pub mod logging;
 pub mod runtime;
+
+#[cfg(test)]
+mod house_plan_tests;

@@ -1,0 +1,194 @@
+//! The house plan as tests: the operator's source files import each other without a circle, so
+//! the rooms (`cli` → `runtime` → `edges`) stay layered as docs/architecture.md draws them.
+//!
+//! A file's uses of its own ancestors (a folder's `mod.rs`, the folder's front door) are not
+//! counted; every other `crate::…`, `super::…` or grouped `crate::{…}` path is an edge to the
+//! file that defines the longest matching module. Test-only files (`tests.rs`, `*_tests.rs`) and
+//! inline `#[cfg(test)] mod tests` blocks are left out.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+type Module = Vec<String>;
+
+fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            source_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `runtime/handlers/mod.rs` → `[runtime, handlers]`; `cli/start.rs` → `[cli, start]`.
+fn module_of(root: &Path, file: &Path) -> Module {
+    let rel = file.strip_prefix(root).unwrap().with_extension("");
+    let mut parts: Module = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The text of a file without its inline test module and without `//` comments.
+fn production_text(text: &str) -> String {
+    let end = text.find("#[cfg(test)]\nmod tests {").unwrap_or(text.len());
+    text[..end]
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn ident_path(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for seg in text.split("::") {
+        let name: String = seg
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() {
+            break;
+        }
+        let whole = name.len() == seg.len();
+        out.push(name);
+        if !whole {
+            break;
+        }
+    }
+    out
+}
+
+/// Every module path a file names through `crate::` or `super::`, made absolute.
+fn referenced(module: &Module, text: &str) -> Vec<Module> {
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices("crate::") {
+        let rest = &text[i + "crate::".len()..];
+        let head = ident_path(rest);
+        let after: String = head.iter().map(|s| format!("{s}::")).collect();
+        if let Some(group) = rest
+            .strip_prefix(after.as_str())
+            .and_then(|r| r.strip_prefix('{'))
+        {
+            for item in group.split('}').next().unwrap_or("").split(',') {
+                let mut path = head.clone();
+                path.extend(ident_path(item.trim()));
+                out.push(path);
+            }
+        } else {
+            out.push(head);
+        }
+    }
+    for (i, _) in text.match_indices("super::") {
+        if text[..i].ends_with("super::") {
+            continue;
+        }
+        let mut rest = &text[i..];
+        let mut base = module.clone();
+        while let Some(r) = rest.strip_prefix("super::") {
+            base.pop();
+            rest = r;
+        }
+        base.extend(ident_path(rest));
+        out.push(base);
+    }
+    out
+}
+
+fn import_graph() -> BTreeMap<Module, BTreeSet<Module>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    source_files(&root, &mut files);
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|f| !f.to_string_lossy().ends_with("tests.rs"))
+        .collect();
+    let modules: BTreeMap<Module, PathBuf> = files
+        .iter()
+        .map(|f| (module_of(&root, f), f.clone()))
+        .collect();
+    let mut graph = BTreeMap::new();
+    for (module, file) in &modules {
+        let text = production_text(&std::fs::read_to_string(file).unwrap());
+        let mut targets = BTreeSet::new();
+        for path in referenced(module, &text) {
+            let target = (0..=path.len())
+                .rev()
+                .map(|n| path[..n].to_vec())
+                .find(|p| modules.contains_key(p));
+            if let Some(t) = target.filter(|t| !module.starts_with(t)) {
+                targets.insert(t);
+            }
+        }
+        graph.insert(module.clone(), targets);
+    }
+    graph
+}
+
+/// A circle through `start`, if one exists (depth-first search back to it).
+fn circle_through(
+    graph: &BTreeMap<Module, BTreeSet<Module>>,
+    start: &Module,
+) -> Option<Vec<Module>> {
+    let mut stack = vec![(start.clone(), vec![start.clone()])];
+    let mut seen = BTreeSet::new();
+    while let Some((node, path)) = stack.pop() {
+        for next in graph.get(&node).into_iter().flatten() {
+            if next == start {
+                return Some(path.clone());
+            }
+            if seen.insert(next.clone()) {
+                let mut p = path.clone();
+                p.push(next.clone());
+                stack.push((next.clone(), p));
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_source_file_imports_a_file_that_imports_it_back() {
+    let graph = import_graph();
+    assert!(graph.len() > 50, "the walk found the source files");
+    let circles: Vec<String> = graph
+        .keys()
+        .filter_map(|m| circle_through(&graph, m))
+        .map(|c| {
+            c.iter()
+                .map(|m| m.join("::"))
+                .collect::<Vec<_>>()
+                .join(" → ")
+        })
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn the_graph_sees_grouped_and_relative_imports() {
+    let m = |s: &str| -> Module { s.split("::").map(String::from).collect() };
+    let refs = referenced(
+        &m("runtime::handlers::module"),
+        "use crate::edges::{helm::Helm, kube};\nuse super::super::state::State;",
+    );
+    assert_eq!(
+        refs,
+        vec![
+            m("edges::helm::Helm"),
+            m("edges::kube"),
+            m("runtime::state::State")
+        ]
+    );
+}
