@@ -1,5 +1,6 @@
 //! The house plan as tests: the operator's source files import each other without a circle, so
-//! the rooms (`cli` → `runtime` → `edges`) stay layered as docs/architecture.md draws them.
+//! the rooms (`cli` → `runtime` → `edges`) stay layered as docs/architecture.md draws them; and
+//! errors are types everywhere but the command line (no `Result<_, String>` outside `cli/`).
 //!
 //! A file's uses of its own ancestors (a folder's `mod.rs`, the folder's front door) are not
 //! counted; every other `crate::…`, `super::…` or grouped `crate::{…}` path is an edge to the
@@ -103,14 +104,19 @@ fn referenced(module: &Module, text: &str) -> Vec<Module> {
     out
 }
 
-fn import_graph() -> BTreeMap<Module, BTreeSet<Module>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The crate's source files, test-only files left out.
+fn production_files(root: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    source_files(&root, &mut files);
-    let files: Vec<PathBuf> = files
+    source_files(root, &mut files);
+    files
         .into_iter()
         .filter(|f| !f.to_string_lossy().ends_with("tests.rs"))
-        .collect();
+        .collect()
+}
+
+fn import_graph() -> BTreeMap<Module, BTreeSet<Module>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let files = production_files(&root);
     let modules: BTreeMap<Module, PathBuf> = files
         .iter()
         .map(|f| (module_of(&root, f), f.clone()))
@@ -191,4 +197,53 @@ fn the_graph_sees_grouped_and_relative_imports() {
             m("runtime::state::State")
         ]
     );
+}
+
+/// The error types of every `Result<…>` written in `text` whose error is a plain `String`.
+fn string_errors(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (start, _) in text.match_indices("Result<") {
+        let args = &text[start + "Result<".len()..];
+        let (mut depth, mut last_comma, mut end) = (0usize, None, None);
+        for (i, c) in args.char_indices() {
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                '>' | ')' | ']' if depth == 0 => {
+                    end = Some(i);
+                    break;
+                }
+                '>' | ')' | ']' => depth -= 1,
+                ',' if depth == 0 => last_comma = Some(i),
+                _ => {}
+            }
+        }
+        if let (Some(comma), Some(end)) = (last_comma, end)
+            && args[comma + 1..end].trim() == "String"
+        {
+            found.push(format!("Result<{}>", &args[..end]));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_result_with_a_string_error_outside_the_command_line() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut offenders = Vec::new();
+    for file in production_files(&root) {
+        if file.starts_with(root.join("cli")) {
+            continue;
+        }
+        let text = production_text(&std::fs::read_to_string(&file).unwrap());
+        for found in string_errors(&text) {
+            offenders.push(format!("{}: {found}", file.display()));
+        }
+    }
+    assert!(offenders.is_empty(), "{}", offenders.join("\n"));
+}
+
+#[test]
+fn a_string_error_is_found_however_the_result_is_nested() {
+    let text = "fn a() -> Result<Vec<(u8, u8)>, String> {}\nfn b() -> Result<(), MyError> {}\nfn c() -> Result<BTreeMap<String, String>, E> {}";
+    assert_eq!(string_errors(text), vec!["Result<Vec<(u8, u8)>, String>"]);
 }
