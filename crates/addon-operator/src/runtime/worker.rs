@@ -241,6 +241,7 @@ fn apply(
         Outcome::Failed(error) => {
             let failure = error.to_failure();
             let (kind, message) = (failure.kind, failure.message.clone());
+            (shared.metrics).task_failure(queue.as_str(), kind.as_str());
             let retry_at = q.fail(id, now, failure);
             st.queued_at.insert(id, now);
             let delay = retry_at

@@ -29,6 +29,12 @@ async fn a_failing_helm_upgrade_is_recorded_as_a_helm_failure() {
         .first_failure_record()
         .expect("the module run failed");
     assert_eq!(failure.kind, FailureKind::Helm);
+    let text = op.handle.metrics().encode();
+    assert!(
+        text.contains(r#"addon_operator_task_failures_total{queue="main",kind="helm"} 1"#),
+        "{text}"
+    );
+    assert!(!text.contains(r#"kind="hook""#), "{text}");
     assert!(
         failure
             .message
@@ -52,6 +58,11 @@ async fn a_failing_hook_in_the_same_module_run_is_recorded_as_a_hook_failure() {
     assert_eq!(
         op.handle.first_failure_record(),
         Some(Failure::new(FailureKind::Hook, "module 'web': broken hook"))
+    );
+    let metrics = op.handle.metrics().encode();
+    assert!(
+        metrics.contains(r#"addon_operator_task_failures_total{queue="main",kind="hook"}"#),
+        "{metrics}"
     );
     let text = op.handle.queues_text();
     assert!(

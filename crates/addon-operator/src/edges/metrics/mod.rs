@@ -142,6 +142,14 @@ impl Metrics {
             .inc();
     }
 
+    /// A task run failed; `kind` says what failed (`addon_core::error::FailureKind`).
+    pub fn task_failure(&self, queue: &str, kind: &str) {
+        self.families
+            .task_failures
+            .get_or_create(&labels([("queue", queue), ("kind", kind)]))
+            .inc();
+    }
+
     /// When discovering modules (reading the modules dirs, enabled scripts) fails.
     pub fn discover_error(&self) {
         self.families.modules_discover_errors.inc();

@@ -126,6 +126,7 @@ pub struct OperatorFamilies {
     pub binding_count: GaugeFamily,
     pub config_values_errors: Counter<u64>,
     pub config_reloads: CounterFamily,
+    pub task_failures: CounterFamily,
     pub modules_discover_errors: Counter<u64>,
     pub module_delete_errors: CounterFamily,
     pub module_run_seconds: HistogramFamily,
@@ -169,6 +170,7 @@ impl OperatorFamilies {
             binding_count: GaugeFamily::default(),
             config_values_errors: Counter::default(),
             config_reloads: CounterFamily::default(),
+            task_failures: CounterFamily::default(),
             modules_discover_errors: Counter::default(),
             module_delete_errors: CounterFamily::default(),
             module_run_seconds: histogram_family(),
@@ -207,6 +209,11 @@ impl OperatorFamilies {
             "config_reloads",
             "Changes seen on the config store: own_write echoes (ignored) and external edits",
             &self.config_reloads,
+        );
+        r.add(
+            "task_failures",
+            "Failed task runs by queue and by the kind of what failed (hook, helm, kube, config, values, module)",
+            &self.task_failures,
         );
         r.add(
             "modules_discover_errors",
