@@ -19,4 +19,5 @@ pub mod quote;
 pub mod schema;
 pub mod setup;
 pub mod values;
+pub mod words;
 pub mod yaml;

@@ -2,8 +2,10 @@
 //! change, events whose filter result did not change suppressed, full objects dropped when the
 //! binding does not keep them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use crate::words::Words;
 
 use serde_json::Value;
 
@@ -55,7 +57,7 @@ pub struct MonitorCache {
     binding: KubernetesBinding,
     entries: BTreeMap<Key, Entry>,
     /// The namespaces and kinds of the keys, one copy each.
-    words: BTreeSet<Arc<str>>,
+    words: Words,
 }
 
 impl MonitorCache {
@@ -63,7 +65,7 @@ impl MonitorCache {
         Self {
             binding: binding.clone(),
             entries: BTreeMap::new(),
-            words: BTreeSet::new(),
+            words: Words::default(),
         }
     }
 
@@ -149,8 +151,8 @@ impl MonitorCache {
     fn entry(&mut self, object: &Value, filtered: FilteredObject) -> (Key, Entry) {
         let id = ObjectId::of(object);
         let key = Key {
-            namespace: self.word(&id.namespace),
-            kind: self.word(&id.kind),
+            namespace: self.words.get(&id.namespace),
+            kind: self.words.get(&id.kind),
             name: id.name.into_boxed_str(),
         };
         let entry = Entry {
@@ -162,16 +164,6 @@ impl MonitorCache {
             checksum: filtered.checksum,
         };
         (key, entry)
-    }
-
-    /// The shared copy of a namespace or kind.
-    fn word(&mut self, text: &str) -> Arc<str> {
-        if let Some(word) = self.words.get(text) {
-            return word.clone();
-        }
-        let word: Arc<str> = Arc::from(text);
-        self.words.insert(word.clone());
-        word
     }
 }
 

@@ -1,9 +1,10 @@
 //! The objects a watch has reported, turning watcher events (including relists after a restart) into Added/Modified/Deleted without duplicates.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use addon_core::hook_config::WatchEvent;
+use addon_core::words::Words;
 use serde_json::{Map, Value};
 
 /// What the watcher said, with objects already converted to JSON.
@@ -143,7 +144,7 @@ impl Seen {
 pub struct KnownObjects {
     objects: BTreeMap<Id, Seen>,
     /// One copy of each `apiVersion`, `kind` and namespace.
-    words: BTreeSet<Arc<str>>,
+    words: Words,
     relist: Option<Vec<Value>>,
 }
 
@@ -203,7 +204,7 @@ impl KnownObjects {
 
     /// What is kept of `object`.
     fn seen(&mut self, object: &Value) -> Seen {
-        let mut word = |v: &Value| v.as_str().map(|text| self.word(text));
+        let mut word = |v: &Value| v.as_str().map(|text| self.words.get(text));
         Seen {
             api_version: word(&object["apiVersion"]),
             kind: word(&object["kind"]),
@@ -211,16 +212,6 @@ impl KnownObjects {
             name: object["metadata"]["name"].as_str().map(Box::from),
             version: Version::of(object),
         }
-    }
-
-    /// The shared copy of an `apiVersion`, `kind` or namespace.
-    fn word(&mut self, text: &str) -> Arc<str> {
-        if let Some(word) = self.words.get(text) {
-            return word.clone();
-        }
-        let word: Arc<str> = Arc::from(text);
-        self.words.insert(word.clone());
-        word
     }
 
     /// Whether `object` is new or at another version than the one known.
