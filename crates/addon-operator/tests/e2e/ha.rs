@@ -4,6 +4,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use addon_operator::edges::helm::binary::kube_cache;
+
 use crate::cluster::Cluster;
 
 use crate::support::{Running, start_command, write};
@@ -78,6 +80,9 @@ fn only_the_lease_holder_works_and_a_standby_takes_over() {
     );
 
     a.kill_hard(); // the leader dies without releasing the lease
+    // what a restart of a with the same --tmp-dir would take over and remove: the test removes it
+    let a_cache = kube_cache::ram_name(&root.join("tmp-a"));
+    let _ = std::fs::remove_dir_all(std::path::Path::new(kube_cache::RAM_DIRS[0]).join(a_cache));
     wait_for(root, "startup b");
     drop(b);
     drop(cluster);

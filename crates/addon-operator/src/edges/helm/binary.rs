@@ -6,7 +6,7 @@ mod argv;
 mod chart;
 mod cluster;
 mod command;
-mod kube_cache;
+pub mod kube_cache;
 mod release;
 mod release_cache;
 mod storage;

@@ -62,7 +62,7 @@ impl KubeCache {
 }
 
 /// `<PREFIX><uid>-<16 hex digits of the temp dir's hash>`.
-fn ram_name(tmp_dir: &Path) -> String {
+pub fn ram_name(tmp_dir: &Path) -> String {
     let digest = Sha256::digest(tmp_dir.as_os_str().as_encoded_bytes());
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
     format!("{PREFIX}{}-{hex}", nix::unistd::geteuid())
