@@ -24,9 +24,10 @@ use crate::cli::check::values::evaluate;
 use crate::cli::start::fail;
 use crate::cli::support::parse_duration;
 use crate::edges::exec::hook_run::{HookOutputs, HookRunSettings};
+use crate::edges::exec::hooks::ProcessHooks;
 use crate::edges::jq::{DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TIMEOUT, JqRunner, SandboxSettings};
 use crate::edges::tree::dirs::DirFlags;
-use crate::runtime::edges::{HookExecutor, HookRequest, ProcessHooks};
+use crate::runtime::edges::{HookExecutor, HookRequest};
 use crate::runtime::hooks::ReadOutputs;
 use addon_core::error::error_chain;
 

@@ -16,10 +16,13 @@ use std::path::PathBuf;
 
 use crate::cli::start::fail;
 use crate::cli::support::parse_duration;
+use crate::edges::config::memory::MemoryConfig;
 use crate::edges::exec::hook_run::HookRunSettings;
+use crate::edges::exec::hooks::ProcessHooks;
 use crate::edges::helm::template::TemplateHelm;
+use crate::edges::kube::no_cluster::NoCluster;
 use crate::edges::tree::dirs::DirFlags;
-use crate::runtime::edges::{Edges, MemoryConfig, NoCluster, ProcessHooks};
+use crate::runtime::edges::Edges;
 use crate::runtime::{Runtime, RuntimeHandle, RuntimeSettings};
 use addon_core::error::error_chain;
 

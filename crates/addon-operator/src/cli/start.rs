@@ -18,21 +18,22 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::support::parse_duration;
 use crate::edges::config::FileConfigStore;
+use crate::edges::config::backend::FileConfig;
+use crate::edges::config::memory::MemoryConfig;
 use crate::edges::exec::hook_run::HookRunSettings;
+use crate::edges::exec::hooks::ProcessHooks;
 use crate::edges::helm::Helm;
 use crate::edges::helm::binary::{BinaryHelm, HelmSettings};
 use crate::edges::helm::template::TemplateHelm;
 use crate::edges::http::{StartupStatus, StatusSource};
 use crate::edges::jq::{JqRunner, SandboxSettings};
 use crate::edges::kube::leader::{LeaderElection, LeaderSettings};
+use crate::edges::kube::no_cluster::NoCluster;
 use crate::edges::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
 use crate::edges::metrics::Metrics;
 use crate::edges::tree::dirs::DirFlags;
 use crate::env::shell_operator_default;
-use crate::runtime::edges::{
-    ConfigBackend, Edges, FileConfig, KubeEvent, MemoryConfig, NoCluster, ObjectPatches,
-    ObjectsError, ProcessHooks,
-};
+use crate::runtime::edges::{ConfigBackend, Edges, KubeEvent, ObjectPatches, ObjectsError};
 use crate::runtime::startup_config::wait_for_config;
 use crate::runtime::{Runtime, RuntimeSettings};
 use addon_core::error::error_chain;

@@ -2,6 +2,8 @@
 //! an edit of its current text, and watch the file, announcing content changes by others (our own
 //! writes are echoes). Parsing the YAML belongs to the core; this edge is text in, text out.
 
+pub mod backend;
+pub mod memory;
 pub mod splice;
 
 use std::io::Write as _;

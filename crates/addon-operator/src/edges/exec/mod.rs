@@ -1,6 +1,7 @@
 //! Running hook processes: a generic child-process runner and the hook I/O contract on top of it.
 
 pub mod hook_run;
+pub mod hooks;
 pub mod launch;
 pub mod process;
 pub mod reaper;

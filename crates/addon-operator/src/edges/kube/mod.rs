@@ -10,6 +10,7 @@ pub mod events;
 pub mod known;
 pub mod leader;
 mod namespaces;
+pub mod no_cluster;
 pub mod own_release;
 pub mod patcher;
 pub mod watch;
