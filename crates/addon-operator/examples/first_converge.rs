@@ -2,14 +2,16 @@
 //! (local mode), from spawn to `/readyz` = 200, against the same processes run one by one by hand.
 //! Run with `bench/first-converge/run.sh [M] [ROUNDS]`.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+#[path = "bench_support/mod.rs"]
+mod bench_support;
+
 use anyhow::Context as _;
+
+use bench_support::{executable, http_get, spawn_operator, spread, stop_operator};
 
 /// The three hooks of each module and their `--config` answers (as `bench/startup`).
 const HOOKS: [(&str, &str); 3] = [
@@ -83,12 +85,6 @@ fn write_tree(root: &Path, modules: usize) -> anyhow::Result<String> {
     Ok(script)
 }
 
-fn executable(path: &Path, body: &str) -> anyhow::Result<()> {
-    std::fs::write(path, body)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
-    Ok(())
-}
-
 /// Seconds for bash to run the by-hand script.
 fn run_by_hand(script: &str, root: &Path) -> anyhow::Result<f64> {
     let started = Instant::now();
@@ -104,33 +100,16 @@ fn run_by_hand(script: &str, root: &Path) -> anyhow::Result<f64> {
 
 /// Seconds from spawning the operator until `/readyz` answers 200 (first converge done).
 fn start_to_ready(operator: &Path, root: &Path, tmp_dir: &Path) -> anyhow::Result<f64> {
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let log = std::fs::File::create(root.join("operator.log"))?;
     let started = Instant::now();
-    let mut child = Command::new(operator)
-        .arg("start")
-        .arg("--working-dir")
-        .arg(root)
-        .arg("--tmp-dir")
-        .arg(tmp_dir)
-        .args(["--prometheus-listen-address", "127.0.0.1"])
-        .args(["--prometheus-listen-port", &port.to_string()])
-        .arg("--debug-unix-socket")
-        .arg(root.join("debug.socket"))
-        .env("LOG_LEVEL", "warn")
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .context("cannot start the operator")?;
+    let (child, port) = spawn_operator(operator, root, tmp_dir, "warn")?;
     let ready = wait_ready(port, started);
-    let _ = child.kill();
-    let _ = child.wait();
-    ready.with_context(|| format!("see {}", root.join("operator.log").display()))
+    stop_operator(child, root, ready)
 }
 
 fn wait_ready(port: u16, started: Instant) -> anyhow::Result<f64> {
     while started.elapsed() < Duration::from_secs(120) {
-        if is_ready(port) {
+        let answer = http_get(port, "/readyz").unwrap_or_default();
+        if answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200") {
             return Ok(started.elapsed().as_secs_f64());
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -138,35 +117,15 @@ fn wait_ready(port: u16, started: Instant) -> anyhow::Result<f64> {
     anyhow::bail!("not ready within 2 minutes")
 }
 
-fn is_ready(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let mut text = String::new();
-    stream
-        .write_all(b"GET /readyz HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .and_then(|()| stream.read_to_string(&mut text))
-        .is_ok_and(|_| text.starts_with("HTTP/1.1 200") || text.starts_with("HTTP/1.0 200"))
-}
-
 fn report(results: &[(String, Vec<f64>)], modules: usize) {
-    let stats = |values: &[f64]| {
-        let mut sorted = values.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        (
-            sorted[sorted.len() / 2],
-            sorted[0],
-            sorted[sorted.len() - 1],
-        )
-    };
-    let (by_hand, _, _) = stats(&results[0].1);
+    let (by_hand, _, _) = spread(&results[0].1);
     println!(
         "{modules} modules × 3 hooks ({} processes), {} interleaved rounds; seconds: median (min–max)",
         modules * 6,
         results[0].1.len()
     );
     for (name, values) in results {
-        let (mid, low, high) = stats(values);
+        let (mid, low, high) = spread(values);
         println!(
             "{name:<45} {mid:>6.3} ({low:.3}–{high:.3})  by hand / this: {:.2}",
             by_hand / mid

@@ -3,14 +3,16 @@
 //! bash loop and a `std::process::Command` loop spawning the same script N times.
 //! Run with `bench/hook-overhead/run.sh [N] [ROUNDS] [TMP_DIR...]`.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+#[path = "bench_support/mod.rs"]
+mod bench_support;
+
 use anyhow::Context as _;
+
+use bench_support::{executable, http_get, spawn_operator, spread, stop_operator};
 
 const NOOP_HOOK: &str = "#!/bin/sh\n\
 if [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"beforeHelm\":1}'; fi\n\
@@ -66,9 +68,7 @@ fn write_tree(root: &Path, hooks: usize) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(root.join("global-hooks"))?;
     std::fs::write(root.join("modules/values.yaml"), "benchEnabled: true\n")?;
     for index in 0..hooks {
-        let path = dir.join(format!("h{index:04}.sh"));
-        std::fs::write(&path, NOOP_HOOK)?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+        executable(&dir.join(format!("h{index:04}.sh")), NOOP_HOOK)?;
     }
     Ok(dir.join("h0000.sh"))
 }
@@ -97,28 +97,8 @@ fn command_loop(script: &Path, hooks: usize) -> anyhow::Result<f64> {
 
 /// Starts the operator on the tree, waits for its first ModuleRun, returns seconds per hook.
 fn operator_run(operator: &Path, root: &Path, tmp_dir: &Path) -> anyhow::Result<f64> {
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let log = std::fs::File::create(root.join("operator.log"))?;
-    let mut child = Command::new(operator)
-        .arg("start")
-        .arg("--working-dir")
-        .arg(root)
-        .arg("--tmp-dir")
-        .arg(tmp_dir)
-        .args(["--prometheus-listen-address", "127.0.0.1"])
-        .args(["--prometheus-listen-port", &port.to_string()])
-        .arg("--debug-unix-socket")
-        .arg(root.join("debug.socket"))
-        .env("LOG_LEVEL", "info")
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .context("cannot start the operator")?;
-    let result = wait_module_run(port);
-    let _ = child.kill();
-    let _ = child.wait();
-    let (sum, _count) =
-        result.with_context(|| format!("see {}", root.join("operator.log").display()))?;
+    let (child, port) = spawn_operator(operator, root, tmp_dir, "info")?;
+    let (sum, _count) = stop_operator(child, root, wait_module_run(port))?;
     let hooks = std::fs::read_dir(root.join("modules/001-bench/hooks"))?.count();
     Ok(sum / hooks as f64)
 }
@@ -128,7 +108,7 @@ fn wait_module_run(port: u16) -> anyhow::Result<(f64, f64)> {
     let deadline = Instant::now() + Duration::from_secs(120);
     while Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
-        let Ok(text) = get_metrics(port) else {
+        let Ok(text) = http_get(port, "/metrics") else {
             continue;
         };
         let value = |name: &str| {
@@ -147,31 +127,14 @@ fn wait_module_run(port: u16) -> anyhow::Result<(f64, f64)> {
     anyhow::bail!("the module run was not recorded within 2 minutes")
 }
 
-fn get_metrics(port: u16) -> std::io::Result<String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text)?;
-    Ok(text)
-}
-
 fn report(results: &[(String, Vec<f64>)], hooks: usize) {
-    let median = |values: &[f64]| {
-        let mut sorted = values.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        (
-            sorted[sorted.len() / 2],
-            sorted[0],
-            sorted[sorted.len() - 1],
-        )
-    };
-    let (bash, _, _) = median(&results[0].1);
+    let (bash, _, _) = spread(&results[0].1);
     println!(
         "{hooks} hooks, {} interleaved rounds; ms per hook: median (min–max)",
         results[0].1.len()
     );
     for (name, values) in results {
-        let (mid, low, high) = median(values);
+        let (mid, low, high) = spread(values);
         println!(
             "{name:<45} {:>6.2} ({:.2}–{:.2})  bash loop / this: {:.2}",
             mid * 1e3,

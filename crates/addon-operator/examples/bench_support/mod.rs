@@ -1,0 +1,76 @@
+//! What the benchmark drivers share: starting `addon-operator start` on a tree with metrics on a
+//! free loopback port, plain HTTP/1.0 GETs against it, executable files, and the median and
+//! spread of a round's figures.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Command};
+
+use anyhow::Context as _;
+
+/// `operator start` on `root` with hook files in `tmp_dir`, logging at `log_level` into
+/// `root/operator.log`; returns the child and its metrics port.
+pub fn spawn_operator(
+    operator: &Path,
+    root: &Path,
+    tmp_dir: &Path,
+    log_level: &str,
+) -> anyhow::Result<(Child, u16)> {
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let log = std::fs::File::create(root.join("operator.log"))?;
+    let child = Command::new(operator)
+        .arg("start")
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--tmp-dir")
+        .arg(tmp_dir)
+        .args(["--prometheus-listen-address", "127.0.0.1"])
+        .args(["--prometheus-listen-port", &port.to_string()])
+        .arg("--debug-unix-socket")
+        .arg(root.join("debug.socket"))
+        .env("LOG_LEVEL", log_level)
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("cannot start the operator")?;
+    Ok((child, port))
+}
+
+/// Kills and reaps `child`; a failed `result` points at the operator's log.
+pub fn stop_operator<T>(
+    mut child: Child,
+    root: &Path,
+    result: anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let _ = child.kill();
+    let _ = child.wait();
+    result.with_context(|| format!("see {}", root.join("operator.log").display()))
+}
+
+/// The whole answer (status line, headers, body) to `GET path` on the loopback port.
+pub fn http_get(port: u16, path: &str) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+pub fn executable(path: &Path, body: &str) -> anyhow::Result<()> {
+    std::fs::write(path, body)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+/// Median, minimum and maximum of one row's rounds.
+pub fn spread(values: &[f64]) -> (f64, f64, f64) {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    (
+        sorted[sorted.len() / 2],
+        sorted[0],
+        sorted[sorted.len() - 1],
+    )
+}
