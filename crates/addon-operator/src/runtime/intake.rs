@@ -171,23 +171,28 @@ fn apply_event(
     let Some(item) = monitor.cache.apply_filtered(event, object, filtered) else {
         return;
     };
-    let binding = monitor.cache.binding().clone();
-    if !lifecycle::watch_event_runs(monitor.synced, &binding.execute_hook_on_event, event) {
+    let synced = monitor.synced;
+    // read-only from here: the binding is borrowed from the monitor, not copied per event
+    let st_ref: &super::state::State = st;
+    let Some(binding) = st_ref.monitors.get(key).map(|m| m.cache.binding()) else {
+        return;
+    };
+    if !lifecycle::watch_event_runs(synced, &binding.execute_hook_on_event, event) {
         return;
     }
-    let Some(def) = st.hook(key.module.as_ref(), &key.hook) else {
+    let Some(def) = st_ref.hook(key.module.as_ref(), &key.hook) else {
         return;
     };
     // snapshots are attached right before the run (ContextBuilder::refresh)
     let snapshots = Snapshots::new();
-    let ctx = ContextBuilder::new(&def.config, &snapshots).event(&binding, event, &item);
+    let ctx = ContextBuilder::new(&def.config, &snapshots).event(binding, event, &item);
     let decision = lifecycle::event_run(EventRun {
         module: key.module.clone(),
         hook: key.hook.clone(),
         binding: BindingType::Kubernetes,
         context: ctx,
         allow_failure: binding.allow_failure,
-        queue: binding.queue,
+        queue: binding.queue.clone(),
     });
     // an event run only queues a hook run: nothing to stop
     let _ = decisions::enqueue_locked(shared, st, decision);
