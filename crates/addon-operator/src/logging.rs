@@ -2,6 +2,8 @@
 //! non-blocking writer; changes the level at run time; logs hook output (proxying hook JSON).
 
 mod args;
+#[cfg(test)]
+mod captured;
 pub mod json;
 pub mod sink;
 

@@ -124,6 +124,7 @@ impl Visit for Fields {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::logging::captured::Captured;
     use serde_json::json;
 
     fn parse(line: &str) -> Value {
@@ -158,23 +159,9 @@ mod tests {
         assert!(line.get("time").is_none());
     }
 
-    /// A writer the test reads back.
-    #[derive(Clone, Default)]
-    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Buffer {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn span_fields_are_flattened_into_the_event_and_empty_ones_left_out() {
-        let buffer = Buffer::default();
+        let buffer = Captured::default();
         let writer = buffer.clone();
         let subscriber = tracing_subscriber::fmt()
             .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
@@ -187,7 +174,7 @@ mod tests {
             let _entered = span.enter();
             tracing::warn!(module = "echo-server", duration_ms = 5u64, "task failed");
         });
-        let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+        let text = buffer.text();
         assert_eq!(
             text,
             "{\"level\":\"warn\",\"msg\":\"task failed\",\"queue\":\"main\",\"task.kind\":\"ModuleRun\",\"module\":\"echo-server\",\"duration_ms\":5}\n"

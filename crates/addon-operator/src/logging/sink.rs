@@ -108,6 +108,7 @@ impl<'a> MakeWriter<'a> for Sink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::logging::captured::Captured;
     use std::sync::Mutex;
 
     /// An output that fails every write like a closed pipe.
@@ -135,28 +136,15 @@ mod tests {
         }
     }
 
-    #[derive(Clone, Default)]
-    struct Collect(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Collect {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn lines_reach_the_output_in_order_and_flush_waits_for_them() {
-        let out = Collect::default();
+        let out = Captured::default();
         let sink = Sink::spawn(out.clone(), 16);
         for i in 0..10 {
             sink.send(format!("line {i}\n").as_bytes());
         }
         assert!(sink.flush(Duration::from_secs(10)));
-        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let text = out.text();
         let expected: String = (0..10).map(|i| format!("line {i}\n")).collect();
         assert_eq!(text, expected);
         assert_eq!(sink.dropped(), 0);
