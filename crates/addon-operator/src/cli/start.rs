@@ -22,6 +22,7 @@ use crate::edges::config::backend::FileConfig;
 use crate::edges::config::memory::MemoryConfig;
 use crate::edges::exec::hook_run::HookRunSettings;
 use crate::edges::exec::hooks::ProcessHooks;
+use crate::edges::exec::tmp_pool::TmpPool;
 use crate::edges::helm::Helm;
 use crate::edges::helm::binary::{BinaryHelm, HelmSettings};
 use crate::edges::helm::template::TemplateHelm;
@@ -83,6 +84,11 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         }
     }
     crate::edges::exec::tmp_files::private_dir(&args.tmp_dir)?;
+    // hook files made ahead and removed behind, unless they are kept for debugging
+    let pool = match args.debug_keep_tmp_files {
+        true => None,
+        false => Some(TmpPool::start(&args.tmp_dir)?),
+    };
     let cluster = choose_cluster(args).await?;
     let cancel_hooks = CancellationToken::new();
     // metrics, health and the signals are served from the start, so a start that waits for
@@ -93,8 +99,15 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     let status = Arc::new(StartupStatus::new("starting"));
     serve_http(args, &metrics, &status, &shutdown).await;
     let (kube_tx, kube_events) = mpsc::unbounded_channel();
-    let (mut edges, client) =
-        edges(args, &cluster, kube_tx, cancel_hooks.clone(), &metrics).await?;
+    let (mut edges, client) = edges(
+        args,
+        &cluster,
+        kube_tx,
+        cancel_hooks.clone(),
+        &metrics,
+        pool.as_ref(),
+    )
+    .await?;
     if args.ha && client.is_none() {
         let problem = "--ha needs a cluster (--kube-config, in-cluster, or --embedded-cluster)";
         return Ok(fail("start", &[problem.into()]));
@@ -141,6 +154,9 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         let _ = held.await;
     }
     drop(cluster);
+    if let Some(pool) = pool {
+        pool.shutdown();
+    }
     if lost.is_cancelled() {
         tracing::error!("stopped after losing the leader lease");
         return Ok(ExitCode::FAILURE);
@@ -294,6 +310,7 @@ async fn edges(
     kube_tx: mpsc::UnboundedSender<KubeEvent>,
     cancel_hooks: CancellationToken,
     metrics: &Arc<Metrics>,
+    pool: Option<&Arc<TmpPool>>,
 ) -> anyhow::Result<(Edges, Option<kube::Client>)> {
     let kubeconfig = cluster.kubeconfig().map(Path::to_path_buf);
     let extra_env: Vec<(String, String)> = kubeconfig
@@ -306,6 +323,7 @@ async fn edges(
             keep_tmp_files: args.debug_keep_tmp_files,
             timeout: args.hook_timeout,
             kill_grace: args.hook_kill_grace,
+            pool: pool.cloned(),
         },
         extra_env: extra_env.clone(),
         cancel: cancel_hooks,

@@ -2,6 +2,7 @@
 //! output files, the env vars naming them, and the raw output text read back after exit 0.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -9,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::launch::launch;
 use super::process::{self, ExecError, LogFields, ProcessOutput, ProcessSpec};
-use super::tmp_files::{self, TmpFileError, TmpFiles, limits};
+use super::tmp_files::{self, TmpFileError, limits};
+use super::tmp_pool::{FileKind, RunFiles, TmpPool};
 
 /// Upstream default tmp dir (`--tmp-dir`).
 pub const DEFAULT_TMP_DIR: &str = "/tmp/addon-operator";
@@ -26,6 +28,9 @@ pub struct HookRunSettings {
     pub keep_tmp_files: bool,
     pub timeout: Duration,
     pub kill_grace: Duration,
+    /// Files made ahead and removed behind, in `tmp_dir` (`start` uses one unless files are
+    /// kept); without it each run makes and removes its own.
+    pub pool: Option<Arc<TmpPool>>,
 }
 
 impl Default for HookRunSettings {
@@ -35,6 +40,7 @@ impl Default for HookRunSettings {
             keep_tmp_files: false,
             timeout: DEFAULT_HOOK_TIMEOUT,
             kill_grace: DEFAULT_KILL_GRACE,
+            pool: None,
         }
     }
 }
@@ -152,7 +158,25 @@ impl HookRunError {
     }
 }
 
-/// File name prefixes of one owner, following upstream.
+/// The kinds of files a run takes from the pool (named `hook-<kind>-<random><suffix>` there).
+mod kinds {
+    use super::FileKind;
+
+    const fn kind(stem: &'static str, suffix: &'static str) -> FileKind {
+        FileKind { stem, suffix }
+    }
+    pub const CONTEXT: FileKind = kind("hook-binding-context", ".json");
+    pub const CONFIG_VALUES: FileKind = kind("hook-config-values", ".json");
+    pub const VALUES: FileKind = kind("hook-values", ".json");
+    pub const CONFIG_PATCH: FileKind = kind("hook-config-values-patch", ".json-patch");
+    pub const VALUES_PATCH: FileKind = kind("hook-values-patch", ".json-patch");
+    pub const METRICS: FileKind = kind("hook-metrics", ".json");
+    pub const KUBE_PATCH: FileKind = kind("hook-object-patch", "");
+    pub const ENABLED_RESULT: FileKind = kind("module-enabled-result", "");
+    pub const ENABLED_REASON: FileKind = kind("module-enabled-reason", "");
+}
+
+/// File name prefixes of one owner, following upstream (files a run makes itself).
 struct Names {
     context: String,
     config_values: String,
@@ -183,6 +207,11 @@ impl Names {
             kube_patch: format!("{hook}-object-patch-"),
         }
     }
+}
+
+fn run_files(settings: &HookRunSettings) -> Result<RunFiles, TmpFileError> {
+    let pool = settings.pool.as_ref().filter(|_| !settings.keep_tmp_files);
+    RunFiles::new(&settings.tmp_dir, settings.keep_tmp_files, pool)
 }
 
 fn to_json(hook: &str, what: &'static str, value: &Value) -> Result<Vec<u8>, HookRunError> {
@@ -241,26 +270,16 @@ pub async fn run_hook(
         source,
     };
 
-    let mut files = TmpFiles::new(&settings.tmp_dir, settings.keep_tmp_files).map_err(prepare)?;
-    let context_path = files
-        .create(&names.context, ".json", &context)
-        .map_err(prepare)?;
-    let config_path = files
-        .create(&names.config_values, ".json", &config_values)
-        .map_err(prepare)?;
-    let values_path = files
-        .create(&names.values, ".json", &values)
-        .map_err(prepare)?;
-    let config_patch = files
-        .create(&names.config_patch, ".json-patch", b"")
-        .map_err(prepare)?;
-    let values_patch = files
-        .create(&names.values_patch, ".json-patch", b"")
-        .map_err(prepare)?;
-    let metrics = files
-        .create(&names.metrics, ".json", b"")
-        .map_err(prepare)?;
-    let kube_patch = files.create(&names.kube_patch, "", b"").map_err(prepare)?;
+    let mut files = run_files(settings).map_err(prepare)?;
+    let mut file =
+        |kind, prefix: &str, content: &[u8]| files.file(kind, prefix, content).map_err(prepare);
+    let context_path = file(kinds::CONTEXT, &names.context, &context)?;
+    let config_path = file(kinds::CONFIG_VALUES, &names.config_values, &config_values)?;
+    let values_path = file(kinds::VALUES, &names.values, &values)?;
+    let config_patch = file(kinds::CONFIG_PATCH, &names.config_patch, b"")?;
+    let values_patch = file(kinds::VALUES_PATCH, &names.values_patch, b"")?;
+    let metrics = file(kinds::METRICS, &names.metrics, b"")?;
+    let kube_patch = file(kinds::KUBE_PATCH, &names.kube_patch, b"")?;
 
     let mut env = vec![
         path_env("BINDING_CONTEXT_PATH", &context_path),
@@ -341,23 +360,25 @@ pub async fn run_enabled_script(
         source,
     };
 
-    let mut files = TmpFiles::new(&settings.tmp_dir, settings.keep_tmp_files).map_err(prepare)?;
-    let config_path = files
-        .create(
-            &format!("{module}.module-config-values-"),
-            ".json",
-            &config_values,
-        )
-        .map_err(prepare)?;
-    let values_path = files
-        .create(&format!("{module}.module-values-"), ".json", &values)
-        .map_err(prepare)?;
-    let result_path = files
-        .create(&format!("{module}.module-enabled-result-"), "", b"")
-        .map_err(prepare)?;
-    let reason_path = files
-        .create(&format!("{module}.module-enabled-reason-"), "", b"")
-        .map_err(prepare)?;
+    let mut files = run_files(settings).map_err(prepare)?;
+    let mut file =
+        |kind, prefix: String, content: &[u8]| files.file(kind, &prefix, content).map_err(prepare);
+    let config_path = file(
+        kinds::CONFIG_VALUES,
+        format!("{module}.module-config-values-"),
+        &config_values,
+    )?;
+    let values_path = file(kinds::VALUES, format!("{module}.module-values-"), &values)?;
+    let result_path = file(
+        kinds::ENABLED_RESULT,
+        format!("{module}.module-enabled-result-"),
+        b"",
+    )?;
+    let reason_path = file(
+        kinds::ENABLED_REASON,
+        format!("{module}.module-enabled-reason-"),
+        b"",
+    )?;
 
     let mut env = vec![
         path_env("CONFIG_VALUES_PATH", &config_path),

@@ -27,8 +27,28 @@ impl Fixture {
             keep_tmp_files: false,
             timeout: Duration::from_secs(20),
             kill_grace: Duration::from_millis(200),
+            pool: None,
         };
         Self { root, settings }
+    }
+
+    /// A fixture whose runs take their files from a pool (as `start` runs them).
+    fn pooled() -> Self {
+        let mut fixture = Self::new();
+        fixture.settings.pool = Some(TmpPool::start(&fixture.settings.tmp_dir).unwrap());
+        fixture
+    }
+
+    /// One fixture without a pool and one with.
+    fn both() -> [Self; 2] {
+        [Self::new(), Self::pooled()]
+    }
+
+    /// Stops the pool (which removes the files it made ahead and the used ones it was given).
+    fn settle(&self) {
+        if let Some(pool) = &self.settings.pool {
+            pool.shutdown();
+        }
     }
 
     fn module_dir(&self) -> PathBuf {
@@ -68,7 +88,9 @@ impl Fixture {
         run_hook(&self.settings, &invocation, &CancellationToken::new()).await
     }
 
+    /// The files in the tmp dir once the pool (if any) has stopped.
     fn tmp_file_names(&self) -> Vec<String> {
+        self.settle();
         let mut names: Vec<String> = std::fs::read_dir(&self.settings.tmp_dir)
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
@@ -91,109 +113,144 @@ fn report_vars(vars: &[&str]) -> String {
 
 #[tokio::test]
 async fn the_hook_gets_every_io_variable_and_private_files() {
-    let fixture = Fixture::new();
-    let mut vars = INPUT_VARS.to_vec();
-    vars.extend(OUTPUT_VARS);
-    let hook = fixture.hook(&report_vars(&vars));
-    let output = fixture.run(&hook).await;
-    assert!(
-        output.process.succeeded(),
-        "{}",
-        output.process.failure_message()
-    );
-    let report = fixture.report();
-    for var in vars {
-        let line = report
-            .lines()
-            .find(|line| line.starts_with(&format!("{var}=")))
-            .unwrap();
-        assert!(line.ends_with(" 600"), "{line}");
+    for fixture in Fixture::both() {
+        let mut vars = INPUT_VARS.to_vec();
+        vars.extend(OUTPUT_VARS);
+        let hook = fixture.hook(&report_vars(&vars));
+        let output = fixture.run(&hook).await;
         assert!(
-            line.contains(&fixture.settings.tmp_dir.display().to_string()),
-            "{line}"
+            output.process.succeeded(),
+            "{}",
+            output.process.failure_message()
         );
+        let report = fixture.report();
+        for var in vars {
+            let line = report
+                .lines()
+                .find(|line| line.starts_with(&format!("{var}=")))
+                .unwrap();
+            assert!(line.ends_with(" 600"), "{line}");
+            assert!(
+                line.contains(&fixture.settings.tmp_dir.display().to_string()),
+                "{line}"
+            );
+        }
     }
 }
 
 #[tokio::test]
 async fn output_files_exist_empty_when_the_hook_starts() {
-    let fixture = Fixture::new();
+    for fixture in Fixture::both() {
+        let checks: String = OUTPUT_VARS
+            .iter()
+            .map(|var| {
+                format!("[ -f \"${var}\" ] && [ ! -s \"${var}\" ] || echo {var} >> report\n")
+            })
+            .collect();
+        let hook = fixture.hook(&format!("{checks}touch report"));
+        let output = fixture.run(&hook).await;
+        assert!(
+            output.process.succeeded(),
+            "{}",
+            output.process.failure_message()
+        );
+        assert_eq!(fixture.report(), "", "missing or non-empty outputs");
+    }
+}
+
+#[tokio::test]
+async fn a_run_never_gets_a_file_an_earlier_run_had() {
+    let fixture = Fixture::pooled();
+    let writes: String = OUTPUT_VARS
+        .iter()
+        .map(|var| format!("echo \"${var}\" >> report\necho '[]' > \"${var}\"\n"))
+        .collect();
+    let hook = fixture.hook(&writes);
+    for _ in 0..5 {
+        assert!(fixture.run(&hook).await.process.succeeded());
+    }
+    let report = fixture.report();
+    let paths: Vec<&str> = report.lines().collect();
+    let unique: std::collections::HashSet<&&str> = paths.iter().collect();
+    assert_eq!(paths.len(), 5 * OUTPUT_VARS.len());
+    assert_eq!(unique.len(), paths.len(), "a path was handed out twice: {report}");
     let checks: String = OUTPUT_VARS
         .iter()
-        .map(|var| format!("[ -f \"${var}\" ] && [ ! -s \"${var}\" ] || echo {var} >> report\n"))
+        .map(|var| format!("[ ! -s \"${var}\" ] || echo {var} >> empty-check\n"))
         .collect();
-    let hook = fixture.hook(&format!("{checks}touch report"));
-    let output = fixture.run(&hook).await;
-    assert!(
-        output.process.succeeded(),
-        "{}",
-        output.process.failure_message()
-    );
-    assert_eq!(fixture.report(), "", "missing or non-empty outputs");
+    let check = fixture.hook(&format!("{checks}touch empty-check"));
+    assert!(fixture.run(&check).await.process.succeeded());
+    let leftover = fixture.module_dir().join("hooks/sub/empty-check");
+    assert_eq!(std::fs::read_to_string(leftover).unwrap(), "");
+    assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
 }
 
 #[tokio::test]
 async fn inputs_hold_the_json_documents_and_the_hook_runs_in_its_directory() {
-    let fixture = Fixture::new();
-    let hook = fixture.hook(
-        "{ cat \"$BINDING_CONTEXT_PATH\"; echo; cat \"$CONFIG_VALUES_PATH\"; echo; \
-         cat \"$VALUES_PATH\"; echo; echo \"$WORKING_DIR\"; pwd; echo \"$EXTRA_VAR\"; } > report",
-    );
-    let output = fixture.run(&hook).await;
-    assert!(output.process.succeeded());
-    let report = fixture.report();
-    let lines: Vec<&str> = report.lines().collect();
-    assert_eq!(lines[0], r#"[{"binding":"onStartup"}]"#);
-    assert_eq!(lines[1], r#"{"global":{},"myModule":{"a":1}}"#);
-    assert_eq!(
-        lines[2],
-        r#"{"global":{"x":true},"myModule":{"a":1,"b":2}}"#
-    );
-    assert_eq!(lines[3], fixture.module_dir().display().to_string());
-    let hook_dir = fixture
-        .module_dir()
-        .join("hooks/sub")
-        .canonicalize()
-        .unwrap();
-    assert_eq!(lines[4], hook_dir.display().to_string());
-    assert_eq!(lines[5], "extra");
+    for fixture in Fixture::both() {
+        let hook = fixture.hook(
+            "{ cat \"$BINDING_CONTEXT_PATH\"; echo; cat \"$CONFIG_VALUES_PATH\"; echo; \
+             cat \"$VALUES_PATH\"; echo; echo \"$WORKING_DIR\"; pwd; echo \"$EXTRA_VAR\"; } > report",
+        );
+        let output = fixture.run(&hook).await;
+        assert!(output.process.succeeded());
+        let report = fixture.report();
+        let lines: Vec<&str> = report.lines().collect();
+        assert_eq!(lines[0], r#"[{"binding":"onStartup"}]"#);
+        assert_eq!(lines[1], r#"{"global":{},"myModule":{"a":1}}"#);
+        assert_eq!(
+            lines[2],
+            r#"{"global":{"x":true},"myModule":{"a":1,"b":2}}"#
+        );
+        assert_eq!(lines[3], fixture.module_dir().display().to_string());
+        let hook_dir = fixture
+            .module_dir()
+            .join("hooks/sub")
+            .canonicalize()
+            .unwrap();
+        assert_eq!(lines[4], hook_dir.display().to_string());
+        assert_eq!(lines[5], "extra");
+    }
 }
 
 #[tokio::test]
 async fn outputs_are_read_back_after_success() {
-    let fixture = Fixture::new();
-    let hook = fixture.hook(
-        "echo '[{\"op\":\"add\",\"path\":\"/myModule/c\",\"value\":1}]' > \"$VALUES_JSON_PATCH_PATH\"\n\
-         echo '[]' > \"$CONFIG_VALUES_JSON_PATCH_PATH\"\n\
-         echo '{\"name\":\"m\",\"set\":1}' > \"$METRICS_PATH\"\n\
-         echo 'operation: Delete' > \"$KUBERNETES_PATCH_PATH\"",
-    );
-    let outputs = fixture.run(&hook).await.outputs.unwrap();
-    assert_eq!(
-        outputs.values_patch,
-        "[{\"op\":\"add\",\"path\":\"/myModule/c\",\"value\":1}]\n"
-    );
-    assert_eq!(outputs.config_values_patch, "[]\n");
-    assert_eq!(outputs.metrics, "{\"name\":\"m\",\"set\":1}\n");
-    assert_eq!(outputs.kubernetes_patch, "operation: Delete\n");
+    for fixture in Fixture::both() {
+        let hook = fixture.hook(
+            "echo '[{\"op\":\"add\",\"path\":\"/myModule/c\",\"value\":1}]' > \"$VALUES_JSON_PATCH_PATH\"\n\
+             echo '[]' > \"$CONFIG_VALUES_JSON_PATCH_PATH\"\n\
+             echo '{\"name\":\"m\",\"set\":1}' > \"$METRICS_PATH\"\n\
+             echo 'operation: Delete' > \"$KUBERNETES_PATCH_PATH\"",
+        );
+        let outputs = fixture.run(&hook).await.outputs.unwrap();
+        assert_eq!(
+            outputs.values_patch,
+            "[{\"op\":\"add\",\"path\":\"/myModule/c\",\"value\":1}]\n"
+        );
+        assert_eq!(outputs.config_values_patch, "[]\n");
+        assert_eq!(outputs.metrics, "{\"name\":\"m\",\"set\":1}\n");
+        assert_eq!(outputs.kubernetes_patch, "operation: Delete\n");
+    }
 }
 
 #[tokio::test]
 async fn untouched_outputs_read_as_empty_strings() {
-    let fixture = Fixture::new();
-    let hook = fixture.hook("exit 0");
-    assert_eq!(
-        fixture.run(&hook).await.outputs,
-        Some(HookOutputs::default())
-    );
+    for fixture in Fixture::both() {
+        let hook = fixture.hook("exit 0");
+        assert_eq!(
+            fixture.run(&hook).await.outputs,
+            Some(HookOutputs::default())
+        );
+    }
 }
 
 #[tokio::test]
 async fn every_tmp_file_is_removed_after_the_run() {
-    let fixture = Fixture::new();
-    let hook = fixture.hook("echo '[]' > \"$VALUES_JSON_PATCH_PATH\"");
-    fixture.run(&hook).await;
-    assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+    for fixture in Fixture::both() {
+        let hook = fixture.hook("echo '[]' > \"$VALUES_JSON_PATCH_PATH\"");
+        fixture.run(&hook).await;
+        assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+    }
 }
 
 #[tokio::test]
@@ -230,13 +287,15 @@ async fn tmp_files_are_kept_with_upstream_names_when_debugging() {
 
 #[tokio::test]
 async fn outputs_of_a_failed_hook_are_ignored() {
-    let fixture = Fixture::new();
-    let hook = fixture.hook("echo '[]' > \"$VALUES_JSON_PATCH_PATH\"\necho 'it broke' >&2\nexit 2");
-    let output = fixture.run(&hook).await;
-    assert_eq!(output.process.exit, process::ExitKind::Code(2));
-    assert_eq!(output.outputs, None);
-    assert_eq!(output.process.failure_message(), "it broke");
-    assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+    for fixture in Fixture::both() {
+        let hook =
+            fixture.hook("echo '[]' > \"$VALUES_JSON_PATCH_PATH\"\necho 'it broke' >&2\nexit 2");
+        let output = fixture.run(&hook).await;
+        assert_eq!(output.process.exit, process::ExitKind::Code(2));
+        assert_eq!(output.outputs, None);
+        assert_eq!(output.process.failure_message(), "it broke");
+        assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+    }
 }
 
 #[tokio::test]
@@ -278,48 +337,50 @@ async fn heavy_stderr_does_not_break_a_successful_run() {
 
 #[tokio::test]
 async fn the_enabled_script_returns_its_result_file_and_last_stdout_line() {
-    let fixture = Fixture::new();
-    let script = fixture.hook(
-        "cat \"$VALUES_PATH\" > report\necho checking\necho false\necho false > \"$MODULE_ENABLED_RESULT\"\n\
-         echo 'no nodes' > \"$MODULE_ENABLED_REASON\"",
-    );
-    let values = json!({"global": {"enabledModules": []}, "myModule": {}});
-    let invocation = EnabledScriptInvocation {
-        module: "my-module",
-        script_path: &script,
-        config_values: &json!({}),
-        values: &values,
-        extra_env: &[],
-    };
-    let output = run_enabled_script(&fixture.settings, &invocation, &CancellationToken::new())
-        .await
-        .unwrap();
-    assert_eq!(output.result.as_deref(), Some("false\n"));
-    assert_eq!(output.reason.as_deref(), Some("no nodes\n"));
-    assert_eq!(output.stdout_last_line.as_deref(), Some("false"));
-    assert_eq!(
-        fixture.report(),
-        r#"{"global":{"enabledModules":[]},"myModule":{}}"#
-    );
-    assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+    for fixture in Fixture::both() {
+        let script = fixture.hook(
+            "cat \"$VALUES_PATH\" > report\necho checking\necho false\necho false > \"$MODULE_ENABLED_RESULT\"\n\
+             echo 'no nodes' > \"$MODULE_ENABLED_REASON\"",
+        );
+        let values = json!({"global": {"enabledModules": []}, "myModule": {}});
+        let invocation = EnabledScriptInvocation {
+            module: "my-module",
+            script_path: &script,
+            config_values: &json!({}),
+            values: &values,
+            extra_env: &[],
+        };
+        let output = run_enabled_script(&fixture.settings, &invocation, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(output.result.as_deref(), Some("false\n"));
+        assert_eq!(output.reason.as_deref(), Some("no nodes\n"));
+        assert_eq!(output.stdout_last_line.as_deref(), Some("false"));
+        assert_eq!(
+            fixture.report(),
+            r#"{"global":{"enabledModules":[]},"myModule":{}}"#
+        );
+        assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+    }
 }
 
 #[tokio::test]
 async fn a_failing_enabled_script_has_no_result() {
-    let fixture = Fixture::new();
-    let script = fixture.hook("echo true > \"$MODULE_ENABLED_RESULT\"\nexit 1");
-    let invocation = EnabledScriptInvocation {
-        module: "my-module",
-        script_path: &script,
-        config_values: &json!({}),
-        values: &json!({}),
-        extra_env: &[],
-    };
-    let output = run_enabled_script(&fixture.settings, &invocation, &CancellationToken::new())
-        .await
-        .unwrap();
-    assert_eq!(output.result, None);
-    assert!(!output.process.succeeded());
+    for fixture in Fixture::both() {
+        let script = fixture.hook("echo true > \"$MODULE_ENABLED_RESULT\"\nexit 1");
+        let invocation = EnabledScriptInvocation {
+            module: "my-module",
+            script_path: &script,
+            config_values: &json!({}),
+            values: &json!({}),
+            extra_env: &[],
+        };
+        let output = run_enabled_script(&fixture.settings, &invocation, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(output.result, None);
+        assert!(!output.process.succeeded());
+    }
 }
 
 #[tokio::test]
@@ -369,33 +430,35 @@ async fn the_config_spec_runs_the_hook_with_config_and_captures_stdout() {
 
 #[tokio::test]
 async fn dropping_a_running_hook_removes_its_tmp_files() {
-    let fixture = Fixture::new();
-    let hook = fixture.hook("echo started > report\nsleep 100");
-    let running = fixture.run(&hook);
-    tokio::select! {
-        _ = running => panic!("the hook should still be running"),
-        () = wait_for_async(
-            "the hook's report",
-            Duration::from_secs(10),
-            || async { fixture.module_dir().join("hooks/sub/report").exists() },
-            String::new,
-        ) => {}
+    for fixture in Fixture::both() {
+        let hook = fixture.hook("echo started > report\nsleep 100");
+        let running = fixture.run(&hook);
+        tokio::select! {
+            _ = running => panic!("the hook should still be running"),
+            () = wait_for_async(
+                "the hook's report",
+                Duration::from_secs(10),
+                || async { fixture.module_dir().join("hooks/sub/report").exists() },
+                String::new,
+            ) => {}
+        }
+        assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
     }
-    assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
 }
 
 #[tokio::test]
 async fn a_sparse_1g_output_file_fails_the_hook_naming_hook_and_file() {
-    let fixture = Fixture::new();
-    for var in OUTPUT_VARS {
-        let hook = fixture.hook(&format!("truncate -s 1G \"${var}\""));
-        let error = fixture.try_run(&hook).await.unwrap_err();
-        let message = error_chain(&error);
-        assert!(message.contains("hook 'hooks/sub/hook.sh'"), "{message}");
-        assert!(message.contains(&format!("${var} (")), "{message}");
-        assert!(message.contains("larger than the limit of"), "{message}");
-        assert_eq!(error.category(), "hook_output_too_large");
-        assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+    for fixture in Fixture::both() {
+        for var in OUTPUT_VARS {
+            let hook = fixture.hook(&format!("truncate -s 1G \"${var}\""));
+            let error = fixture.try_run(&hook).await.unwrap_err();
+            let message = error_chain(&error);
+            assert!(message.contains("hook 'hooks/sub/hook.sh'"), "{message}");
+            assert!(message.contains(&format!("${var} (")), "{message}");
+            assert!(message.contains("larger than the limit of"), "{message}");
+            assert_eq!(error.category(), "hook_output_too_large");
+            assert_eq!(fixture.tmp_file_names(), Vec::<String>::new());
+        }
     }
 }
 

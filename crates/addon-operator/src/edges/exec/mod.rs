@@ -6,4 +6,5 @@ pub mod launch;
 pub mod process;
 pub mod reaper;
 pub mod tmp_files;
+pub mod tmp_pool;
 pub mod usage;

@@ -105,18 +105,9 @@ impl TmpFiles {
         suffix: &str,
         content: &[u8],
     ) -> Result<PathBuf, TmpFileError> {
-        let mut file = tempfile::Builder::new()
-            .prefix(prefix)
-            .suffix(suffix)
-            .rand_bytes(RANDOM_CHARS)
-            .tempfile_in(&self.dir)
-            .map_err(|source| TmpFileError::Create {
-                dir: self.dir.clone(),
-                prefix: prefix.to_string(),
-                suffix: suffix.to_string(),
-                source,
-            })?;
-        let path = file.path().to_path_buf();
+        let (mut file, temp) = create_unique(&self.dir, prefix, suffix)?;
+        let path = temp.to_path_buf();
+        self.files.push(temp);
         if !content.is_empty() {
             std::io::Write::write_all(&mut file, content).map_err(|source| {
                 TmpFileError::Write {
@@ -125,7 +116,6 @@ impl TmpFiles {
                 }
             })?;
         }
-        self.files.push(file.into_temp_path());
         Ok(path)
     }
 
@@ -141,6 +131,27 @@ impl TmpFiles {
             }
         }
     }
+}
+
+/// Creates a new file `<prefix><random><suffix>` in `dir`, exclusively, mode 0600; it is
+/// removed when the returned path is dropped (unless kept).
+pub fn create_unique(
+    dir: &Path,
+    prefix: &str,
+    suffix: &str,
+) -> Result<(std::fs::File, TempPath), TmpFileError> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .suffix(suffix)
+        .rand_bytes(RANDOM_CHARS)
+        .tempfile_in(dir)
+        .map_err(|source| TmpFileError::Create {
+            dir: dir.to_path_buf(),
+            prefix: prefix.to_string(),
+            suffix: suffix.to_string(),
+            source,
+        })
+        .map(tempfile::NamedTempFile::into_parts)
 }
 
 /// Creates `dir` (and missing parents) with mode 0700, and refuses a dir another user could

@@ -1,0 +1,385 @@
+//! Hook files made ahead and removed behind: a background thread keeps a few empty private files
+//! of each kind ready in the tmp dir and removes the files of finished runs, so a hook run's
+//! critical path makes no change to the directory (no create, no unlink). Used by `start`; every
+//! file is still unique to one run, exists empty when the run takes it, and is removed after it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+
+use super::tmp_files::{self, TmpFileError, TmpFiles};
+
+/// Ready files kept per kind. Runs in different queues may take files at the same time; the
+/// thread refills a kind as soon as a file of it is taken.
+const READY_PER_KIND: usize = 3;
+
+/// A kind of hook file: its name stem and suffix (`values` + `.json`: `values-<random>.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileKind {
+    pub stem: &'static str,
+    pub suffix: &'static str,
+}
+
+/// An empty file made by the pool, still open for writing.
+#[derive(Debug)]
+pub struct ReadyFile {
+    pub path: PathBuf,
+    pub file: File,
+}
+
+#[derive(Debug, Default)]
+struct Stock {
+    /// Ready files by kind; a kind is stocked once it was asked for.
+    ready: HashMap<FileKind, Vec<ReadyFile>>,
+    /// Files of finished runs, to be removed.
+    used: Vec<PathBuf>,
+    /// Set once the dir failed its check or a file could not be made: no more files are made
+    /// (runs then make their own, and report the problem).
+    broken: bool,
+    stop: bool,
+}
+
+#[derive(Debug)]
+struct Shared {
+    dir: PathBuf,
+    stock: Mutex<Stock>,
+    work: Condvar,
+}
+
+impl Shared {
+    fn stock(&self) -> MutexGuard<'_, Stock> {
+        self.stock.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The pool of one tmp dir. [`TmpPool::shutdown`] removes every file it still holds.
+#[derive(Debug)]
+pub struct TmpPool {
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl TmpPool {
+    /// Checks `dir` (see [`tmp_files::private_dir`]) and starts the pool's thread.
+    pub fn start(dir: &Path) -> Result<Arc<Self>, TmpFileError> {
+        tmp_files::private_dir(dir)?;
+        let shared = Arc::new(Shared {
+            dir: dir.to_path_buf(),
+            stock: Mutex::new(Stock::default()),
+            work: Condvar::new(),
+        });
+        let worker = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("hook-files".into())
+            .spawn(move || keep_stocked(&worker))
+            .map_err(|source| TmpFileError::CreateDir {
+                dir: dir.to_path_buf(),
+                source,
+            })?;
+        Ok(Arc::new(Self {
+            shared,
+            thread: Mutex::new(Some(thread)),
+        }))
+    }
+
+    /// The tmp dir the files are in.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// A ready empty file of `kind`, or `None` when none is ready (the caller makes its own).
+    pub fn take(&self, kind: FileKind) -> Option<ReadyFile> {
+        let mut stock = self.shared.stock();
+        let taken = stock.ready.entry(kind).or_default().pop();
+        drop(stock);
+        self.shared.work.notify_one();
+        taken
+    }
+
+    /// Hands the files of a finished run over for removal.
+    pub fn recycle(&self, used: Vec<PathBuf>) {
+        if used.is_empty() {
+            return;
+        }
+        let mut stock = self.shared.stock();
+        if stock.stop {
+            drop(stock);
+            remove(used);
+            return;
+        }
+        stock.used.extend(used);
+        drop(stock);
+        self.shared.work.notify_one();
+    }
+
+    /// Stops the thread and removes the ready files and the files handed over.
+    pub fn shutdown(&self) {
+        self.shared.stock().stop = true;
+        self.shared.work.notify_one();
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for TmpPool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The files of one run: taken from the pool when it has one ready, else made by the run
+/// (`<prefix><random><suffix>`, as without a pool). Dropping it removes them all.
+#[derive(Debug)]
+pub struct RunFiles {
+    pool: Option<Arc<TmpPool>>,
+    taken: Vec<PathBuf>,
+    own: Option<TmpFiles>,
+    dir: PathBuf,
+    keep: bool,
+}
+
+impl RunFiles {
+    /// The files of a run in `dir` (through `pool`, whose dir it is, when given); `keep` leaves
+    /// the run's own files in place for debugging.
+    pub fn new(dir: &Path, keep: bool, pool: Option<&Arc<TmpPool>>) -> Result<Self, TmpFileError> {
+        let own = match pool {
+            Some(_) => None,
+            None => Some(TmpFiles::new(dir, keep)?),
+        };
+        Ok(Self {
+            pool: pool.cloned(),
+            taken: Vec::new(),
+            own,
+            dir: dir.to_path_buf(),
+            keep,
+        })
+    }
+
+    /// A new file holding `content`: a ready one of `kind`, or `<prefix><random><suffix>`.
+    pub fn file(
+        &mut self,
+        kind: FileKind,
+        prefix: &str,
+        content: &[u8],
+    ) -> Result<PathBuf, TmpFileError> {
+        if let Some(ready) = self.pool.as_ref().and_then(|pool| pool.take(kind)) {
+            self.taken.push(ready.path.clone());
+            write_all(ready.file, &ready.path, content)?;
+            return Ok(ready.path);
+        }
+        let own = match &mut self.own {
+            Some(own) => own,
+            none => none.insert(TmpFiles::new(&self.dir, self.keep)?),
+        };
+        own.create(prefix, kind.suffix, content)
+    }
+
+    /// Removes the files (the run's own ones at once, the pool's by its thread), or keeps the
+    /// run's own ones when debugging.
+    pub fn finish(mut self) {
+        if let Some(own) = self.own.take() {
+            own.finish();
+        }
+    }
+}
+
+impl Drop for RunFiles {
+    fn drop(&mut self) {
+        if let Some(pool) = &self.pool {
+            pool.recycle(std::mem::take(&mut self.taken));
+        }
+    }
+}
+
+fn write_all(mut file: File, path: &Path, content: &[u8]) -> Result<(), TmpFileError> {
+    if content.is_empty() {
+        return Ok(());
+    }
+    std::io::Write::write_all(&mut file, content).map_err(|source| TmpFileError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The thread: removes used files and tops every asked-for kind up to [`READY_PER_KIND`].
+fn keep_stocked(shared: &Shared) {
+    loop {
+        let (used, wanted) = {
+            let mut stock = shared.stock();
+            while !stock.stop && stock.used.is_empty() && missing(&stock).is_empty() {
+                stock = shared
+                    .work
+                    .wait(stock)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            if stock.stop {
+                let mut left = std::mem::take(&mut stock.used);
+                left.extend(
+                    stock
+                        .ready
+                        .drain()
+                        .flat_map(|(_, files)| files)
+                        .map(|f| f.path),
+                );
+                drop(stock);
+                remove(left);
+                return;
+            }
+            (std::mem::take(&mut stock.used), missing(&stock))
+        };
+        remove(used);
+        let made = make(shared, &wanted);
+        let mut stock = shared.stock();
+        match made {
+            Ok(made) => {
+                for (kind, file) in made {
+                    stock.ready.entry(kind).or_default().push(file);
+                }
+            }
+            Err(error) => {
+                tracing::warn!(error = %addon_core::error::error_chain(&error), "hook files are no longer made ahead");
+                stock.broken = true;
+            }
+        }
+    }
+}
+
+/// One entry per file to make.
+fn missing(stock: &Stock) -> Vec<FileKind> {
+    if stock.broken {
+        return Vec::new();
+    }
+    stock
+        .ready
+        .iter()
+        .flat_map(|(kind, files)| {
+            std::iter::repeat_n(*kind, READY_PER_KIND.saturating_sub(files.len()))
+        })
+        .collect()
+}
+
+/// Makes one file per entry of `wanted`, after checking the dir again (a run's own files get
+/// the same check).
+fn make(shared: &Shared, wanted: &[FileKind]) -> Result<Vec<(FileKind, ReadyFile)>, TmpFileError> {
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    tmp_files::private_dir(&shared.dir)?;
+    wanted
+        .iter()
+        .map(|kind| {
+            let prefix = format!("{}-", kind.stem);
+            let (file, temp) = tmp_files::create_unique(&shared.dir, &prefix, kind.suffix)?;
+            let path = temp.keep().map_err(|error| TmpFileError::Create {
+                dir: shared.dir.clone(),
+                prefix,
+                suffix: kind.suffix.to_string(),
+                source: error.error,
+            })?;
+            Ok((*kind, ReadyFile { path, file }))
+        })
+        .collect()
+}
+
+fn remove(paths: Vec<PathBuf>) {
+    for path in paths {
+        if let Err(error) = std::fs::remove_file(&path)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::debug!(path = %path.display(), %error, "cannot remove a hook tmp file");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use addon_operator_testkit::wait::wait_for;
+    use std::time::Duration;
+
+    const LIMIT: Duration = Duration::from_secs(10);
+    const VALUES: FileKind = FileKind {
+        stem: "values",
+        suffix: ".json",
+    };
+
+    fn files_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_kind_is_stocked_once_asked_for_and_every_file_is_new_empty_and_private() {
+        let base = tempfile::tempdir().unwrap();
+        let pool = TmpPool::start(base.path()).unwrap();
+        assert!(
+            pool.take(VALUES).is_none(),
+            "nothing is made before it is asked for"
+        );
+        let listing = || format!("{:?}", files_in(base.path()));
+        let stocked = || files_in(base.path()).len() == READY_PER_KIND;
+        wait_for("the kind stocked", LIMIT, stocked, listing);
+        let first = pool.take(VALUES).unwrap();
+        let second = pool.take(VALUES).unwrap();
+        assert_ne!(first.path, second.path);
+        for taken in [&first, &second] {
+            let name = taken
+                .path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            assert!(
+                name.starts_with("values-") && name.ends_with(".json"),
+                "{name}"
+            );
+            let meta = std::fs::metadata(&taken.path).unwrap();
+            assert_eq!(meta.len(), 0);
+            use std::os::unix::fs::MetadataExt;
+            assert_eq!(meta.mode() & 0o777, 0o600);
+        }
+        pool.recycle(vec![first.path.clone(), second.path.clone()]);
+        let gone = || !first.path.exists() && !second.path.exists();
+        wait_for("the used files removed", LIMIT, gone, listing);
+        wait_for("the kind refilled", LIMIT, stocked, listing);
+    }
+
+    #[test]
+    fn shutdown_removes_every_file_the_pool_holds() {
+        let base = tempfile::tempdir().unwrap();
+        let pool = TmpPool::start(base.path()).unwrap();
+        pool.take(VALUES);
+        let stocked = || files_in(base.path()).len() == READY_PER_KIND;
+        wait_for("the kind stocked", LIMIT, stocked, String::new);
+        let taken = pool.take(VALUES).unwrap();
+        pool.recycle(vec![taken.path]);
+        pool.shutdown();
+        assert_eq!(files_in(base.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_dir_that_is_no_longer_private_stops_the_stocking() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("ao");
+        let pool = TmpPool::start(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        pool.take(VALUES);
+        let broken = || pool.shared.stock().broken;
+        wait_for("the pool to give up", LIMIT, broken, String::new);
+        assert!(pool.take(VALUES).is_none());
+        assert_eq!(files_in(&dir), Vec::<String>::new());
+    }
+}
