@@ -173,7 +173,11 @@ async fn a_run_never_gets_a_file_an_earlier_run_had() {
     let paths: Vec<&str> = report.lines().collect();
     let unique: std::collections::HashSet<&&str> = paths.iter().collect();
     assert_eq!(paths.len(), 5 * OUTPUT_VARS.len());
-    assert_eq!(unique.len(), paths.len(), "a path was handed out twice: {report}");
+    assert_eq!(
+        unique.len(),
+        paths.len(),
+        "a path was handed out twice: {report}"
+    );
     let checks: String = OUTPUT_VARS
         .iter()
         .map(|var| format!("[ ! -s \"${var}\" ] || echo {var} >> empty-check\n"))

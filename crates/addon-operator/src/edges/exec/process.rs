@@ -1,14 +1,16 @@
 //! Runs one child process in its own process group: timeout (SIGTERM, then SIGKILL after a grace
 //! period), cancellation, stdout/stderr logged line by line with the hook's fields, resource usage.
 
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
-use nix::sys::wait::{Id, WaitPidFlag, waitid};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::net::unix::pipe;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
@@ -158,18 +160,21 @@ pub async fn run_until_cancelled(
     cancel: &CancellationToken,
 ) -> Result<ProcessOutput, ExecError> {
     let started = Instant::now();
-    let (mut child, _registration) = spawn(spec).await?;
-    let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+    let (mut child, registration) = spawn(spec).await?;
+    let Ok(pid) = i32::try_from(child.id()) else {
         return Err(wait_error(spec, 0, std::io::ErrorKind::NotFound.into()));
     };
     let mut group = GroupGuard {
         pgid: Pid::from_raw(pid),
+        registration,
         armed: true,
     };
     let stop_reading = CancellationToken::new();
     // Both pipes are read by this task, next to the supervision: no task of their own, so no
     // cross-thread wake-up per line or per exit.
-    let (stdout, stderr, stop) = (child.stdout.take(), child.stderr.take(), &stop_reading);
+    let stdout = async_pipe(child.stdout.take().map(OwnedFd::from));
+    let stderr = async_pipe(child.stderr.take().map(OwnedFd::from));
+    let stop = &stop_reading;
     let readers = async move {
         tokio::join!(
             read_pipe(stdout, "stdout", spec.capture_stdout, log, stop),
@@ -188,16 +193,14 @@ pub async fn run_until_cancelled(
             }
         }
     };
-    let (user, sys) = usage::cpu_times(pid).unwrap_or_default();
-    let status = child
-        .wait()
-        .await
-        .map_err(|source| wait_error(spec, pid, source))?;
     let (stopped_by_us, max_rss_kb) = supervised.map_err(|source| wait_error(spec, pid, source))?;
+    let (user, sys) = usage::cpu_times(pid).unwrap_or_default();
+    let status = group
+        .reap()
+        .map_err(|source| wait_error(spec, pid, source.into()))?;
     if stopped_by_us.is_some() {
         group.signal(Signal::SIGKILL);
     }
-    group.armed = false;
 
     let (stdout, stderr) = match read {
         Some(collected) => collected,
@@ -217,10 +220,17 @@ pub async fn run_until_cancelled(
     })
 }
 
-/// Spawns the process, registered with the reaper until it has been waited for.
+/// A pipe of the child on the reactor; `None` (nothing to read) when it cannot be registered.
+fn async_pipe(fd: Option<OwnedFd>) -> Option<pipe::Receiver> {
+    pipe::Receiver::from_owned_fd(fd?)
+        .inspect_err(|error| tracing::warn!(%error, "cannot read a hook's output pipe"))
+        .ok()
+}
+
+/// Spawns the process, registered with the reaper until it has been reaped.
 async fn spawn(
     spec: &ProcessSpec,
-) -> Result<(tokio::process::Child, Option<reaper::Registration>), ExecError> {
+) -> Result<(std::process::Child, Option<reaper::Registration>), ExecError> {
     let mut attempt = 1;
     loop {
         match reaper::spawn_registered(&mut command(spec)) {
@@ -242,8 +252,9 @@ async fn spawn(
     }
 }
 
-fn command(spec: &ProcessSpec) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(&spec.program);
+fn command(spec: &ProcessSpec) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(&spec.program);
     command
         .args(&spec.args)
         .current_dir(&spec.cwd)
@@ -251,8 +262,7 @@ fn command(spec: &ProcessSpec) -> tokio::process::Command {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(false);
+        .process_group(0);
     command
 }
 
@@ -264,18 +274,20 @@ fn wait_error(spec: &ProcessSpec, pid: i32, source: std::io::Error) -> ExecError
     }
 }
 
-fn exit_kind(status: ExitStatus) -> ExitKind {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => ExitKind::Code(code),
-        (None, Some(signal)) => ExitKind::Signal(signal),
-        (None, None) => ExitKind::Code(-1),
+fn exit_kind(status: WaitStatus) -> ExitKind {
+    match status {
+        WaitStatus::Exited(_, code) => ExitKind::Code(code),
+        WaitStatus::Signaled(_, signal, _) => ExitKind::Signal(signal as i32),
+        _ => ExitKind::Code(-1),
     }
 }
 
-/// Kills the whole process group when dropped while armed (the run's future was dropped).
+/// The running child (the leader of its own process group). Dropped before it was reaped (the
+/// run's future was dropped), it kills the whole group and reaps the child in the background,
+/// still registered, so the reaper never races for its pid.
 struct GroupGuard {
     pgid: Pid,
+    registration: Option<reaper::Registration>,
     armed: bool,
 }
 
@@ -284,12 +296,36 @@ impl GroupGuard {
         // ESRCH: the group is already gone, which is what we want.
         let _ = killpg(self.pgid, signal);
     }
+
+    /// Reaps the exited child (it is a zombie by now, so this does not block).
+    fn reap(&mut self) -> Result<WaitStatus, nix::errno::Errno> {
+        let status = loop {
+            match waitpid(self.pgid, None) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                other => break other?,
+            }
+        };
+        self.armed = false;
+        self.registration = None;
+        Ok(status)
+    }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        if self.armed {
-            self.signal(Signal::SIGKILL);
+        if !self.armed {
+            return;
+        }
+        self.signal(Signal::SIGKILL);
+        let (pid, registration) = (self.pgid, self.registration.take());
+        let reaping = std::thread::Builder::new()
+            .name("hook-reap".into())
+            .spawn(move || {
+                let _ = waitpid(pid, None);
+                drop(registration);
+            });
+        if let Err(error) = reaping {
+            tracing::warn!(%error, pid = pid.as_raw(), "cannot reap a killed hook; the reaper will");
         }
     }
 }
@@ -351,14 +387,47 @@ async fn supervise(
     }
 }
 
-/// Resolves when `pid` has exited, leaving it a zombie for `child.wait()` to reap. It waits on
-/// the blocking pool, not on a pidfd: a blocking task also keeps paused test time from jumping to
-/// the timeout while a real process runs.
+/// Resolves when `pid` has exited, leaving it a zombie for [`GroupGuard::reap`], so its CPU times
+/// stay readable. On a multi-thread runtime (the operator) the exit is awaited on the reactor
+/// through a pidfd: no thread hop per run. On a current-thread runtime (tests; the only kind a
+/// paused clock runs on), and on kernels without pidfds, it waits on the blocking pool: a
+/// blocking task keeps a paused clock from jumping to the timeout while a real process runs.
 async fn exited(pid: i32) -> std::io::Result<()> {
+    let flavor = tokio::runtime::Handle::current().runtime_flavor();
+    if flavor != tokio::runtime::RuntimeFlavor::CurrentThread
+        && let Some(pidfd) = open_pidfd(pid)
+    {
+        return exited_on_reactor(pidfd).await;
+    }
     match tokio::task::spawn_blocking(move || wait_exited(pid)).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(errno)) => Err(errno.into()),
         Err(join) => Err(std::io::Error::other(join)),
+    }
+}
+
+/// The pidfd of `pid` on the reactor, if the kernel has pidfds (Linux 5.3+).
+// `with_interest` is deprecated because an arbitrary `AsRawFd` may hand its descriptor to someone
+// else while registered (tokio#8587); an `OwnedFd` cannot, and the replacement is `unsafe`.
+#[allow(deprecated)]
+fn open_pidfd(pid: i32) -> Option<tokio::io::unix::AsyncFd<OwnedFd>> {
+    let pid = rustix::process::Pid::from_raw(pid)?;
+    let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::NONBLOCK).ok()?;
+    tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::READABLE).ok()
+}
+
+/// A pidfd turns readable when its process exits.
+async fn exited_on_reactor(pidfd: tokio::io::unix::AsyncFd<OwnedFd>) -> std::io::Result<()> {
+    use std::os::fd::AsFd;
+    loop {
+        let mut ready = pidfd.readable().await?;
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
+        match waitid(Id::PIDFd(pidfd.get_ref().as_fd()), flags) {
+            Ok(WaitStatus::StillAlive) => ready.clear_ready(),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(errno) => return Err(errno.into()),
+            Ok(_) => return Ok(()),
+        }
     }
 }
 
@@ -563,6 +632,40 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 
+    /// Runs the test `$name` on a current-thread runtime (the exit awaited on the blocking pool)
+    /// and on a multi-thread one (awaited on the reactor through a pidfd, as the operator does).
+    macro_rules! on_both_runtimes {
+        ($name:ident) => {
+            mod $name {
+                #[tokio::test]
+                async fn current_thread() {
+                    super::$name().await
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn multi_thread() {
+                    super::$name().await
+                }
+            }
+        };
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_reactor_sees_the_exit_and_leaves_the_zombie_to_reap() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "exit 7"])
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        let pidfd = open_pidfd(pid).expect("pidfds (Linux 5.3+)");
+        tokio::time::timeout(Duration::from_secs(10), exited_on_reactor(pidfd))
+            .await
+            .expect("the exit is seen")
+            .unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        assert!(stat.contains(") Z "), "not reaped yet: {stat}");
+        assert_eq!(child.wait().unwrap().code(), Some(7));
+    }
+
     fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
         let path = dir.join(name);
         std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
@@ -603,7 +706,7 @@ mod tests {
         wait_for_async(&what, Duration::from_secs(5), dead, String::new).await;
     }
 
-    #[tokio::test]
+    on_both_runtimes!(exit_code_and_captured_stdout_are_returned);
     async fn exit_code_and_captured_stdout_are_returned() {
         let dir = tempfile::tempdir().unwrap();
         let hook = script(
@@ -631,7 +734,7 @@ mod tests {
         assert_eq!(output.stdout, "--config\n");
     }
 
-    #[tokio::test]
+    on_both_runtimes!(stderr_is_kept_as_the_failure_message);
     async fn stderr_is_kept_as_the_failure_message() {
         let dir = tempfile::tempdir().unwrap();
         let hook = script(
@@ -661,7 +764,7 @@ mod tests {
         assert_eq!(output.stdout, format!("value|has-path|{}\n", cwd.display()));
     }
 
-    #[tokio::test]
+    on_both_runtimes!(timeout_kills_the_process_and_its_children_quickly);
     async fn timeout_kills_the_process_and_its_children_quickly() {
         let dir = tempfile::tempdir().unwrap();
         let hook = script(
@@ -681,7 +784,7 @@ mod tests {
         assert_dies_soon(wait_for_pid_file(&dir.path().join("child.pid")).await).await;
     }
 
-    #[tokio::test]
+    on_both_runtimes!(a_process_ignoring_sigterm_is_killed_after_the_grace_period);
     async fn a_process_ignoring_sigterm_is_killed_after_the_grace_period() {
         let dir = tempfile::tempdir().unwrap();
         let hook = script(
@@ -701,7 +804,7 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5));
     }
 
-    #[tokio::test]
+    on_both_runtimes!(cancellation_terminates_the_process_group);
     async fn cancellation_terminates_the_process_group() {
         let dir = tempfile::tempdir().unwrap();
         let hook = script(dir.path(), "hook", "echo $$ > hook.pid\nsleep 100");
@@ -719,7 +822,7 @@ mod tests {
         assert_eq!(output.exit, ExitKind::Cancelled);
     }
 
-    #[tokio::test]
+    on_both_runtimes!(dropping_the_run_kills_the_process_group);
     async fn dropping_the_run_kills_the_process_group() {
         let dir = tempfile::tempdir().unwrap();
         let hook = script(
@@ -734,7 +837,7 @@ mod tests {
         assert_dies_soon(child).await;
     }
 
-    #[tokio::test]
+    on_both_runtimes!(cpu_time_of_a_busy_hook_is_measured);
     async fn cpu_time_of_a_busy_hook_is_measured() {
         let dir = tempfile::tempdir().unwrap();
         let hook = script(
@@ -773,7 +876,7 @@ mod tests {
         assert_eq!(output.stdout, "");
     }
 
-    #[tokio::test]
+    on_both_runtimes!(a_background_child_holding_the_pipes_does_not_block_the_run);
     async fn a_background_child_holding_the_pipes_does_not_block_the_run() {
         let dir = tempfile::tempdir().unwrap();
         let hook = script(
@@ -889,7 +992,7 @@ mod tests {
         assert_eq!(output.stdout, "");
     }
 
-    #[tokio::test]
+    on_both_runtimes!(max_rss_is_the_peak_of_the_whole_process_tree);
     async fn max_rss_is_the_peak_of_the_whole_process_tree() {
         let dir = tempfile::tempdir().unwrap();
         let hook = script(

@@ -55,18 +55,15 @@ impl Drop for Registration {
 /// Spawns `command` (which starts a process group of its own) and registers the child so the
 /// reaper leaves it to its caller.
 pub fn spawn_registered(
-    command: &mut tokio::process::Command,
-) -> std::io::Result<(tokio::process::Child, Option<Registration>)> {
+    command: &mut std::process::Command,
+) -> std::io::Result<(std::process::Child, Option<Registration>)> {
     let _gate = SPAWN_GATE.read().unwrap_or_else(PoisonError::into_inner);
     let child = command.spawn()?;
-    let registration = child
-        .id()
-        .and_then(|pid| i32::try_from(pid).ok())
-        .map(|pid| {
-            let mut hooks = HOOKS.lock().unwrap_or_else(PoisonError::into_inner);
-            hooks.get_or_insert_with(HashSet::new).insert(pid);
-            Registration(pid)
-        });
+    let registration = i32::try_from(child.id()).ok().map(|pid| {
+        let mut hooks = HOOKS.lock().unwrap_or_else(PoisonError::into_inner);
+        hooks.get_or_insert_with(HashSet::new).insert(pid);
+        Registration(pid)
+    });
     Ok((child, registration))
 }
 

@@ -12,8 +12,8 @@ use std::thread::JoinHandle;
 use super::tmp_files::{self, TmpFileError, TmpFiles};
 
 /// Ready files kept per kind. Runs in different queues may take files at the same time; the
-/// thread refills a kind as soon as a file of it is taken.
-const READY_PER_KIND: usize = 3;
+/// thread refills every kind when a run hands its files back.
+const READY_PER_KIND: usize = 4;
 
 /// A kind of hook file: its name stem and suffix (`values` + `.json`: `values-<random>.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -94,7 +94,11 @@ impl TmpPool {
         let mut stock = self.shared.stock();
         let taken = stock.ready.entry(kind).or_default().pop();
         drop(stock);
-        self.shared.work.notify_one();
+        // The thread is woken once per run, when its files are handed back; only a kind that
+        // ran out (or was never asked for) wakes it at once.
+        if taken.is_none() {
+            self.shared.work.notify_one();
+        }
         taken
     }
 
