@@ -251,6 +251,15 @@ fn keep_stocked(shared: &Shared) {
             Err(error) => {
                 tracing::warn!(error = %addon_core::error::error_chain(&error), "hook files are no longer made ahead");
                 stock.broken = true;
+                // runs make their own files from now on, checking the dir each time
+                let ready: Vec<PathBuf> = stock
+                    .ready
+                    .drain()
+                    .flat_map(|(_, files)| files)
+                    .map(|f| f.path)
+                    .collect();
+                drop(stock);
+                remove(ready);
             }
         }
     }
@@ -312,6 +321,10 @@ mod tests {
     const LIMIT: Duration = Duration::from_secs(10);
     const VALUES: FileKind = FileKind {
         stem: "values",
+        suffix: ".json",
+    };
+    const OTHER: FileKind = FileKind {
+        stem: "metrics",
         suffix: ".json",
     };
 
@@ -379,11 +392,15 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let dir = base.path().join("ao");
         let pool = TmpPool::start(&dir).unwrap();
+        pool.take(OTHER);
+        let stocked = || files_in(&dir).len() == READY_PER_KIND;
+        wait_for("the kind stocked", LIMIT, stocked, String::new);
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
         pool.take(VALUES);
         let broken = || pool.shared.stock().broken;
         wait_for("the pool to give up", LIMIT, broken, String::new);
         assert!(pool.take(VALUES).is_none());
+        assert!(pool.take(OTHER).is_none());
         assert_eq!(files_in(&dir), Vec::<String>::new());
     }
 }
