@@ -92,7 +92,10 @@ impl TmpPool {
     /// A ready empty file of `kind`, or `None` when none is ready (the caller makes its own).
     pub fn take(&self, kind: FileKind) -> Option<ReadyFile> {
         let mut stock = self.shared.stock();
-        let taken = stock.ready.entry(kind).or_default().pop();
+        let ready = stock.ready.entry(kind).or_default();
+        // a file someone removed meanwhile (a tmp cleaner, an `rm -rf` of the dir) is skipped:
+        // its path would not exist for the hook
+        let taken = std::iter::from_fn(|| ready.pop()).find(still_linked);
         drop(stock);
         // The thread is woken once per run, when its files are handed back; only a kind that
         // ran out (or was never asked for) wakes it at once.
@@ -211,6 +214,12 @@ fn write_all(mut file: File, path: &Path, content: &[u8]) -> Result<(), TmpFileE
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// Whether the file still has a name (one `fstat`, no path lookup).
+fn still_linked(ready: &ReadyFile) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    ready.file.metadata().is_ok_and(|meta| meta.nlink() > 0)
 }
 
 /// The thread: removes used files and tops every asked-for kind up to [`READY_PER_KIND`].
@@ -371,6 +380,22 @@ mod tests {
         let gone = || !first.path.exists() && !second.path.exists();
         wait_for("the used files removed", LIMIT, gone, listing);
         wait_for("the kind refilled", LIMIT, stocked, listing);
+    }
+
+    #[test]
+    fn a_ready_file_removed_by_someone_else_is_never_handed_out() {
+        let base = tempfile::tempdir().unwrap();
+        let pool = TmpPool::start(base.path()).unwrap();
+        pool.take(VALUES);
+        let stocked = || files_in(base.path()).len() == READY_PER_KIND;
+        wait_for("the kind stocked", LIMIT, stocked, String::new);
+        for name in files_in(base.path()) {
+            std::fs::remove_file(base.path().join(name)).unwrap();
+        }
+        assert!(pool.take(VALUES).is_none(), "every ready file is gone");
+        wait_for("the kind stocked again", LIMIT, stocked, String::new);
+        let taken = pool.take(VALUES).unwrap();
+        assert!(taken.path.exists());
     }
 
     #[test]
