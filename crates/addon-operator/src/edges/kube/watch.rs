@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::discovery::DiscoveryError;
-use super::known::{KnownObjects, Observed};
+use super::known::{KnownObjects, Listing, Observed};
 
 use crate::edges::metrics::Metrics;
 use crate::runtime::edges::{KubeEvent, MonitorKey};
@@ -226,7 +226,7 @@ impl Watch {
         pages: Option<&mpsc::Sender<Vec<Value>>>,
     ) -> Result<(Started, Vec<Value>), WatchError> {
         let mut stream = self.stream(scope.api);
-        let mut known = KnownObjects::default();
+        let mut known = Listing::default();
         let mut objects = Vec::new();
         loop {
             let event = stream.try_next().await.map_err(|e| WatchError::List {
@@ -257,7 +257,7 @@ impl Watch {
         let started = Started {
             scope: scope.name,
             stream,
-            known,
+            known: known.done(),
         };
         Ok((started, objects))
     }
