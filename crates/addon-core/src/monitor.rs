@@ -59,6 +59,34 @@ impl Entry {
     }
 }
 
+/// A binding's cache being loaded from a listing a page at a time: its entries are collected, then
+/// put into the map at once when the listing is complete, which fills the B-tree's nodes (inserted
+/// one by one in name order, they stay about 60 % full).
+#[derive(Debug)]
+pub struct Listing {
+    cache: MonitorCache,
+    entries: Vec<(Key, Entry)>,
+}
+
+impl Listing {
+    /// Adds a page: what the binding does not keep of each object (its body, with
+    /// `keepFullObjectsInMemory: false`) is dropped here.
+    pub fn extend_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
+        for (object, filtered) in objects {
+            let entry = self.cache.entry(&object, filtered);
+            self.entries.push(entry);
+        }
+    }
+
+    /// The cache of the complete listing (a later object of the same id wins).
+    pub fn done(self) -> MonitorCache {
+        let Self { mut cache, entries } = self;
+        // sorts (stably), keeps the last entry of a key, and builds full nodes
+        cache.entries = entries.into_iter().collect();
+        cache
+    }
+}
+
 /// The current objects of one binding.
 #[derive(Debug, Clone)]
 pub struct MonitorCache {
@@ -95,17 +123,16 @@ impl MonitorCache {
 
     /// [`MonitorCache::reset`] with filter results computed by the caller.
     pub fn reset_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
-        self.entries.clear();
-        self.places.clear();
-        self.extend_filtered(objects);
+        let mut listing = Self::listing(&self.binding);
+        listing.extend_filtered(objects);
+        *self = listing.done();
     }
 
-    /// Adds objects of a listing being loaded a page at a time: what the binding does not keep of
-    /// each object (its body, with `keepFullObjectsInMemory: false`) is dropped here.
-    pub fn extend_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
-        for (object, filtered) in objects {
-            let (key, entry) = self.entry(&object, filtered);
-            self.entries.insert(key, entry);
+    /// An empty cache to load a listing into, a page at a time.
+    pub fn listing(binding: &KubernetesBinding) -> Listing {
+        Listing {
+            cache: Self::new(binding),
+            entries: Vec::new(),
         }
     }
 
@@ -275,12 +302,21 @@ mod tests {
             .collect();
         let mut whole = MonitorCache::new(&binding);
         whole.reset_filtered(filtered.clone());
-        let mut paged = MonitorCache::new(&binding);
+        let mut listing = MonitorCache::listing(&binding);
         for page in filtered.chunks(2) {
-            paged.extend_filtered(page.to_vec());
+            listing.extend_filtered(page.to_vec());
         }
+        let paged = listing.done();
         assert_eq!(paged.items(), whole.items());
         assert_eq!(paged.len(), 3);
+        let mut one_by_one = MonitorCache::new(&binding);
+        for (object, filtered) in filtered.clone() {
+            one_by_one.apply_filtered(WatchEvent::Added, object, filtered);
+        }
+        assert_eq!(
+            format!("{:?}", paged.entries),
+            format!("{:?}", one_by_one.entries)
+        );
     }
 
     #[test]
