@@ -4,16 +4,23 @@
 # and `full` (keepFullObjectsInMemory: true, no filter). The kube-emulator runs as its own process,
 # so its memory is not counted. Prints VmRSS and VmHWM (peak) after the first converge (/readyz),
 # each mode's delta over the no-watch run, and the delta's ratio to the JSON size of the listing.
-# Usage: bench/watch-memory/run.sh [N] (default 10000).
+# Usage: bench/watch-memory/run.sh [N] (default 10000). ROUNDS=2 repeats the runs against the same
+# objects (each round measures its own no-watch baseline); MODES="lean" runs only that mode;
+# OPERATORS=old/addon-operator,new/addon-operator measures several binaries, interleaved, on the
+# same objects.
 # Build first: cargo build --release -p addon-operator -p kube-emulator (or set
 # ADDON_OPERATOR_BIN / KUBE_EMULATOR_BIN to debug builds; debug RSS is higher, ratios comparable).
 set -euo pipefail
 n=${1:-10000}
+rounds=${ROUNDS:-1}
+modes=${MODES:-lean full}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=${ADDON_OPERATOR_BIN:-$root/target/release/addon-operator}
+IFS=, read -r -a operators <<< "${OPERATORS:-$bin}"
 emu=${KUBE_EMULATOR_BIN:-$root/target/release/kube-emulator}
 work=$(mktemp -d)
-trap 'kill "${epid:-0}" "${pid:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
+# (never `kill 0`: that would signal the caller's whole process group)
+trap 'kill ${epid:+"$epid"} ${pid:+"$pid"} 2>/dev/null || true; rm -rf "$work"' EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 eport=$(free_port)
@@ -28,10 +35,11 @@ curl -sf -X POST -H 'Content-Type: application/json' "$url/api/v1/namespaces" \
 curl -sf -X POST -H 'Content-Type: application/json' "$url/api/v1/namespaces/ops/configmaps" \
   -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"addon-operator"},"data":{"global":"{}"}}' > /dev/null
 json_bytes=$(python3 "$root/bench/watch-memory/create.py" "$url" bench "$n" 2048)
-echo "objects: $n ConfigMaps, listing JSON $json_bytes bytes; binary: $bin"
+echo "objects: $n ConfigMaps, listing JSON $json_bytes bytes; binaries: ${operators[*]}"
 
-# run MODE: prints "rss_kb hwm_kb" of the operator once ready
+# run MODE BINARY: prints "rss_kb hwm_kb" of the operator once ready (fails after 10 minutes)
 run() {
+  local bin=$2 waited=0
   local tree="$work/tree-$1"
   mkdir -p "$tree/global-hooks" "$tree/modules"
   : > "$tree/modules/values.yaml"
@@ -49,7 +57,7 @@ run() {
     --debug-unix-socket "$work/debug-$1.socket" --log-level warn > "$work/log-$1" 2>&1 &
   pid=$!
   until curl -sf "http://127.0.0.1:$port/readyz" > /dev/null; do
-    kill -0 "$pid" 2>/dev/null || { cat "$work/log-$1" >&2; exit 1; }
+    kill -0 "$pid" 2>/dev/null && [ $((waited += 1)) -lt 6000 ] || { tail -5 "$work/log-$1" >&2; exit 1; }
     sleep 0.1
   done
   sleep 1
@@ -57,12 +65,17 @@ run() {
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 }
 
-read -r base_rss base_hwm < <(run none)
-echo "no watch: RSS $base_rss kB (peak $base_hwm kB)"
-for mode in lean full; do
-  read -r rss hwm < <(run "$mode")
-  delta=$((rss - base_rss))
-  echo "$mode: RSS $rss kB (peak $hwm kB), +$((delta / 1024)) MB over no watch," \
-    "$(echo "scale=2; $delta * 1024 / $json_bytes" | bc)x the JSON," \
-    "$(echo "scale=2; $delta / 1024 * 1000 / $n" | bc) MB per 1,000; peak +$(((hwm - base_hwm) / 1024)) MB"
+for round in $(seq "$rounds"); do
+  for bin in "${operators[@]}"; do
+  [ "$rounds" = 1 ] && [ ${#operators[@]} = 1 ] || echo "round $round of $rounds: $bin"
+  read -r base_rss base_hwm < <(run none "$bin")
+  echo "no watch: RSS $base_rss kB (peak $base_hwm kB)"
+  for mode in $modes; do
+    read -r rss hwm < <(run "$mode" "$bin")
+    delta=$((rss - base_rss))
+    echo "$mode: RSS $rss kB (peak $hwm kB), $(awk "BEGIN { printf \"%+.1f\", $delta / 1024 }") MB over no watch," \
+      "$(echo "scale=2; $delta * 1024 / $json_bytes" | bc)x the JSON," \
+      "$(echo "scale=2; $delta / 1024 * 1000 / $n" | bc) MB per 1,000; peak +$(((hwm - base_hwm) / 1024)) MB"
+  done
+  done
 done

@@ -13,32 +13,40 @@ use crate::binding_context::{KeptObject, ObjectAndFilterResult, ObjectId};
 use crate::hook_config::{FilteredObject, KubernetesBinding, WatchEvent};
 use crate::jq::JqError;
 
-/// An object's place in the cache: its [`ObjectId`] with the namespace and kind shared by every
-/// object that has them (fields in `ObjectId`'s order, so both sort alike).
+/// The namespace and kind of objects, shared by every object of the cache that has them (fields
+/// in `ObjectId`'s order, so that keys sort alike).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Place {
+    namespace: Box<str>,
+    kind: Box<str>,
+}
+
+/// An object's place in the cache: its [`ObjectId`], as a shared [`Place`] and its own name
+/// (24 bytes).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Key {
-    namespace: Arc<str>,
-    kind: Arc<str>,
+    place: Arc<Place>,
     name: Box<str>,
 }
 
 impl Key {
     fn id(&self) -> ObjectId {
         ObjectId {
-            namespace: self.namespace.to_string(),
-            kind: self.kind.to_string(),
+            namespace: self.place.namespace.to_string(),
+            kind: self.place.kind.to_string(),
             name: self.name.to_string(),
         }
     }
 }
 
-/// One object, without its key: the full object only when the binding keeps it, and the
-/// checksum that tells whether an event changed what the hook sees.
+/// One object, without its key (48 bytes): the full object only when the binding keeps it, the
+/// filter result as its JSON text (a parsed `Value` costs 3–4 times more for a short result),
+/// and the checksum that tells whether an event changed what the hook sees.
 #[derive(Debug, Clone)]
 struct Entry {
     object: Option<KeptObject>,
-    filter_result: Option<Arc<Value>>,
-    checksum: u128,
+    filter_result: Option<KeptObject>,
+    checksum: [u8; 16],
 }
 
 impl Entry {
@@ -46,8 +54,36 @@ impl Entry {
         ObjectAndFilterResult {
             id: key.id(),
             object: self.object.clone(),
-            filter_result: self.filter_result.clone(),
+            filter_result: self.filter_result.as_ref().map(|f| Arc::new(f.to_value())),
         }
+    }
+}
+
+/// A binding's cache being loaded from a listing a page at a time: its entries are collected, then
+/// put into the map at once when the listing is complete, which fills the B-tree's nodes (inserted
+/// one by one in name order, they stay about 60 % full).
+#[derive(Debug)]
+pub struct Listing {
+    cache: MonitorCache,
+    entries: Vec<(Key, Entry)>,
+}
+
+impl Listing {
+    /// Adds a page: what the binding does not keep of each object (its body, with
+    /// `keepFullObjectsInMemory: false`) is dropped here.
+    pub fn extend_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
+        for (object, filtered) in objects {
+            let entry = self.cache.entry(&object, filtered);
+            self.entries.push(entry);
+        }
+    }
+
+    /// The cache of the complete listing (a later object of the same id wins).
+    pub fn done(self) -> MonitorCache {
+        let Self { mut cache, entries } = self;
+        // sorts (stably), keeps the last entry of a key, and builds full nodes
+        cache.entries = entries.into_iter().collect();
+        cache
     }
 }
 
@@ -56,8 +92,8 @@ impl Entry {
 pub struct MonitorCache {
     binding: KubernetesBinding,
     entries: BTreeMap<Key, Entry>,
-    /// The namespaces and kinds of the keys, one copy each.
-    words: Words,
+    /// The namespaces and kinds of the keys, one copy of each pair.
+    places: Words<Place>,
 }
 
 impl MonitorCache {
@@ -65,7 +101,7 @@ impl MonitorCache {
         Self {
             binding: binding.clone(),
             entries: BTreeMap::new(),
-            words: Words::default(),
+            places: Words::default(),
         }
     }
 
@@ -87,17 +123,16 @@ impl MonitorCache {
 
     /// [`MonitorCache::reset`] with filter results computed by the caller.
     pub fn reset_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
-        self.entries.clear();
-        self.words.clear();
-        self.extend_filtered(objects);
+        let mut listing = Self::listing(&self.binding);
+        listing.extend_filtered(objects);
+        *self = listing.done();
     }
 
-    /// Adds objects of a listing being loaded a page at a time: what the binding does not keep of
-    /// each object (its body, with `keepFullObjectsInMemory: false`) is dropped here.
-    pub fn extend_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
-        for (object, filtered) in objects {
-            let (key, entry) = self.entry(&object, filtered);
-            self.entries.insert(key, entry);
+    /// An empty cache to load a listing into, a page at a time.
+    pub fn listing(binding: &KubernetesBinding) -> Listing {
+        Listing {
+            cache: Self::new(binding),
+            entries: Vec::new(),
         }
     }
 
@@ -150,9 +185,12 @@ impl MonitorCache {
 
     fn entry(&mut self, object: &Value, filtered: FilteredObject) -> (Key, Entry) {
         let id = ObjectId::of(object);
+        let place = Place {
+            namespace: id.namespace.into_boxed_str(),
+            kind: id.kind.into_boxed_str(),
+        };
         let key = Key {
-            namespace: self.words.get(&id.namespace),
-            kind: self.words.get(&id.kind),
+            place: self.places.share(place),
             name: id.name.into_boxed_str(),
         };
         let entry = Entry {
@@ -160,8 +198,8 @@ impl MonitorCache {
                 .binding
                 .keep_full_objects_in_memory
                 .then(|| KeptObject::new(object)),
-            filter_result: filtered.filter_result.map(Arc::new),
-            checksum: filtered.checksum,
+            filter_result: filtered.filter_result.as_ref().map(KeptObject::new),
+            checksum: filtered.checksum.to_be_bytes(),
         };
         (key, entry)
     }
@@ -264,12 +302,21 @@ mod tests {
             .collect();
         let mut whole = MonitorCache::new(&binding);
         whole.reset_filtered(filtered.clone());
-        let mut paged = MonitorCache::new(&binding);
+        let mut listing = MonitorCache::listing(&binding);
         for page in filtered.chunks(2) {
-            paged.extend_filtered(page.to_vec());
+            listing.extend_filtered(page.to_vec());
         }
+        let paged = listing.done();
         assert_eq!(paged.items(), whole.items());
         assert_eq!(paged.len(), 3);
+        let mut one_by_one = MonitorCache::new(&binding);
+        for (object, filtered) in filtered.clone() {
+            one_by_one.apply_filtered(WatchEvent::Added, object, filtered);
+        }
+        assert_eq!(
+            format!("{:?}", paged.entries),
+            format!("{:?}", one_by_one.entries)
+        );
     }
 
     #[test]
@@ -321,9 +368,23 @@ mod tests {
         let keys: Vec<&Key> = cache.entries.keys().collect();
         assert_eq!(keys.len(), 3);
         for key in &keys[1..] {
-            assert!(Arc::ptr_eq(&key.namespace, &keys[0].namespace));
-            assert!(Arc::ptr_eq(&key.kind, &keys[0].kind));
+            assert!(Arc::ptr_eq(&key.place, &keys[0].place));
         }
-        assert_eq!(cache.words.len(), 2, "{:?}", cache.words);
+        assert_eq!(cache.places.len(), 1, "{:?}", cache.places);
+    }
+
+    #[test]
+    fn an_entry_costs_72_bytes_plus_its_name_and_filter_result() {
+        // the map's entries, without the B-tree's slack and the texts they point to
+        assert!(size_of::<Key>() + size_of::<Entry>() <= 72);
+        let mut cache = MonitorCache::new(&binding(
+            "  jqFilter: .metadata.name
+",
+        ));
+        cache.reset(vec![pod("a", "x", "1")]).unwrap();
+        let entry = cache.entries.values().next().expect("one entry");
+        let kept = entry.filter_result.as_ref().map(KeptObject::len);
+        assert_eq!(kept, Some(3), "the filter result is kept as its JSON text");
+        assert_eq!(*cache.items()[0].filter_result.clone().unwrap(), json!("a"));
     }
 }

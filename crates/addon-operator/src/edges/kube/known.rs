@@ -20,11 +20,12 @@ pub enum Observed {
     InitDone,
 }
 
-/// An object's identity: its uid (a number when it is a UUID in canonical form, as API servers
-/// make them), else `namespace/name`.
+/// An object's identity: its uid (a number, as its high and low halves, when it is a UUID in
+/// canonical form, as API servers make them), else `namespace/name`. 24 bytes (a `u128` would
+/// align the whole record to 16).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Id {
-    Uuid(u128),
+    Uuid(u64, u64),
     Uid(Box<str>),
     Name(Box<str>),
 }
@@ -33,9 +34,10 @@ impl Id {
     fn of(object: &Value) -> Self {
         let meta = &object["metadata"];
         match meta["uid"].as_str() {
-            Some(uid) if !uid.is_empty() => {
-                uuid(uid).map_or_else(|| Self::Uid(uid.into()), Self::Uuid)
-            }
+            Some(uid) if !uid.is_empty() => uuid(uid).map_or_else(
+                || Self::Uid(uid.into()),
+                |n| Self::Uuid((n >> 64) as u64, n as u64),
+            ),
             _ => {
                 let text = |k: &str| meta[k].as_str().unwrap_or_default().to_string();
                 Self::Name(format!("{}/{}", text("namespace"), text("name")).into())
@@ -46,7 +48,7 @@ impl Id {
     /// The uid as the object had it.
     fn uid(&self) -> Option<String> {
         match self {
-            Self::Uuid(n) => Some(uuid_text(*n)),
+            Self::Uuid(high, low) => Some(uuid_text(u128::from(*high) << 64 | u128::from(*low))),
             Self::Uid(text) => Some(text.to_string()),
             Self::Name(_) => None,
         }
@@ -100,14 +102,21 @@ impl Version {
     }
 }
 
-/// What is remembered of an object between events (the id is the map's key): what a deletion
-/// found only by a relist carries, never its body (the binding's cache keeps what the hook
-/// needs). `apiVersion`, `kind` and the namespace are shared between objects.
+/// An object's `apiVersion`, `kind` and namespace, one copy shared by the objects that have the
+/// same (in a watch: all of a namespace).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Place {
+    api_version: Option<Box<str>>,
+    kind: Option<Box<str>>,
+    namespace: Option<Box<str>>,
+}
+
+/// What is remembered of an object between events (the id is the map's key; 48 bytes): what a
+/// deletion found only by a relist carries, never its body (the binding's cache keeps what the
+/// hook needs).
 #[derive(Debug, Clone, PartialEq)]
 struct Seen {
-    api_version: Option<Arc<str>>,
-    kind: Option<Arc<str>>,
-    namespace: Option<Arc<str>>,
+    place: Arc<Place>,
     name: Option<Box<str>>,
     version: Option<Version>,
 }
@@ -121,10 +130,11 @@ impl Seen {
                 map.insert(key.to_string(), Value::String(value));
             }
         };
-        let text = |s: &Option<Arc<str>>| s.as_deref().map(str::to_string);
+        let text = |s: &Option<Box<str>>| s.as_deref().map(str::to_string);
+        let place = &self.place;
         let mut meta = Map::new();
         put(&mut meta, "name", self.name.as_deref().map(str::to_string));
-        put(&mut meta, "namespace", text(&self.namespace));
+        put(&mut meta, "namespace", text(&place.namespace));
         put(&mut meta, "uid", id.uid());
         put(
             &mut meta,
@@ -132,8 +142,8 @@ impl Seen {
             self.version.as_ref().map(Version::text),
         );
         let mut stub = Map::new();
-        put(&mut stub, "apiVersion", text(&self.api_version));
-        put(&mut stub, "kind", text(&self.kind));
+        put(&mut stub, "apiVersion", text(&place.api_version));
+        put(&mut stub, "kind", text(&place.kind));
         stub.insert("metadata".to_string(), Value::Object(meta));
         Value::Object(stub)
     }
@@ -143,25 +153,61 @@ impl Seen {
 #[derive(Debug, Default)]
 pub struct KnownObjects {
     objects: BTreeMap<Id, Seen>,
-    /// One copy of each `apiVersion`, `kind` and namespace.
-    words: Words,
+    /// One copy of each (`apiVersion`, `kind`, namespace).
+    places: Words<Place>,
     relist: Option<Vec<Value>>,
+}
+
+/// The known set of an initial list read a page at a time: the records are collected, then put
+/// into the map at once when the list is complete, which fills the B-tree's nodes (inserted one
+/// by one in uid order, which is random, they stay about two-thirds full).
+#[derive(Debug, Default)]
+pub struct Listing {
+    records: Vec<(Id, Seen)>,
+    places: Words<Place>,
+}
+
+impl Listing {
+    /// Remembers more objects of the list (a later record of the same id wins).
+    pub fn extend(&mut self, objects: &[Value]) {
+        for object in objects {
+            let seen = seen(&mut self.places, object);
+            self.records.push((Id::of(object), seen));
+        }
+    }
+
+    /// The known set of the complete list.
+    pub fn done(self) -> KnownObjects {
+        KnownObjects {
+            // sorts (stably), keeps the last record of an id, and builds full nodes
+            objects: self.records.into_iter().collect(),
+            places: self.places,
+            relist: None,
+        }
+    }
+}
+
+/// What is kept of `object`, its place shared through `places`.
+fn seen(places: &mut Words<Place>, object: &Value) -> Seen {
+    let text = |v: &Value| v.as_str().map(Box::from);
+    let place = Place {
+        api_version: text(&object["apiVersion"]),
+        kind: text(&object["kind"]),
+        namespace: text(&object["metadata"]["namespace"]),
+    };
+    Seen {
+        place: places.share(place),
+        name: object["metadata"]["name"].as_str().map(Box::from),
+        version: Version::of(object),
+    }
 }
 
 impl KnownObjects {
     /// Starts from the objects of the initial list (already returned to the runtime).
     pub fn new(objects: &[Value]) -> Self {
-        let mut known = Self::default();
-        known.extend(objects);
-        known
-    }
-
-    /// Remembers more objects of the initial list.
-    pub fn extend(&mut self, objects: &[Value]) {
-        for object in objects {
-            let seen = self.seen(object);
-            self.objects.insert(Id::of(object), seen);
-        }
+        let mut listing = Listing::default();
+        listing.extend(objects);
+        listing.done()
     }
 
     pub fn len(&self) -> usize {
@@ -190,7 +236,7 @@ impl KnownObjects {
                 let kept = if self.changed(&object) {
                     object
                 } else {
-                    self.seen(&object).stub(&Id::of(&object))
+                    seen(&mut self.places, &object).stub(&Id::of(&object))
                 };
                 self.relist.get_or_insert_default().push(kept);
                 Vec::new()
@@ -199,18 +245,6 @@ impl KnownObjects {
                 let listed = self.relist.take().unwrap_or_default();
                 self.replace(listed)
             }
-        }
-    }
-
-    /// What is kept of `object`.
-    fn seen(&mut self, object: &Value) -> Seen {
-        let mut word = |v: &Value| v.as_str().map(|text| self.words.get(text));
-        Seen {
-            api_version: word(&object["apiVersion"]),
-            kind: word(&object["kind"]),
-            namespace: word(&object["metadata"]["namespace"]),
-            name: object["metadata"]["name"].as_str().map(Box::from),
-            version: Version::of(object),
         }
     }
 
@@ -230,7 +264,7 @@ impl KnownObjects {
             Some(_) => WatchEvent::Modified,
             None => WatchEvent::Added,
         };
-        let seen = self.seen(&object);
+        let seen = seen(&mut self.places, &object);
         self.objects.insert(id, seen);
         Some((event, object))
     }
@@ -407,7 +441,7 @@ mod tests {
         }
         assert_eq!(
             Id::of(&obj(uuid, "1")),
-            Id::Uuid(0x0b8f9d3e5c1a4f2e9d7b00a1b2c3d4e5)
+            Id::Uuid(0x0b8f9d3e5c1a4f2e, 0x9d7b00a1b2c3d4e5)
         );
     }
 
@@ -421,11 +455,41 @@ mod tests {
         };
         let known = KnownObjects::new(&[typed("a"), typed("b")]);
         let seen: Vec<&Seen> = known.objects.values().collect();
-        let same = |f: fn(&Seen) -> &Option<Arc<str>>| match (f(seen[0]), f(seen[1])) {
-            (Some(x), Some(y)) => Arc::ptr_eq(x, y),
-            _ => false,
-        };
-        assert!(same(|s| &s.api_version) && same(|s| &s.kind) && same(|s| &s.namespace));
-        assert_eq!(known.words.len(), 3);
+        assert!(Arc::ptr_eq(&seen[0].place, &seen[1].place));
+        assert_eq!(known.places.len(), 1);
+    }
+
+    #[test]
+    fn a_known_object_costs_72_bytes_plus_its_name() {
+        // the map's entries (id and what is seen), without the B-tree's slack and the name's text
+        assert!(size_of::<Id>() + size_of::<Seen>() <= 72);
+    }
+
+    #[test]
+    fn a_listing_gives_the_same_known_set_as_objects_inserted_one_by_one() {
+        let objects: Vec<Value> = (0..40)
+            .map(|i| obj(&format!("{:02}", (i * 7) % 40), &i.to_string()))
+            .chain([obj("05", "99")])
+            .collect();
+        let mut listing = Listing::default();
+        for page in objects.chunks(6) {
+            listing.extend(page);
+        }
+        let listed = listing.done();
+        let mut inserted = KnownObjects::default();
+        for object in &objects {
+            inserted.apply(object.clone());
+        }
+        assert_eq!(listed.objects, inserted.objects);
+        assert_eq!(listed.len(), 40);
+        let five = listed
+            .objects
+            .get(&Id::Uid("05".into()))
+            .and_then(|s| s.version.clone());
+        assert_eq!(
+            five,
+            Some(Version::Number(99)),
+            "the later record of an id wins"
+        );
     }
 }

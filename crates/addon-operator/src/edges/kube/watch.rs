@@ -10,12 +10,12 @@ use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DynamicObject};
 use kube::discovery::ApiResource;
 use kube::runtime::{WatchStreamExt, watcher};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::discovery::DiscoveryError;
-use super::known::{KnownObjects, Observed};
+use super::known::{KnownObjects, Listing, Observed};
 
 use crate::edges::metrics::Metrics;
 use crate::runtime::edges::{KubeEvent, MonitorKey};
@@ -132,16 +132,33 @@ impl Scope {
     }
 }
 
-/// An object as hooks see it: with `apiVersion` and `kind` even when a list left them out.
+/// An object as hooks see it: with `apiVersion` and `kind` even when a list left them out. The
+/// object's fields are moved, not copied (a ConfigMap's data is most of its bytes); keys come in
+/// the order its serialization gives (`apiVersion`, `kind`, `metadata`, the rest).
 pub(crate) fn to_json(object: DynamicObject, ar: &ApiResource) -> Value {
-    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
-    if let Value::Object(map) = &mut value {
-        map.entry("apiVersion")
-            .or_insert_with(|| Value::String(ar.api_version.clone()));
-        map.entry("kind")
-            .or_insert_with(|| Value::String(ar.kind.clone()));
+    let DynamicObject {
+        types,
+        metadata,
+        data,
+    } = object;
+    let mut map = Map::new();
+    if let Some(types) = types {
+        map.insert("apiVersion".to_string(), Value::String(types.api_version));
+        map.insert("kind".to_string(), Value::String(types.kind));
     }
-    value
+    let metadata = serde_json::to_value(metadata).unwrap_or(Value::Null);
+    map.insert("metadata".to_string(), metadata);
+    match data {
+        Value::Object(rest) => map.extend(rest),
+        Value::Null => {}
+        // not what a list or a watch gives; serializing it would fail the same way
+        _ => return Value::Null,
+    }
+    map.entry("apiVersion")
+        .or_insert_with(|| Value::String(ar.api_version.clone()));
+    map.entry("kind")
+        .or_insert_with(|| Value::String(ar.kind.clone()));
+    Value::Object(map)
 }
 
 /// One running watch of a monitor.
@@ -209,7 +226,7 @@ impl Watch {
         pages: Option<&mpsc::Sender<Vec<Value>>>,
     ) -> Result<(Started, Vec<Value>), WatchError> {
         let mut stream = self.stream(scope.api);
-        let mut known = KnownObjects::default();
+        let mut known = Listing::default();
         let mut objects = Vec::new();
         loop {
             let event = stream.try_next().await.map_err(|e| WatchError::List {
@@ -240,7 +257,7 @@ impl Watch {
         let started = Started {
             scope: scope.name,
             stream,
-            known,
+            known: known.done(),
         };
         Ok((started, objects))
     }
@@ -405,5 +422,26 @@ mod tests {
             o
         };
         assert!(s.selects(&named("a")) && !s.selects(&named("c")));
+    }
+
+    #[test]
+    fn an_object_is_moved_into_json_as_its_serialization_gives_it() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let ar = ApiResource::erase::<ConfigMap>(&());
+        let text = r#"{"metadata":{"name":"a","namespace":"ns","labels":{"x":"1"}},"data":{"k":"v"},"immutable":true}"#;
+        let untyped: DynamicObject = serde_json::from_str(text).unwrap();
+        let typed: DynamicObject = serde_json::from_str(
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"},"data":{"k":"v"}}"#,
+        )
+        .unwrap();
+        for object in [untyped, typed] {
+            let mut serialized = serde_json::to_value(&object).unwrap();
+            if let Value::Object(map) = &mut serialized {
+                map.entry("apiVersion").or_insert_with(|| "v1".into());
+                map.entry("kind").or_insert_with(|| "ConfigMap".into());
+            }
+            // the same keys in the same order (the text shows the order)
+            assert_eq!(to_json(object, &ar).to_string(), serialized.to_string());
+        }
     }
 }

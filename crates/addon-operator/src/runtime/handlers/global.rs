@@ -131,7 +131,7 @@ async fn list_filtered(
     let (pages, mut received) = tokio::sync::mpsc::channel(1);
     let listing = shared.edges.kube.start_paged(key, binding, pages);
     let filtering = async {
-        let mut cache = MonitorCache::new(binding);
+        let mut cache = MonitorCache::listing(binding);
         let (mut failed, mut time) = (None, std::time::Duration::ZERO);
         while let Some(page) = received.recv().await {
             if failed.is_some() {
@@ -144,7 +144,7 @@ async fn list_filtered(
             }
             time += started.elapsed();
         }
-        (failed.map_or(Ok(cache), Err), time)
+        (failed.map_or_else(|| Ok(cache.done()), Err), time)
     };
     let (listed, (filtered, time)) = tokio::join!(listing, filtering);
     (listed.map_err(MonitorError::Start).and(filtered), time)
