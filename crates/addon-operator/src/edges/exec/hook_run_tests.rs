@@ -371,17 +371,8 @@ async fn the_enabled_script_returns_its_result_file_and_last_stdout_line() {
 #[tokio::test]
 async fn a_failing_enabled_script_has_no_result() {
     for fixture in Fixture::both() {
-        let script = fixture.hook("echo true > \"$MODULE_ENABLED_RESULT\"\nexit 1");
-        let invocation = EnabledScriptInvocation {
-            module: "my-module",
-            script_path: &script,
-            config_values: &json!({}),
-            values: &json!({}),
-            extra_env: &[],
-        };
-        let output = run_enabled_script(&fixture.settings, &invocation, &CancellationToken::new())
-            .await
-            .unwrap();
+        let body = "echo true > \"$MODULE_ENABLED_RESULT\"\nexit 1";
+        let output = run_enabled(&fixture, body).await.unwrap();
         assert_eq!(output.result, None);
         assert!(!output.process.succeeded());
     }

@@ -382,13 +382,20 @@ mod tests {
         wait_for("the kind refilled", LIMIT, stocked, listing);
     }
 
+    /// A pool in `dir` whose `kind` was asked for and is stocked.
+    fn stocked_pool(dir: &Path, kind: FileKind) -> Arc<TmpPool> {
+        let pool = TmpPool::start(dir).unwrap();
+        assert!(pool.take(kind).is_none());
+        let stocked = || files_in(dir).len() == READY_PER_KIND;
+        wait_for("the kind stocked", LIMIT, stocked, String::new);
+        pool
+    }
+
     #[test]
     fn a_ready_file_removed_by_someone_else_is_never_handed_out() {
         let base = tempfile::tempdir().unwrap();
-        let pool = TmpPool::start(base.path()).unwrap();
-        pool.take(VALUES);
+        let pool = stocked_pool(base.path(), VALUES);
         let stocked = || files_in(base.path()).len() == READY_PER_KIND;
-        wait_for("the kind stocked", LIMIT, stocked, String::new);
         for name in files_in(base.path()) {
             std::fs::remove_file(base.path().join(name)).unwrap();
         }
@@ -401,10 +408,7 @@ mod tests {
     #[test]
     fn shutdown_removes_every_file_the_pool_holds() {
         let base = tempfile::tempdir().unwrap();
-        let pool = TmpPool::start(base.path()).unwrap();
-        pool.take(VALUES);
-        let stocked = || files_in(base.path()).len() == READY_PER_KIND;
-        wait_for("the kind stocked", LIMIT, stocked, String::new);
+        let pool = stocked_pool(base.path(), VALUES);
         let taken = pool.take(VALUES).unwrap();
         pool.recycle(vec![taken.path]);
         pool.shutdown();
@@ -416,10 +420,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let base = tempfile::tempdir().unwrap();
         let dir = base.path().join("ao");
-        let pool = TmpPool::start(&dir).unwrap();
-        pool.take(OTHER);
-        let stocked = || files_in(&dir).len() == READY_PER_KIND;
-        wait_for("the kind stocked", LIMIT, stocked, String::new);
+        let pool = stocked_pool(&dir, OTHER);
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
         pool.take(VALUES);
         let broken = || pool.shared.stock().broken;
