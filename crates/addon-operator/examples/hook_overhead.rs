@@ -1,6 +1,7 @@
 //! Benchmark: one module run of N no-op `beforeHelm` hooks through the real `start` runtime (local
 //! mode, no cluster), timed by the operator's own `addon_operator_module_run_seconds`, against a
-//! bash loop and a `std::process::Command` loop spawning the same script N times.
+//! bash loop, a `std::process::Command` loop and a tokio loop (output piped) spawning the same
+//! script N times.
 //! Run with `bench/hook-overhead/run.sh [N] [ROUNDS] [TMP_DIR...]`.
 
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ fn main() -> anyhow::Result<()> {
     let mut results: Vec<(String, Vec<f64>)> = vec![
         ("bash loop".to_string(), Vec::new()),
         ("Command loop".to_string(), Vec::new()),
+        ("tokio loop, output piped".to_string(), Vec::new()),
     ];
     let runs: Vec<(&PathBuf, &PathBuf)> = operators
         .iter()
@@ -50,10 +52,11 @@ fn main() -> anyhow::Result<()> {
     for round in 1..=rounds {
         results[0].1.push(bash_loop(&script, hooks)?);
         results[1].1.push(command_loop(&script, hooks)?);
+        results[2].1.push(tokio_loop(&script, hooks)?);
         for (index, (operator, dir)) in runs.iter().enumerate() {
             let tmp = tempfile::tempdir_in(dir)?;
             let seconds = operator_run(operator, root.path(), &tmp.path().join("ao"))?;
-            results[2 + index].1.push(seconds);
+            results[3 + index].1.push(seconds);
         }
         eprintln!("round {round}/{rounds} done");
     }
@@ -93,6 +96,23 @@ fn command_loop(script: &Path, hooks: usize) -> anyhow::Result<f64> {
         anyhow::ensure!(status.success(), "the bare run failed: {status}");
     }
     Ok(started.elapsed().as_secs_f64() / hooks as f64)
+}
+
+/// The same N runs from a multi-thread tokio runtime, stdout and stderr piped and read to the
+/// end: the floor of any async runner that captures output, before any hook contract work.
+fn tokio_loop(script: &Path, hooks: usize) -> anyhow::Result<f64> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let started = Instant::now();
+        for _ in 0..hooks {
+            let output = tokio::process::Command::new(script).output().await?;
+            anyhow::ensure!(output.status.success(), "the run failed: {}", output.status);
+        }
+        Ok(started.elapsed().as_secs_f64() / hooks as f64)
+    })
 }
 
 /// Starts the operator on the tree, waits for its first ModuleRun, returns seconds per hook.
