@@ -87,7 +87,12 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     // hook files made ahead and removed behind, unless they are kept for debugging
     let pool = match args.debug_keep_tmp_files {
         true => None,
-        false => Some(TmpPool::start(&args.tmp_dir)?),
+        false => TmpPool::start(&args.tmp_dir)
+            .inspect_err(|error| {
+                let error = addon_core::error::error_chain(error);
+                tracing::warn!(%error, "hook files are made by each run");
+            })
+            .ok(),
     };
     let cluster = choose_cluster(args).await?;
     let cancel_hooks = CancellationToken::new();

@@ -35,6 +35,12 @@ pub enum TmpFileError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot start the thread that makes hook files ahead in '{dir}'", dir = dir.display())]
+    StartPool {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("refuse the tmp dir '{dir}': {reason}", dir = dir.display())]
     UnsafeDir { dir: PathBuf, reason: UnsafeDir },
     #[error("cannot read the tmp file '{path}'", path = path.display())]
@@ -60,7 +66,10 @@ impl TmpFileError {
     /// A stable label for metrics.
     pub fn category(&self) -> &'static str {
         match self {
-            Self::CreateDir { .. } | Self::Create { .. } | Self::Write { .. } => "tmp_file_write",
+            Self::CreateDir { .. }
+            | Self::Create { .. }
+            | Self::Write { .. }
+            | Self::StartPool { .. } => "tmp_file_write",
             Self::UnsafeDir { .. } => "tmp_dir_unsafe",
             Self::Read { .. } | Self::NotAFile { .. } => "tmp_file_read",
             Self::TooLarge { .. } => "hook_output_too_large",

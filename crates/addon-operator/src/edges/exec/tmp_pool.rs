@@ -74,7 +74,7 @@ impl TmpPool {
         let thread = std::thread::Builder::new()
             .name("hook-files".into())
             .spawn(move || keep_stocked(&worker))
-            .map_err(|source| TmpFileError::CreateDir {
+            .map_err(|source| TmpFileError::StartPool {
                 dir: dir.to_path_buf(),
                 source,
             })?;
