@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use crate::cli::check::values::evaluate;
 use crate::cli::start::fail;
-use crate::cli::support::parse_duration;
+use crate::cli::support::LocalRunFlags;
 use crate::edges::exec::hook_run::{HookOutputs, HookRunSettings};
 use crate::edges::exec::hooks::ProcessHooks;
 use crate::edges::jq::{DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TIMEOUT, JqRunner, SandboxSettings};
@@ -41,7 +41,7 @@ async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
         Some(name) => Some(ModuleName::new(name).map_err(|e| anyhow::anyhow!(e))?),
         None => None,
     };
-    let tree = match crate::edges::tree::runnable::load(&args.dirs, args.hook_timeout).await {
+    let tree = match crate::edges::tree::runnable::load(&args.dirs, args.local.hook_timeout).await {
         Ok(tree) => tree,
         Err(errors) => return Ok(fail(what, &errors)),
     };
@@ -61,10 +61,10 @@ async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
     let tmp = tempfile::tempdir().context("create a temporary directory")?;
     let settings = HookRunSettings {
         tmp_dir: tmp.path().to_path_buf(),
-        timeout: args.hook_timeout,
+        timeout: args.local.hook_timeout,
         ..HookRunSettings::default()
     };
-    let mut stage = evaluate(&tree.found, args.config_file.as_deref(), &settings).await;
+    let mut stage = evaluate(&tree.found, args.local.config_file.as_deref(), &settings).await;
     if !stage.errors.is_empty() {
         return Ok(fail(what, &stage.errors));
     }
@@ -234,10 +234,6 @@ pub struct HookRunArgs {
     pub objects: Option<PathBuf>,
     #[command(flatten)]
     pub dirs: DirFlags,
-    /// The config (what the ConfigMap's data holds); read, never written
-    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
-    pub config_file: Option<PathBuf>,
-    /// Time limit of the run
-    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
-    pub hook_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub local: LocalRunFlags,
 }

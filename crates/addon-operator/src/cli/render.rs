@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use std::path::PathBuf;
 
 use crate::cli::start::fail;
-use crate::cli::support::parse_duration;
+use crate::cli::support::{LocalRunFlags, parse_duration};
 use crate::edges::config::memory::MemoryConfig;
 use crate::edges::exec::hook_run::HookRunSettings;
 use crate::edges::exec::hooks::ProcessHooks;
@@ -35,7 +35,7 @@ pub fn run_cli(args: &RenderArgs) -> anyhow::Result<ExitCode> {
 
 async fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     let module = ModuleName::new(&args.module).map_err(|e| anyhow::anyhow!(e))?;
-    let tree = match crate::edges::tree::runnable::load(&args.dirs, args.hook_timeout).await {
+    let tree = match crate::edges::tree::runnable::load(&args.dirs, args.local.hook_timeout).await {
         Ok(tree) => tree,
         Err(errors) => return Ok(fail("render", &errors)),
     };
@@ -106,7 +106,7 @@ fn local_edges(args: &RenderArgs, tmp: &Path) -> anyhow::Result<(Edges, Arc<Temp
     let hooks = ProcessHooks {
         settings: HookRunSettings {
             tmp_dir: tmp.to_path_buf(),
-            timeout: args.hook_timeout,
+            timeout: args.local.hook_timeout,
             ..HookRunSettings::default()
         },
         extra_env: Vec::new(),
@@ -123,7 +123,7 @@ fn local_edges(args: &RenderArgs, tmp: &Path) -> anyhow::Result<(Edges, Arc<Temp
 }
 
 fn read_config(args: &RenderArgs) -> anyhow::Result<Config> {
-    let Some(path) = &args.config_file else {
+    let Some(path) = &args.local.config_file else {
         return Ok(Config::empty());
     };
     let text = crate::edges::config::read_text(path)?;
@@ -158,12 +158,8 @@ pub struct RenderArgs {
     pub module: String,
     #[command(flatten)]
     pub dirs: DirFlags,
-    /// The config (what the ConfigMap's data holds); read once, never written
-    #[arg(long, env = "ADDON_OPERATOR_CONFIG_FILE", value_name = "FILE")]
-    pub config_file: Option<PathBuf>,
-    /// Time limit of one hook run
-    #[arg(long, env = "ADDON_OPERATOR_HOOK_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
-    pub hook_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub local: LocalRunFlags,
     /// Give up when the first 'reload all modules' has not finished by then
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
