@@ -42,6 +42,17 @@ fn operator(root: &Path, extra: &[&str]) -> Command {
     cmd
 }
 
+/// The operator started with `extra` flags, stdout dropped, and a reader of its stderr (the log).
+fn spawn_reading_stderr(root: &Path, extra: &[&str]) -> (Child, BufReader<ChildStderr>) {
+    let mut child = operator(root, extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    (child, stderr)
+}
+
 fn sigterm(child: &Child) {
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -100,12 +111,7 @@ fn json_logs_have_upstream_keys_and_proxy_hook_records() {
     }
     let root = chatty_tree(1);
     let args = ["--log-type", "json", "--log-proxy-hook-json"];
-    let mut child = operator(root.path(), &args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (mut child, mut stderr) = spawn_reading_stderr(root.path(), &args);
     let lines = json_lines(&read_until(&mut stderr, |l| l.contains(r#""msg":"ready""#)));
     sigterm(&child);
     assert!(exit_within(&mut child, Duration::from_secs(10)).is_some());
@@ -144,12 +150,7 @@ fn no_time_leaves_the_time_out_and_steady_state_prints_one_line_per_task() {
     }
     let root = chatty_tree(0);
     let args = ["--log-type", "json", "--log-no-time"];
-    let mut child = operator(root.path(), &args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (mut child, mut stderr) = spawn_reading_stderr(root.path(), &args);
     read_until(&mut stderr, |l| l.contains(r#""msg":"ready""#));
     // three schedule runs after the first converge
     let mut ticks = 0;
@@ -260,12 +261,7 @@ fn the_log_level_changes_at_run_time_through_the_debug_socket() {
         return;
     }
     let root = chatty_tree(0);
-    let mut child = operator(root.path(), &["--log-type", "json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (mut child, mut stderr) = spawn_reading_stderr(root.path(), &["--log-type", "json"]);
     let before = read_until(&mut stderr, |l| l.contains(r#""msg":"ready""#));
     assert!(!before.iter().any(|l| l.contains(r#""level":"debug""#)));
     let socket = root.path().join("debug.socket");
@@ -387,12 +383,7 @@ exit 3
 "#;
     write(&root.path().join("global-hooks/broken"), hook, true);
     std::fs::create_dir_all(root.path().join("modules")).unwrap();
-    let mut child = operator(root.path(), &["--log-type", "json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (mut child, mut stderr) = spawn_reading_stderr(root.path(), &["--log-type", "json"]);
     let lines = read_until(&mut stderr, |l| l.contains("task failed"));
     sigterm(&child);
     assert!(exit_within(&mut child, Duration::from_secs(10)).is_some());
