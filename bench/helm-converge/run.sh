@@ -98,7 +98,7 @@ operator_start() { # $1: binary, $2: side (helm wrapper), $3: namespace, $4: por
   echo $!
 }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$root/bench/lib.sh"
 
 declare -A running=()
 stop_operators() { # the previous round's operators, so their monitors do not load this round
@@ -111,10 +111,7 @@ converge() { # $1: binary, $2: side, $3: namespace; sets $elapsed, keeps the ope
   local port pid s; port=$(free_port); s=$(now); conv_start=$s
   pid=$(operator_start "$1" "$2" "$3" "$port")
   pids+=("$pid"); running[$2]=$pid
-  until curl -sf "http://127.0.0.1:$port/readyz" > /dev/null; do
-    kill -0 "$pid" 2>/dev/null || { cat "$work/operator-$3.log"; exit 1; }
-    sleep 0.02
-  done
+  wait_ready "$port" "$pid" "$work/operator-$3.log" || exit 1
   elapsed=$(echo "$(now) - $s" | bc)
   sleep 0.5 # a helm process still starting when /readyz turned 200 would show here
 }

@@ -23,7 +23,7 @@ work=$(mktemp -d)
 trap 'kill "${epid:-0}" "${pid:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); operator: $bin"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$root/bench/lib.sh"
 eport=$(free_port)
 "$emu" --port "$eport" --kubeconfig "$work/kubeconfig" > "$work/emulator.log" 2>&1 &
 epid=$!
@@ -54,10 +54,7 @@ port=$(free_port)
   --tmp-dir "$work/tmp" --prometheus-listen-address 127.0.0.1 --prometheus-listen-port "$port" \
   --debug-unix-socket "$work/debug.socket" --log-level warn > "$work/operator.log" 2>&1 &
 pid=$!
-until curl -sf "http://127.0.0.1:$port/readyz" > /dev/null; do
-  kill -0 "$pid" 2>/dev/null || { cat "$work/operator.log" >&2; exit 1; }
-  sleep 0.1
-done
+wait_ready "$port" "$pid" "$work/operator.log"
 
 start_ns=$(date +%s%N)
 "$writer" "$work/kubeconfig" bench "$objects" "$writes" "$rate" "$concurrency" | tee "$work/writer.out"

@@ -22,7 +22,7 @@ work=$(mktemp -d)
 # (never `kill 0`: that would signal the caller's whole process group)
 trap 'kill ${epid:+"$epid"} ${pid:+"$pid"} 2>/dev/null || true; rm -rf "$work"' EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$root/bench/lib.sh"
 eport=$(free_port)
 "$emu" --port "$eport" --kubeconfig "$work/kubeconfig" > /dev/null &
 epid=$!
@@ -39,7 +39,7 @@ echo "objects: $n ConfigMaps, listing JSON $json_bytes bytes; binaries: ${operat
 
 # run MODE BINARY: prints "rss_kb hwm_kb" of the operator once ready (fails after 10 minutes)
 run() {
-  local bin=$2 waited=0
+  local bin=$2
   local tree="$work/tree-$1"
   mkdir -p "$tree/global-hooks" "$tree/modules"
   : > "$tree/modules/values.yaml"
@@ -56,10 +56,7 @@ run() {
     --tmp-dir "$work/tmp-$1" --prometheus-listen-address 127.0.0.1 --prometheus-listen-port "$port" \
     --debug-unix-socket "$work/debug-$1.socket" --log-level warn > "$work/log-$1" 2>&1 &
   pid=$!
-  until curl -sf "http://127.0.0.1:$port/readyz" > /dev/null; do
-    kill -0 "$pid" 2>/dev/null && [ $((waited += 1)) -lt 6000 ] || { tail -5 "$work/log-$1" >&2; exit 1; }
-    sleep 0.1
-  done
+  wait_ready "$port" "$pid" "$work/log-$1" || exit 1
   sleep 1
   echo "$(awk '/VmRSS/ {print $2}' /proc/$pid/status) $(awk '/VmHWM/ {print $2}' /proc/$pid/status)"
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
