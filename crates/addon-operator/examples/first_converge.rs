@@ -11,7 +11,7 @@ mod bench_support;
 
 use anyhow::Context as _;
 
-use bench_support::{executable, http_get, spawn_operator, spread, stop_operator};
+use bench_support::{executable, http_get, print_rows, spawn_operator, stop_operator};
 
 /// The three hooks of each module and their `--config` answers (as `bench/startup`).
 const HOOKS: [(&str, &str); 3] = [
@@ -118,17 +118,10 @@ fn wait_ready(port: u16, started: Instant) -> anyhow::Result<f64> {
 }
 
 fn report(results: &[(String, Vec<f64>)], modules: usize) {
-    let (by_hand, _, _) = spread(&results[0].1);
     println!(
         "{modules} modules × 3 hooks ({} processes), {} interleaved rounds; seconds: median (min–max)",
         modules * 6,
         results[0].1.len()
     );
-    for (name, values) in results {
-        let (mid, low, high) = spread(values);
-        println!(
-            "{name:<45} {mid:>6.3} ({low:.3}–{high:.3})  by hand / this: {:.2}",
-            by_hand / mid
-        );
-    }
+    print_rows(results, 1.0, 3, "by hand / this");
 }

@@ -13,7 +13,7 @@ mod bench_support;
 
 use anyhow::Context as _;
 
-use bench_support::{executable, http_get, spawn_operator, spread, stop_operator};
+use bench_support::{executable, http_get, print_rows, spawn_operator, stop_operator};
 
 const NOOP_HOOK: &str = "#!/bin/sh\n\
 if [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"beforeHelm\":1}'; fi\n\
@@ -148,19 +148,9 @@ fn wait_module_run(port: u16) -> anyhow::Result<(f64, f64)> {
 }
 
 fn report(results: &[(String, Vec<f64>)], hooks: usize) {
-    let (bash, _, _) = spread(&results[0].1);
     println!(
         "{hooks} hooks, {} interleaved rounds; ms per hook: median (min–max)",
         results[0].1.len()
     );
-    for (name, values) in results {
-        let (mid, low, high) = spread(values);
-        println!(
-            "{name:<45} {:>6.2} ({:.2}–{:.2})  bash loop / this: {:.2}",
-            mid * 1e3,
-            low * 1e3,
-            high * 1e3,
-            bash / mid
-        );
-    }
+    print_rows(results, 1e3, 2, "bash loop / this");
 }

@@ -74,3 +74,17 @@ pub fn spread(values: &[f64]) -> (f64, f64, f64) {
         sorted[sorted.len() - 1],
     )
 }
+
+/// Prints one line per row: its median and min–max (times `scale`, `decimals` digits) and the
+/// ratio *first row / this row*, labelled `ratio` (e.g. "bash loop / this").
+pub fn print_rows(results: &[(String, Vec<f64>)], scale: f64, decimals: usize, ratio: &str) {
+    let (baseline, _, _) = spread(&results[0].1);
+    for (name, values) in results {
+        let (mid, low, high) = spread(values);
+        let (m, l, h) = (mid * scale, low * scale, high * scale);
+        println!(
+            "{name:<45} {m:>6.decimals$} ({l:.decimals$}–{h:.decimals$})  {ratio}: {:.2}",
+            baseline / mid
+        );
+    }
+}
