@@ -73,7 +73,7 @@ impl Listing {
     /// `keepFullObjectsInMemory: false`) is dropped here.
     pub fn extend_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
         for (object, filtered) in objects {
-            let entry = self.cache.entry(&object, filtered);
+            let entry = self.cache.entry(&object, &filtered);
             self.entries.push(entry);
         }
     }
@@ -155,17 +155,27 @@ impl MonitorCache {
         object: Value,
         filtered: FilteredObject,
     ) -> Option<ObjectAndFilterResult> {
-        let (key, entry) = self.entry(&object, filtered);
-        let item = entry.item(&key);
+        let (key, entry) = self.entry(&object, &filtered);
+        // the item is built only for an event the hook sees, from the filter result at hand
+        // (not parsed back from the text the cache keeps)
+        let item = |key: &Key, entry: &Entry| ObjectAndFilterResult {
+            id: key.id(),
+            object: entry.object.clone(),
+            filter_result: filtered.filter_result.map(Arc::new),
+        };
         match event {
-            WatchEvent::Deleted => self.entries.remove(&key).map(|_| item),
+            WatchEvent::Deleted => {
+                self.entries.remove(&key)?;
+                Some(item(&key, &entry))
+            }
             WatchEvent::Added | WatchEvent::Modified => {
                 let unchanged = self
                     .entries
                     .get(&key)
                     .is_some_and(|old| old.checksum == entry.checksum);
+                let seen = (!unchanged).then(|| item(&key, &entry));
                 self.entries.insert(key, entry);
-                (!unchanged).then_some(item)
+                seen
             }
         }
     }
@@ -183,7 +193,7 @@ impl MonitorCache {
         self.entries.is_empty()
     }
 
-    fn entry(&mut self, object: &Value, filtered: FilteredObject) -> (Key, Entry) {
+    fn entry(&mut self, object: &Value, filtered: &FilteredObject) -> (Key, Entry) {
         let id = ObjectId::of(object);
         let place = Place {
             namespace: id.namespace.into_boxed_str(),
