@@ -4,14 +4,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[path = "bench_support/mod.rs"]
 mod bench_support;
 
 use anyhow::Context as _;
 
-use bench_support::{executable, http_get, print_rows, spawn_operator, stop_operator};
+use bench_support::{executable, print_rows, spawn_operator, stop_operator, wait_ready};
 
 /// The three hooks of each module and their `--config` answers (as `bench/startup`).
 const HOOKS: [(&str, &str); 3] = [
@@ -104,17 +104,6 @@ fn start_to_ready(operator: &Path, root: &Path, tmp_dir: &Path) -> anyhow::Resul
     let (child, port) = spawn_operator(operator, root, tmp_dir, "warn")?;
     let ready = wait_ready(port, started);
     stop_operator(child, root, ready)
-}
-
-fn wait_ready(port: u16, started: Instant) -> anyhow::Result<f64> {
-    while started.elapsed() < Duration::from_secs(120) {
-        let answer = http_get(port, "/readyz").unwrap_or_default();
-        if answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200") {
-            return Ok(started.elapsed().as_secs_f64());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    anyhow::bail!("not ready within 2 minutes")
 }
 
 fn report(results: &[(String, Vec<f64>)], modules: usize) {

@@ -6,14 +6,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[path = "bench_support/mod.rs"]
 mod bench_support;
 
 use anyhow::Context as _;
 
-use bench_support::{executable, http_get, print_rows, spawn_operator, stop_operator};
+use bench_support::{executable, http_get, print_rows, spawn_operator, stop_operator, wait_ready};
 
 const NOOP_HOOK: &str = "#!/bin/sh\n\
 if [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"beforeHelm\":1}'; fi\n\
@@ -123,28 +123,24 @@ fn operator_run(operator: &Path, root: &Path, tmp_dir: &Path) -> anyhow::Result<
     Ok(sum / hooks as f64)
 }
 
-/// Polls `/metrics` until the module's first run is recorded: `(sum seconds, count)`.
+/// Waits for readiness (the first converge, which holds the module run), then reads the module's
+/// first run from `/metrics`: `(sum seconds, count)`. `/metrics` is read once: with a series per
+/// hook it is megabytes of text, and polling it while the hooks run would time the scrapes too.
 fn wait_module_run(port: u16) -> anyhow::Result<(f64, f64)> {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        let Ok(text) = http_get(port, "/metrics") else {
-            continue;
-        };
-        let value = |name: &str| {
-            text.lines()
-                .find(|line| line.starts_with(name) && line.contains("module=\"bench\""))
-                .and_then(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        };
-        if let (Some(sum), Some(count)) = (
-            value("addon_operator_module_run_seconds_sum"),
-            value("addon_operator_module_run_seconds_count"),
-        ) && count >= 1.0
-        {
-            return Ok((sum, count));
-        }
+    wait_ready(port, Instant::now())?;
+    let text = http_get(port, "/metrics")?;
+    let value = |name: &str| {
+        text.lines()
+            .find(|line| line.starts_with(name) && line.contains("module=\"bench\""))
+            .and_then(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+    };
+    match (
+        value("addon_operator_module_run_seconds_sum"),
+        value("addon_operator_module_run_seconds_count"),
+    ) {
+        (Some(sum), Some(count)) if count >= 1.0 => Ok((sum, count)),
+        _ => anyhow::bail!("ready, but /metrics has no run of the module"),
     }
-    anyhow::bail!("the module run was not recorded within 2 minutes")
 }
 
 fn report(results: &[(String, Vec<f64>)], hooks: usize) {

@@ -7,6 +7,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
@@ -56,6 +57,19 @@ pub fn http_get(port: u16, path: &str) -> std::io::Result<String> {
     let mut text = String::new();
     stream.read_to_string(&mut text)?;
     Ok(text)
+}
+
+/// Polls `/readyz` (cheap, unlike `/metrics`) until it answers 200 (the first converge is done);
+/// returns the seconds since `started`.
+pub fn wait_ready(port: u16, started: Instant) -> anyhow::Result<f64> {
+    while started.elapsed() < Duration::from_secs(120) {
+        let answer = http_get(port, "/readyz").unwrap_or_default();
+        if answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200") {
+            return Ok(started.elapsed().as_secs_f64());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    anyhow::bail!("not ready within 2 minutes")
 }
 
 pub fn executable(path: &Path, body: &str) -> anyhow::Result<()> {

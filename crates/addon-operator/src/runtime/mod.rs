@@ -33,7 +33,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use edges::{Edges, KubeEvent, MonitorKey};
-use state::{HookDef, ModuleState, State};
+use state::{HookDef, HookList, ModuleState, State};
 use task::Task;
 
 use crate::edges::http::StatusSource as _;
@@ -446,10 +446,10 @@ fn initial_state(
             })
             .collect()
     };
-    let global_hooks = defs(&found.global.hooks);
+    let global_hooks = HookList::from(defs(&found.global.hooks));
     let mut modules = BTreeMap::new();
     for source in &found.modules {
-        let hooks = defs(&source.hooks);
+        let hooks = HookList::from(defs(&source.hooks));
         let state = ModuleState {
             source: source.clone(),
             hooks,

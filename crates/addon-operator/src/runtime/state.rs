@@ -2,7 +2,8 @@
 //! modules and their progress, the kubernetes monitors, and the queues. One mutex guards it all;
 //! it is held only for short, synchronous steps.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Deref;
 
 use addon_core::binding_context::Snapshots;
 use addon_core::discovery::ModuleSource;
@@ -21,11 +22,53 @@ pub use addon_core::lifecycle::{HookDef, hooks_by_order, hooks_with_kubernetes};
 #[derive(Debug, Clone)]
 pub struct ModuleState {
     pub source: ModuleSource,
-    pub hooks: Vec<HookDef>,
+    pub hooks: HookList,
     /// `onStartup` and Synchronization ran since it was (re-)enabled.
     pub startup_done: bool,
     /// Its schedules fire.
     pub schedules_on: bool,
+}
+
+/// Hooks in execution order, also found by name in one step: every hook run looks its hook up,
+/// and a scan would make a module of N hooks cost N² comparisons.
+#[derive(Debug, Clone, Default)]
+pub struct HookList {
+    hooks: Vec<HookDef>,
+    by_name: HashMap<HookName, usize>,
+}
+
+impl HookList {
+    pub fn get(&self, name: &HookName) -> Option<&HookDef> {
+        self.by_name.get(name).map(|&index| &self.hooks[index])
+    }
+}
+
+impl From<Vec<HookDef>> for HookList {
+    fn from(hooks: Vec<HookDef>) -> Self {
+        let by_name = hooks
+            .iter()
+            .enumerate()
+            .map(|(index, hook)| (hook.name().clone(), index))
+            .collect();
+        Self { hooks, by_name }
+    }
+}
+
+impl<'a> IntoIterator for &'a HookList {
+    type Item = &'a HookDef;
+    type IntoIter = std::slice::Iter<'a, HookDef>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.hooks.iter()
+    }
+}
+
+impl Deref for HookList {
+    type Target = [HookDef];
+
+    fn deref(&self) -> &[HookDef] {
+        &self.hooks
+    }
 }
 
 /// A kubernetes binding's watch and cache.
@@ -41,7 +84,7 @@ pub struct Monitor {
 /// The runtime state.
 pub struct State {
     pub store: ValuesStore,
-    pub global_hooks: Vec<HookDef>,
+    pub global_hooks: HookList,
     pub modules: BTreeMap<ModuleName, ModuleState>,
     /// Module names in module order.
     pub module_order: Vec<ModuleName>,
@@ -75,25 +118,32 @@ impl State {
     }
 
     pub fn global_hook(&self, name: &HookName) -> Option<&HookDef> {
-        self.global_hooks.iter().find(|h| h.name() == name)
+        self.global_hooks.get(name)
     }
 
     /// A global hook (`module` = None) or a module hook.
     pub fn hook(&self, module: Option<&ModuleName>, name: &HookName) -> Option<&HookDef> {
         match module {
             None => self.global_hook(name),
-            Some(m) => self.module(m)?.hooks.iter().find(|h| h.name() == name),
+            Some(m) => self.module(m)?.hooks.get(name),
         }
     }
 
     /// The current objects of every kubernetes binding of a hook, by binding name.
     pub fn snapshots(&self, module: Option<&ModuleName>, hook: &HookName) -> Snapshots {
         let mut out = Snapshots::new();
-        for (key, monitor) in &self.monitors {
-            if key.module.as_ref() == module && &key.hook == hook {
-                let name = monitor.cache.binding().name.clone();
-                out.entry(name).or_default().extend(monitor.cache.items());
-            }
+        let key = |binding| MonitorKey {
+            module: module.cloned(),
+            hook: hook.clone(),
+            binding,
+        };
+        for monitor in self
+            .monitors
+            .range(key(0)..=key(usize::MAX))
+            .map(|(_, m)| m)
+        {
+            let name = monitor.cache.binding().name.clone();
+            out.entry(name).or_default().extend(monitor.cache.items());
         }
         out
     }
