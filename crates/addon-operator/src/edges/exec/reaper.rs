@@ -132,7 +132,7 @@ impl ProcStat {
     }
 
     fn read(path: &Path) -> Option<Self> {
-        Self::parse(&std::fs::read_to_string(path).ok()?)
+        Self::parse(&super::usage::read_proc(path).ok()?)
     }
 }
 
@@ -218,7 +218,7 @@ fn zombie_children(me: i32) -> Vec<ProcStat> {
 fn children_from_tasks() -> Option<Vec<i32>> {
     let mut pids = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let children = std::fs::read_to_string(task.path().join("children")).ok()?;
+        let children = super::usage::read_proc(task.path().join("children")).ok()?;
         pids.extend(
             children
                 .split_whitespace()

@@ -33,8 +33,9 @@ pub struct ReadyFile {
 struct Stock {
     /// Ready files by kind; a kind is stocked once it was asked for.
     ready: HashMap<FileKind, Vec<ReadyFile>>,
-    /// Files of finished runs, to be removed.
-    used: Vec<PathBuf>,
+    /// Files of finished runs, to be removed (and closed, by the thread: no `close` on a run's
+    /// critical path).
+    used: Vec<ReadyFile>,
     /// Set once the dir failed its check or a file could not be made: no more files are made
     /// (runs then make their own, and report the problem).
     broken: bool,
@@ -106,7 +107,7 @@ impl TmpPool {
     }
 
     /// Hands the files of a finished run over for removal.
-    pub fn recycle(&self, used: Vec<PathBuf>) {
+    pub fn recycle(&self, used: Vec<ReadyFile>) {
         if used.is_empty() {
             return;
         }
@@ -147,7 +148,7 @@ impl Drop for TmpPool {
 #[derive(Debug)]
 pub struct RunFiles {
     pool: Option<Arc<TmpPool>>,
-    taken: Vec<PathBuf>,
+    taken: Vec<ReadyFile>,
     own: Option<TmpFiles>,
     dir: PathBuf,
     keep: bool,
@@ -178,9 +179,11 @@ impl RunFiles {
         content: &[u8],
     ) -> Result<PathBuf, TmpFileError> {
         if let Some(ready) = self.pool.as_ref().and_then(|pool| pool.take(kind)) {
-            self.taken.push(ready.path.clone());
-            write_all(ready.file, &ready.path, content)?;
-            return Ok(ready.path);
+            let path = ready.path.clone();
+            // kept open: the pool's thread closes it when it removes it
+            self.taken.push(ready);
+            write_all(&self.taken[self.taken.len() - 1].file, &path, content)?;
+            return Ok(path);
         }
         let own = match &mut self.own {
             Some(own) => own,
@@ -206,7 +209,7 @@ impl Drop for RunFiles {
     }
 }
 
-fn write_all(mut file: File, path: &Path, content: &[u8]) -> Result<(), TmpFileError> {
+fn write_all(mut file: &File, path: &Path, content: &[u8]) -> Result<(), TmpFileError> {
     if content.is_empty() {
         return Ok(());
     }
@@ -235,13 +238,7 @@ fn keep_stocked(shared: &Shared) {
             }
             if stock.stop {
                 let mut left = std::mem::take(&mut stock.used);
-                left.extend(
-                    stock
-                        .ready
-                        .drain()
-                        .flat_map(|(_, files)| files)
-                        .map(|f| f.path),
-                );
+                left.extend(stock.ready.drain().flat_map(|(_, files)| files));
                 drop(stock);
                 remove(left);
                 return;
@@ -261,12 +258,8 @@ fn keep_stocked(shared: &Shared) {
                 tracing::warn!(error = %addon_core::error::error_chain(&error), "hook files are no longer made ahead");
                 stock.broken = true;
                 // runs make their own files from now on, checking the dir each time
-                let ready: Vec<PathBuf> = stock
-                    .ready
-                    .drain()
-                    .flat_map(|(_, files)| files)
-                    .map(|f| f.path)
-                    .collect();
+                let ready: Vec<ReadyFile> =
+                    stock.ready.drain().flat_map(|(_, files)| files).collect();
                 drop(stock);
                 remove(ready);
             }
@@ -311,8 +304,10 @@ fn make(shared: &Shared, wanted: &[FileKind]) -> Result<Vec<(FileKind, ReadyFile
         .collect()
 }
 
-fn remove(paths: Vec<PathBuf>) {
-    for path in paths {
+/// Removes the files, then closes them.
+fn remove(files: Vec<ReadyFile>) {
+    // `_open` is closed at the end of each turn, after the unlink
+    for ReadyFile { path, file: _open } in files {
         if let Err(error) = std::fs::remove_file(&path)
             && error.kind() != std::io::ErrorKind::NotFound
         {
@@ -376,10 +371,28 @@ mod tests {
             use std::os::unix::fs::MetadataExt;
             assert_eq!(meta.mode() & 0o777, 0o600);
         }
-        pool.recycle(vec![first.path.clone(), second.path.clone()]);
-        let gone = || !first.path.exists() && !second.path.exists();
+        let paths = [first.path.clone(), second.path.clone()];
+        pool.recycle(vec![first, second]);
+        let gone = || paths.iter().all(|path| !path.exists());
         wait_for("the used files removed", LIMIT, gone, listing);
+        // the run left its files open (no close on its path); the thread closed them too
+        let points_at = |target: &PathBuf, path: &PathBuf| {
+            (target.to_string_lossy()).starts_with(&*path.to_string_lossy())
+        };
+        let closed = || !(open_fd_targets().iter()).any(|t| paths.iter().any(|p| points_at(t, p)));
+        wait_for("the used files closed", LIMIT, closed, || {
+            format!("{:?}", open_fd_targets())
+        });
         wait_for("the kind refilled", LIMIT, stocked, listing);
+    }
+
+    /// What this process's descriptors point at (`<path> (deleted)` for a removed file).
+    fn open_fd_targets() -> Vec<PathBuf> {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .collect()
     }
 
     /// A pool in `dir` whose `kind` was asked for and is stocked.
@@ -410,7 +423,7 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         let pool = stocked_pool(base.path(), VALUES);
         let taken = pool.take(VALUES).unwrap();
-        pool.recycle(vec![taken.path]);
+        pool.recycle(vec![taken]);
         pool.shutdown();
         assert_eq!(files_in(base.path()), Vec::<String>::new());
     }

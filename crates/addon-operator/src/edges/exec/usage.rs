@@ -25,13 +25,25 @@ pub struct ResourceUsage {
 
 /// User and system CPU time of `pid` and the children it waited for, if `/proc` can tell.
 pub fn cpu_times(pid: i32) -> Option<(Duration, Duration)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = read_proc(format!("/proc/{pid}/stat")).ok()?;
     parse_cpu_times(&stat, clock_ticks_per_second())
+}
+
+/// A `/proc` file, read into one page-sized buffer: `/proc` reports size 0, so
+/// `fs::read_to_string` would `statx` it and then grow its buffer from 32 bytes, one `read` per
+/// doubling (a hook's `stat` took five). Up to 1 MiB is read.
+pub fn read_proc(path: impl AsRef<Path>) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::with_capacity(4096);
+    std::fs::File::open(path)?
+        .take(1 << 20)
+        .read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// `VmHWM` (peak resident set size) of a live process in KiB.
 pub fn peak_rss_kb(pid: i32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status = read_proc(format!("/proc/{pid}/status")).ok()?;
     parse_vm_hwm(&status)
 }
 
@@ -63,7 +75,7 @@ fn descendants_from_children_files(root: i32) -> Option<Vec<i32>> {
             continue;
         };
         for task in tasks.flatten() {
-            match std::fs::read_to_string(task.path().join("children")) {
+            match read_proc(task.path().join("children")) {
                 Ok(children) => pids.extend(
                     children
                         .split_whitespace()
@@ -86,8 +98,7 @@ fn scan_parents() -> HashMap<i32, (i32, i32)> {
         .flatten()
         .filter_map(|entry| {
             let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat =
-                std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat"));
+            let stat = read_proc(Path::new("/proc").join(pid.to_string()).join("stat"));
             Some((pid, parse_parents(&stat.ok()?)?))
         })
         .collect()
@@ -159,6 +170,21 @@ fn parse_vm_hwm(status: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_proc_reads_past_its_first_buffer_and_reads_proc_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long");
+        let text: String = (0..2000).map(|i| format!("{i} ")).collect();
+        std::fs::write(&path, &text).unwrap();
+        assert!(text.len() > 4096);
+        assert_eq!(read_proc(&path).unwrap(), text);
+        let status = read_proc("/proc/self/status").unwrap();
+        assert!(
+            status.starts_with("Name:") && status.contains("\nVmHWM:"),
+            "{status}"
+        );
+    }
 
     #[test]
     fn cpu_times_add_waited_children_to_the_process_own_times() {
