@@ -16,7 +16,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[path = "bench_support/mod.rs"]
-#[expect(dead_code, reason = "this driver starts no operator; it uses the file and report helpers")]
+#[expect(
+    dead_code,
+    reason = "this driver starts no operator; it uses the file and report helpers"
+)]
 mod bench_support;
 
 use addon_operator::edges::exec::hook_run::{HookInvocation, HookOwner, HookRunSettings, run_hook};

@@ -309,7 +309,7 @@ pub async fn run_hook(
         module: module_of(&invocation.owner).to_string(),
         binding: invocation.binding.to_string(),
     };
-    let process = process::run_until_cancelled(&spec, &log, cancel)
+    let process = process::run_notifying(&spec, &log, cancel, || wake_pool(settings))
         .await
         .map_err(|source| HookRunError::Execute {
             hook: hook.to_string(),
@@ -336,6 +336,13 @@ pub async fn run_hook(
     };
     files.finish();
     Ok(HookRunOutput { process, outputs })
+}
+
+/// The hook is running: the pool removes the files of earlier runs and refills now.
+fn wake_pool(settings: &HookRunSettings) {
+    if let Some(pool) = &settings.pool {
+        pool.wake();
+    }
 }
 
 fn module_of(owner: &HookOwner) -> &str {
@@ -401,7 +408,7 @@ pub async fn run_enabled_script(
         module: invocation.module.to_string(),
         binding: String::new(),
     };
-    let process = process::run_until_cancelled(&spec, &log, cancel)
+    let process = process::run_notifying(&spec, &log, cancel, || wake_pool(settings))
         .await
         .map_err(|source| HookRunError::Execute {
             hook: hook.clone(),

@@ -8,12 +8,17 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use super::tmp_files::{self, TmpFileError, TmpFiles};
 
 /// Ready files kept per kind. Runs in different queues may take files at the same time; the
-/// thread refills every kind when a run hands its files back.
+/// thread refills every kind when it is woken.
 const READY_PER_KIND: usize = 4;
+
+/// Files handed back are removed when the next hook has been spawned (see [`TmpPool::wake`]), or
+/// after this long when no hook starts.
+const IDLE_WORK_DELAY: Duration = Duration::from_millis(20);
 
 /// A kind of hook file: its name stem and suffix (`values` + `.json`: `values-<random>.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,6 +44,8 @@ struct Stock {
     /// Set once the dir failed its check or a file could not be made: no more files are made
     /// (runs then make their own, and report the problem).
     broken: bool,
+    /// Work now: a hook was just spawned, or a kind ran out.
+    woken: bool,
     stop: bool,
 }
 
@@ -98,15 +105,17 @@ impl TmpPool {
         // its path would not exist for the hook
         let taken = std::iter::from_fn(|| ready.pop()).find(still_linked);
         drop(stock);
-        // The thread is woken once per run, when its files are handed back; only a kind that
-        // ran out (or was never asked for) wakes it at once.
+        // A kind that ran out (or was never asked for) wakes the thread at once; otherwise it
+        // works when the run's hook was spawned (see `wake`).
         if taken.is_none() {
-            self.shared.work.notify_one();
+            drop(self.shared.stock());
+            self.wake();
         }
         taken
     }
 
-    /// Hands the files of a finished run over for removal.
+    /// Hands the files of a finished run over for removal: when the next hook is spawned, or
+    /// after [`IDLE_WORK_DELAY`].
     pub fn recycle(&self, used: Vec<ReadyFile>) {
         if used.is_empty() {
             return;
@@ -119,6 +128,15 @@ impl TmpPool {
         }
         stock.used.extend(used);
         drop(stock);
+        // the thread only starts its clock here; its file work waits for the next spawn
+        self.shared.work.notify_one();
+    }
+
+    /// Called once a hook process has been spawned: the thread removes the files handed back and
+    /// refills, while the hook runs (its disk work then does not compete with a spawn for the
+    /// CPU, which costs the most on two cores and ext4).
+    pub fn wake(&self) {
+        self.shared.stock().woken = true;
         self.shared.work.notify_one();
     }
 
@@ -228,22 +246,13 @@ fn still_linked(ready: &ReadyFile) -> bool {
 /// The thread: removes used files and tops every asked-for kind up to [`READY_PER_KIND`].
 fn keep_stocked(shared: &Shared) {
     loop {
-        let (used, wanted) = {
+        let Some((used, wanted)) = next_work(shared) else {
             let mut stock = shared.stock();
-            while !stock.stop && stock.used.is_empty() && missing(&stock).is_empty() {
-                stock = shared
-                    .work
-                    .wait(stock)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
-            if stock.stop {
-                let mut left = std::mem::take(&mut stock.used);
-                left.extend(stock.ready.drain().flat_map(|(_, files)| files));
-                drop(stock);
-                remove(left);
-                return;
-            }
-            (std::mem::take(&mut stock.used), missing(&stock))
+            let mut left = std::mem::take(&mut stock.used);
+            left.extend(stock.ready.drain().flat_map(|(_, files)| files));
+            drop(stock);
+            remove(left);
+            return;
         };
         remove(used);
         let made = make(shared, &wanted);
@@ -264,6 +273,33 @@ fn keep_stocked(shared: &Shared) {
                 remove(ready);
             }
         }
+    }
+}
+
+/// Waits until there is work and it is due: at once when woken (a hook was spawned, a kind ran
+/// out), else [`IDLE_WORK_DELAY`] after it appeared. `None` when the pool stops.
+fn next_work(shared: &Shared) -> Option<(Vec<ReadyFile>, Vec<FileKind>)> {
+    let mut stock = shared.stock();
+    let mut pending_since: Option<std::time::Instant> = None;
+    loop {
+        if stock.stop {
+            return None;
+        }
+        if stock.used.is_empty() && missing(&stock).is_empty() {
+            pending_since = None;
+            stock.woken = false;
+            stock = (shared.work.wait(stock)).unwrap_or_else(PoisonError::into_inner);
+            continue;
+        }
+        let since = *pending_since.get_or_insert_with(std::time::Instant::now);
+        let left = IDLE_WORK_DELAY.saturating_sub(since.elapsed());
+        if stock.woken || left.is_zero() {
+            stock.woken = false;
+            return Some((std::mem::take(&mut stock.used), missing(&stock)));
+        }
+        stock = (shared.work.wait_timeout(stock, left))
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
     }
 }
 
