@@ -1,5 +1,16 @@
-# Shared by the bench scripts that run the operator as a process (source it): a free port, and
-# waiting for the operator's first converge.
+# Shared by the bench scripts (source it): the build profile, a free port, and waiting for the
+# operator's first converge.
+
+# Sets `profile` from $PROFILE (release unless given: release, debug, or a Cargo profile such as
+# profiling) and `build_flags`, the cargo flags that build into target/$profile.
+cargo_profile() {
+  profile="${PROFILE:-release}"
+  case "$profile" in
+    release) build_flags=(--release) ;;
+    debug) build_flags=() ;;
+    *) build_flags=(--profile "$profile") ;;
+  esac
+}
 
 # Prints a free TCP port on 127.0.0.1.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

@@ -11,8 +11,8 @@ rounds="${2:-5}"
 tmp_dir="${3:-/var/tmp}"
 echo "machine: $(nproc) cores, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), tmp dir $tmp_dir ($(stat -f -c %T "$tmp_dir"))"
 # PROFILE=profiling builds at release speed without LTO (minutes instead of a release build's 25).
-profile="${PROFILE:-release}"
-if [ "$profile" = release ]; then flag=(--release); else flag=(--profile "$profile"); fi
-cargo build "${flag[@]}" -q -p addon-operator --bin addon-operator --example first_converge
+. bench/lib.sh
+cargo_profile
+cargo build "${build_flags[@]}" -q -p addon-operator --bin addon-operator --example first_converge
 operators="${OPERATORS:-./target/$profile/addon-operator}"
 "./target/$profile/examples/first_converge" "$operators" "$modules" "$rounds" "$tmp_dir"

@@ -8,13 +8,8 @@ cd "$(dirname "$0")/../.."
 hooks="${1:-1000}"
 rounds="${2:-3}"
 dir="${3:-/var/tmp}"
-profile="${PROFILE:-release}"
-flag=()
-case "$profile" in
-  release) flag=(--release) ;;
-  debug) ;;
-  *) flag=(--profile "$profile") ;;
-esac
+. bench/lib.sh
+cargo_profile
 echo "machine: $(nproc) cores, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), $dir on $(stat -f -c %T "$dir")"
-cargo build "${flag[@]}" -q -p addon-operator --example hook_layers
+cargo build "${build_flags[@]}" -q -p addon-operator --example hook_layers
 "./target/$profile/examples/hook_layers" "$hooks" "$rounds" "$dir"

@@ -17,16 +17,11 @@ if [ ${#dirs[@]} -eq 0 ]; then
   dirs=(/var/tmp)
   [ -d /dev/shm ] && dirs+=(/dev/shm)
 fi
-profile="${PROFILE:-release}"
-flag=()
-case "$profile" in
-  release) flag=(--release) ;;
-  debug) ;;
-  *) flag=(--profile "$profile") ;;
-esac
+. bench/lib.sh
+cargo_profile
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "tmp dir filesystems: $(for d in "${dirs[@]}"; do printf '%s=%s ' "$d" "$(stat -f -c %T "$d")"; done)"
 echo "rustc: $(rustc --version), profile: $profile"
-cargo build "${flag[@]}" -q -p addon-operator --bin addon-operator --example hook_overhead
+cargo build "${build_flags[@]}" -q -p addon-operator --bin addon-operator --example hook_overhead
 operators="${OPERATORS:-./target/$profile/addon-operator}"
 "./target/$profile/examples/hook_overhead" "$operators" "$hooks" "$rounds" "${dirs[@]}"
