@@ -108,7 +108,6 @@ impl TmpPool {
         // A kind that ran out (or was never asked for) wakes the thread at once; otherwise it
         // works when the run's hook was spawned (see `wake`).
         if taken.is_none() {
-            drop(self.shared.stock());
             self.wake();
         }
         taken
