@@ -162,3 +162,51 @@ impl State {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use addon_core::discovery::HookFile;
+    use addon_core::hook_config::{HookScope, parse};
+
+    use super::*;
+
+    fn hook(name: &str) -> HookDef {
+        let name = HookName::new(name).unwrap();
+        HookDef {
+            config: parse(
+                &name,
+                HookScope::Global,
+                "configVersion: v1\nonStartup: 1\n",
+            )
+            .unwrap()
+            .into(),
+            file: HookFile {
+                path: PathBuf::from(name.as_str()),
+                working_dir: PathBuf::from("hooks"),
+                args: Vec::new(),
+                name,
+            }
+            .into(),
+        }
+    }
+
+    #[test]
+    fn a_hook_list_keeps_the_order_and_finds_each_hook_by_its_whole_name() {
+        let names = ["hooks/b.sh", "hooks/a.sh", "hooks/a.sh2", "hooks/sub/a.sh"];
+        let list = HookList::from(names.iter().map(|n| hook(n)).collect::<Vec<_>>());
+        let in_order: Vec<&str> = list.iter().map(|h| h.name().as_str()).collect();
+        assert_eq!(in_order, names);
+        for name in names {
+            let found = list.get(&HookName::new(name).unwrap()).unwrap();
+            assert_eq!(found.name().as_str(), name);
+        }
+        assert!(list.get(&HookName::new("hooks/c.sh").unwrap()).is_none());
+        assert!(
+            HookList::default()
+                .get(&HookName::new("hooks/a.sh").unwrap())
+                .is_none()
+        );
+    }
+}
