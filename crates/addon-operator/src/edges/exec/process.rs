@@ -443,7 +443,7 @@ async fn exited_on_reactor(pidfd: tokio::io::unix::AsyncFd<OwnedFd>) -> std::io:
     }
 }
 
-/// Blocks until `pid` has exited, leaving it a zombie (`WNOWAIT`) for `child.wait()` to reap.
+/// Blocks until `pid` has exited, leaving it a zombie (`WNOWAIT`) for [`GroupGuard::reap`].
 fn wait_exited(pid: i32) -> Result<(), nix::errno::Errno> {
     loop {
         match waitid(

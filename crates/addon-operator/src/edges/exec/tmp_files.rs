@@ -114,17 +114,10 @@ impl TmpFiles {
         suffix: &str,
         content: &[u8],
     ) -> Result<PathBuf, TmpFileError> {
-        let (mut file, temp) = create_unique(&self.dir, prefix, suffix)?;
+        let (file, temp) = create_unique(&self.dir, prefix, suffix)?;
         let path = temp.to_path_buf();
         self.files.push(temp);
-        if !content.is_empty() {
-            std::io::Write::write_all(&mut file, content).map_err(|source| {
-                TmpFileError::Write {
-                    path: path.clone(),
-                    source,
-                }
-            })?;
-        }
+        write_content(&file, &path, content)?;
         Ok(path)
     }
 
@@ -140,6 +133,21 @@ impl TmpFiles {
             }
         }
     }
+}
+
+/// Writes `content` (nothing when empty: no syscall) into the new file at `path`.
+pub fn write_content(
+    mut file: &std::fs::File,
+    path: &Path,
+    content: &[u8],
+) -> Result<(), TmpFileError> {
+    if content.is_empty() {
+        return Ok(());
+    }
+    std::io::Write::write_all(&mut file, content).map_err(|source| TmpFileError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Creates a new file `<prefix><random><suffix>` in `dir`, exclusively, mode 0600; it is

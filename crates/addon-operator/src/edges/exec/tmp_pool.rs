@@ -196,11 +196,12 @@ impl RunFiles {
         content: &[u8],
     ) -> Result<PathBuf, TmpFileError> {
         if let Some(ready) = self.pool.as_ref().and_then(|pool| pool.take(kind)) {
+            let written = tmp_files::write_content(&ready.file, &ready.path, content);
             let path = ready.path.clone();
-            // kept open: the pool's thread closes it when it removes it
+            // handed back (and removed) even when the write failed; kept open until then: the
+            // pool's thread closes it when it removes it
             self.taken.push(ready);
-            write_all(&self.taken[self.taken.len() - 1].file, &path, content)?;
-            return Ok(path);
+            return written.map(|()| path);
         }
         let own = match &mut self.own {
             Some(own) => own,
@@ -224,16 +225,6 @@ impl Drop for RunFiles {
             pool.recycle(std::mem::take(&mut self.taken));
         }
     }
-}
-
-fn write_all(mut file: &File, path: &Path, content: &[u8]) -> Result<(), TmpFileError> {
-    if content.is_empty() {
-        return Ok(());
-    }
-    std::io::Write::write_all(&mut file, content).map_err(|source| TmpFileError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 /// Whether the file still has a name (one `fstat`, no path lookup).
