@@ -176,35 +176,35 @@ mod kinds {
     pub const ENABLED_REASON: FileKind = kind("module-enabled-reason", "");
 }
 
-/// File name prefixes of one owner, following upstream (files a run makes itself).
-struct Names {
-    context: String,
-    config_values: String,
-    values: String,
-    config_patch: String,
-    values_patch: String,
-    metrics: String,
-    kube_patch: String,
+/// Upstream's file name prefix of each kind for one owner's hook, made only for a file the run
+/// makes itself (files from the pool are named by their kind).
+struct Names<'a> {
+    /// `None` for a global hook.
+    module: Option<&'a str>,
+    hook: &'a str,
 }
 
-impl Names {
-    fn new(owner: &HookOwner, hook: &str) -> Self {
-        let hook = tmp_files::safe_name(hook);
-        let (owner_prefix, kind) = match owner {
-            HookOwner::Global => ("global-".to_string(), "global-hook"),
-            HookOwner::Module(module) => (
+impl Names<'_> {
+    fn prefix(&self, kind: FileKind) -> String {
+        let hook = tmp_files::safe_name(self.hook);
+        let (owner, role) = match self.module {
+            None => ("global-".to_string(), "global-hook"),
+            Some(module) => (
                 format!("{}.module-", tmp_files::safe_name(module)),
                 "module-hook",
             ),
         };
-        Self {
-            context: format!("{owner_prefix}hook-{hook}-binding-context-"),
-            config_values: format!("{owner_prefix}config-values-"),
-            values: format!("{owner_prefix}values-"),
-            config_patch: format!("{hook}.{kind}-config-values-"),
-            values_patch: format!("{hook}.{kind}-values-"),
-            metrics: format!("{hook}.{kind}-metrics-"),
-            kube_patch: format!("{hook}-object-patch-"),
+        match kind {
+            kinds::CONTEXT => format!("{owner}hook-{hook}-binding-context-"),
+            kinds::CONFIG_VALUES => format!("{owner}config-values-"),
+            kinds::VALUES => format!("{owner}values-"),
+            kinds::CONFIG_PATCH => format!("{hook}.{role}-config-values-"),
+            kinds::VALUES_PATCH => format!("{hook}.{role}-values-"),
+            kinds::METRICS => format!("{hook}.{role}-metrics-"),
+            kinds::KUBE_PATCH => format!("{hook}-object-patch-"),
+            kinds::ENABLED_RESULT => format!("{owner}enabled-result-"),
+            kinds::ENABLED_REASON => format!("{owner}enabled-reason-"),
+            other => format!("{owner}{}-", other.stem),
         }
     }
 }
@@ -261,7 +261,13 @@ pub async fn run_hook(
     cancel: &CancellationToken,
 ) -> Result<HookRunOutput, HookRunError> {
     let hook = invocation.hook_name;
-    let names = Names::new(&invocation.owner, hook);
+    let names = Names {
+        module: match &invocation.owner {
+            HookOwner::Global => None,
+            HookOwner::Module(module) => Some(module),
+        },
+        hook,
+    };
     let context = to_json(hook, "binding context", invocation.binding_context)?;
     let config_values = to_json(hook, "config values", invocation.config_values)?;
     let values = to_json(hook, "values", invocation.values)?;
@@ -271,15 +277,17 @@ pub async fn run_hook(
     };
 
     let mut files = run_files(settings).map_err(prepare)?;
-    let mut file =
-        |kind, prefix: &str, content: &[u8]| files.file(kind, prefix, content).map_err(prepare);
-    let context_path = file(kinds::CONTEXT, &names.context, &context)?;
-    let config_path = file(kinds::CONFIG_VALUES, &names.config_values, &config_values)?;
-    let values_path = file(kinds::VALUES, &names.values, &values)?;
-    let config_patch = file(kinds::CONFIG_PATCH, &names.config_patch, b"")?;
-    let values_patch = file(kinds::VALUES_PATCH, &names.values_patch, b"")?;
-    let metrics = file(kinds::METRICS, &names.metrics, b"")?;
-    let kube_patch = file(kinds::KUBE_PATCH, &names.kube_patch, b"")?;
+    let mut file = |kind, content: &[u8]| {
+        let prefix = || names.prefix(kind);
+        files.file(kind, prefix, content).map_err(prepare)
+    };
+    let context_path = file(kinds::CONTEXT, &context)?;
+    let config_path = file(kinds::CONFIG_VALUES, &config_values)?;
+    let values_path = file(kinds::VALUES, &values)?;
+    let config_patch = file(kinds::CONFIG_PATCH, b"")?;
+    let values_patch = file(kinds::VALUES_PATCH, b"")?;
+    let metrics = file(kinds::METRICS, b"")?;
+    let kube_patch = file(kinds::KUBE_PATCH, b"")?;
 
     let mut env = vec![
         path_env("BINDING_CONTEXT_PATH", &context_path),
@@ -359,7 +367,6 @@ pub async fn run_enabled_script(
     cancel: &CancellationToken,
 ) -> Result<EnabledScriptOutput, HookRunError> {
     let hook = format!("{}/enabled", invocation.module);
-    let module = tmp_files::safe_name(invocation.module);
     let config_values = to_json(&hook, "config values", invocation.config_values)?;
     let values = to_json(&hook, "values", invocation.values)?;
     let prepare = |source| HookRunError::PrepareFiles {
@@ -367,25 +374,19 @@ pub async fn run_enabled_script(
         source,
     };
 
+    let names = Names {
+        module: Some(invocation.module),
+        hook: "",
+    };
     let mut files = run_files(settings).map_err(prepare)?;
-    let mut file =
-        |kind, prefix: String, content: &[u8]| files.file(kind, &prefix, content).map_err(prepare);
-    let config_path = file(
-        kinds::CONFIG_VALUES,
-        format!("{module}.module-config-values-"),
-        &config_values,
-    )?;
-    let values_path = file(kinds::VALUES, format!("{module}.module-values-"), &values)?;
-    let result_path = file(
-        kinds::ENABLED_RESULT,
-        format!("{module}.module-enabled-result-"),
-        b"",
-    )?;
-    let reason_path = file(
-        kinds::ENABLED_REASON,
-        format!("{module}.module-enabled-reason-"),
-        b"",
-    )?;
+    let mut file = |kind, content: &[u8]| {
+        let prefix = || names.prefix(kind);
+        files.file(kind, prefix, content).map_err(prepare)
+    };
+    let config_path = file(kinds::CONFIG_VALUES, &config_values)?;
+    let values_path = file(kinds::VALUES, &values)?;
+    let result_path = file(kinds::ENABLED_RESULT, b"")?;
+    let reason_path = file(kinds::ENABLED_REASON, b"")?;
 
     let mut env = vec![
         path_env("CONFIG_VALUES_PATH", &config_path),

@@ -188,11 +188,12 @@ impl RunFiles {
         })
     }
 
-    /// A new file holding `content`: a ready one of `kind`, or `<prefix><random><suffix>`.
+    /// A new file holding `content`: a ready one of `kind`, or `<prefix><random><suffix>` (the
+    /// prefix is made only then).
     pub fn file(
         &mut self,
         kind: FileKind,
-        prefix: &str,
+        prefix: impl FnOnce() -> String,
         content: &[u8],
     ) -> Result<PathBuf, TmpFileError> {
         if let Some(ready) = self.pool.as_ref().and_then(|pool| pool.take(kind)) {
@@ -207,7 +208,7 @@ impl RunFiles {
             Some(own) => own,
             none => none.insert(TmpFiles::new(&self.dir, self.keep)?),
         };
-        own.create(prefix, kind.suffix, content)
+        own.create(&prefix(), kind.suffix, content)
     }
 
     /// Removes the files (the run's own ones at once, the pool's by its thread), or keeps the
