@@ -64,15 +64,15 @@ run() {
 
 for round in $(seq "$rounds"); do
   for bin in "${operators[@]}"; do
-  [ "$rounds" = 1 ] && [ ${#operators[@]} = 1 ] || echo "round $round of $rounds: $bin"
-  read -r base_rss base_hwm < <(run none "$bin")
-  echo "no watch: RSS $base_rss kB (peak $base_hwm kB)"
-  for mode in $modes; do
-    read -r rss hwm < <(run "$mode" "$bin")
-    delta=$((rss - base_rss))
-    echo "$mode: RSS $rss kB (peak $hwm kB), $(awk "BEGIN { printf \"%+.1f\", $delta / 1024 }") MB over no watch," \
-      "$(echo "scale=2; $delta * 1024 / $json_bytes" | bc)x the JSON," \
-      "$(echo "scale=2; $delta / 1024 * 1000 / $n" | bc) MB per 1,000; peak +$(((hwm - base_hwm) / 1024)) MB"
-  done
+    [ "$rounds" = 1 ] && [ ${#operators[@]} = 1 ] || echo "round $round of $rounds: $bin"
+    read -r base_rss base_hwm < <(run none "$bin")
+    echo "no watch: RSS $base_rss kB (peak $base_hwm kB)"
+    for mode in $modes; do
+      read -r rss hwm < <(run "$mode" "$bin")
+      delta=$((rss - base_rss))
+      echo "$mode: RSS $rss kB (peak $hwm kB), $(awk "BEGIN { printf \"%+.1f\", $delta / 1024 }") MB over no watch," \
+        "$(echo "scale=2; $delta * 1024 / $json_bytes" | bc)x the JSON," \
+        "$(echo "scale=2; $delta / 1024 * 1000 / $n" | bc) MB per 1,000; peak +$(((hwm - base_hwm) / 1024)) MB"
+    done
   done
 done
