@@ -209,6 +209,16 @@ impl Names<'_> {
     }
 }
 
+/// A file of `kind` holding `content` for the run (named as upstream when the run makes it).
+fn new_file(
+    files: &mut RunFiles,
+    names: &Names,
+    kind: FileKind,
+    content: &[u8],
+) -> Result<PathBuf, TmpFileError> {
+    files.file(kind, || names.prefix(kind), content)
+}
+
 fn run_files(settings: &HookRunSettings) -> Result<RunFiles, TmpFileError> {
     let pool = settings.pool.as_ref().filter(|_| !settings.keep_tmp_files);
     RunFiles::new(&settings.tmp_dir, settings.keep_tmp_files, pool)
@@ -277,10 +287,8 @@ pub async fn run_hook(
     };
 
     let mut files = run_files(settings).map_err(prepare)?;
-    let mut file = |kind, content: &[u8]| {
-        let prefix = || names.prefix(kind);
-        files.file(kind, prefix, content).map_err(prepare)
-    };
+    let mut file =
+        |kind, content: &[u8]| new_file(&mut files, &names, kind, content).map_err(prepare);
     let context_path = file(kinds::CONTEXT, &context)?;
     let config_path = file(kinds::CONFIG_VALUES, &config_values)?;
     let values_path = file(kinds::VALUES, &values)?;
@@ -379,10 +387,8 @@ pub async fn run_enabled_script(
         hook: "",
     };
     let mut files = run_files(settings).map_err(prepare)?;
-    let mut file = |kind, content: &[u8]| {
-        let prefix = || names.prefix(kind);
-        files.file(kind, prefix, content).map_err(prepare)
-    };
+    let mut file =
+        |kind, content: &[u8]| new_file(&mut files, &names, kind, content).map_err(prepare);
     let config_path = file(kinds::CONFIG_VALUES, &config_values)?;
     let values_path = file(kinds::VALUES, &values)?;
     let result_path = file(kinds::ENABLED_RESULT, b"")?;
