@@ -7,12 +7,20 @@
 //!   exit on a pidfd, CPU time from `/proc`, reaped by the runner;
 //! - the same with the 9 variables a hook gets (the environment is copied for every spawn);
 //! - `run_hook`: the hook contract (3 input files written, 4 empty output files, outputs read),
-//!   with files from a `TmpPool` (as `start` does) and with files made by the run itself.
+//!   with files from a `TmpPool` (as `start` does) and with files made by the run itself;
+//! - two designs not built, as floors: a blocking thread of its own that spawns the script and
+//!   reads its piped output (the runtime awaits a oneshot), and a single-threaded helper process
+//!   doing the same for requests sent over a socket (a "spawn server").
 //!
 //! Run with `bench/hook-overhead/layers.sh [N] [ROUNDS] [TMP_DIR]`.
 
+use std::io::{Read as _, Write as _};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 #[path = "bench_support/mod.rs"]
@@ -28,6 +36,8 @@ use addon_operator::edges::exec::tmp_pool::TmpPool;
 use anyhow::Context as _;
 use bench_support::{executable, print_rows};
 use nix::sys::resource::{UsageWho, getrusage};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 const NOOP_HOOK: &str = "#!/bin/sh\nexit 0\n";
@@ -39,17 +49,34 @@ enum Layer {
     RunnerWithEnv,
     HookWithPool,
     HookOwnFiles,
+    SpawnThread,
+    HelperProcess,
 }
 
-const LAYERS: [(Layer, &str); 5] = [
+const LAYERS: [(Layer, &str); 7] = [
     (Layer::Tokio, "tokio loop, output piped"),
     (Layer::Runner, "process runner"),
     (Layer::RunnerWithEnv, "process runner + 9 env vars"),
     (Layer::HookWithPool, "run_hook, files from the pool"),
     (Layer::HookOwnFiles, "run_hook, files made by the run"),
+    (Layer::SpawnThread, "not built: a spawn thread"),
+    (Layer::HelperProcess, "not built: a spawn helper process"),
 ];
 
+/// What the rows share: the hook file pool, the spawn thread's queue, the helper's socket.
+struct Rig {
+    pool: Arc<TmpPool>,
+    thread: mpsc::Sender<(PathBuf, oneshot::Sender<bool>)>,
+    helper: tokio::sync::Mutex<tokio::net::UnixStream>,
+}
+
 fn main() -> anyhow::Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("spawn-helper") {
+        use std::os::fd::AsFd as _;
+        return serve_spawns(UnixStream::from(
+            std::io::stdin().as_fd().try_clone_to_owned()?,
+        ));
+    }
     let mut args = std::env::args().skip(1);
     let hooks: usize = args.next().context("N")?.parse().context("N is a number")?;
     let rounds: usize = args.next().context("ROUNDS")?.parse().context("ROUNDS")?;
@@ -64,6 +91,18 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async { addon_operator::edges::exec::reaper::start() });
     let pool = TmpPool::start(tmp.path())?;
+    let (ours, theirs) = UnixStream::pair()?;
+    let mut helper = Command::new(std::env::current_exe()?)
+        .arg("spawn-helper")
+        .stdin(std::os::fd::OwnedFd::from(theirs))
+        .spawn()?;
+    ours.set_nonblocking(true)?;
+    let helper_socket = runtime.block_on(async { tokio::net::UnixStream::from_std(ours) })?;
+    let rig = Rig {
+        pool,
+        thread: start_spawn_thread(),
+        helper: tokio::sync::Mutex::new(helper_socket),
+    };
     let mut wall: Vec<(String, Vec<f64>)> = Vec::new();
     let mut cpu: Vec<(String, Vec<f64>)> = Vec::new();
     for (_, name) in LAYERS {
@@ -75,7 +114,7 @@ fn main() -> anyhow::Result<()> {
             let (started, cpu_before) = (Instant::now(), self_cpu()?);
             runtime.block_on(async {
                 for _ in 0..hooks {
-                    run_once(*layer, &script, tmp.path(), &pool).await?;
+                    run_once(*layer, &script, tmp.path(), &rig).await?;
                 }
                 anyhow::Ok(())
             })?;
@@ -94,16 +133,13 @@ fn main() -> anyhow::Result<()> {
     print_rows(&wall, 1e3, 3, "tokio loop / this");
     println!("operator CPU ms per run (all its threads): median (min–max)");
     print_rows(&cpu, 1e3, 3, "tokio loop / this");
-    pool.shutdown();
+    rig.pool.shutdown();
+    drop(rig);
+    helper.wait()?;
     Ok(())
 }
 
-async fn run_once(
-    layer: Layer,
-    script: &Path,
-    tmp: &Path,
-    pool: &Arc<TmpPool>,
-) -> anyhow::Result<()> {
+async fn run_once(layer: Layer, script: &Path, tmp: &Path, rig: &Rig) -> anyhow::Result<()> {
     let dir = script.parent().context("the script has a dir")?;
     match layer {
         Layer::Tokio => {
@@ -133,7 +169,7 @@ async fn run_once(
         Layer::HookWithPool | Layer::HookOwnFiles => {
             let settings = HookRunSettings {
                 tmp_dir: tmp.to_path_buf(),
-                pool: matches!(layer, Layer::HookWithPool).then(|| Arc::clone(pool)),
+                pool: matches!(layer, Layer::HookWithPool).then(|| Arc::clone(&rig.pool)),
                 ..Default::default()
             };
             let (empty, context) = (
@@ -159,6 +195,67 @@ async fn run_once(
                 output.process.failure_message()
             );
         }
+        Layer::SpawnThread => {
+            let (reply, succeeded) = oneshot::channel();
+            rig.thread.send((script.to_path_buf(), reply))?;
+            anyhow::ensure!(succeeded.await?, "the run failed");
+        }
+        Layer::HelperProcess => {
+            let mut socket = rig.helper.lock().await;
+            let path = script.as_os_str().as_encoded_bytes();
+            let mut request = u32::try_from(path.len())?.to_le_bytes().to_vec();
+            request.extend_from_slice(path);
+            socket.write_all(&request).await?;
+            let succeeded = socket.read_u8().await?;
+            let mut output = vec![0; usize::try_from(socket.read_u32_le().await?)?];
+            socket.read_exact(&mut output).await?;
+            anyhow::ensure!(succeeded == 1, "the run failed");
+        }
+    }
+    Ok(())
+}
+
+/// Runs `script` as the process runner does (own dir and process group, stdin from /dev/null,
+/// stdout and stderr piped and read to the end); returns whether it exited 0, and its stdout.
+fn run_blocking(script: &Path) -> std::io::Result<(bool, Vec<u8>)> {
+    let mut command = Command::new(script);
+    command
+        .current_dir(script.parent().unwrap_or(Path::new("/")))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // registered, so the operator's reaper (running in this process) leaves the child alone
+    let (child, _registration) =
+        addon_operator::edges::exec::reaper::spawn_registered(&mut command)?;
+    let output = child.wait_with_output()?;
+    Ok((output.status.success(), output.stdout))
+}
+
+/// A thread that runs the scripts it is sent, one at a time, and answers on each oneshot.
+fn start_spawn_thread() -> mpsc::Sender<(PathBuf, oneshot::Sender<bool>)> {
+    let (sender, requests) = mpsc::channel::<(PathBuf, oneshot::Sender<bool>)>();
+    std::thread::spawn(move || {
+        for (script, reply) in requests {
+            let _ = reply.send(run_blocking(&script).is_ok_and(|(succeeded, _)| succeeded));
+        }
+    });
+    sender
+}
+
+/// The helper process: reads `len, path` requests from the socket, runs each script, answers
+/// `succeeded, len, stdout`; returns at the end of the socket.
+fn serve_spawns(mut socket: UnixStream) -> anyhow::Result<()> {
+    let mut length = [0u8; 4];
+    while socket.read_exact(&mut length).is_ok() {
+        let mut path = vec![0; usize::try_from(u32::from_le_bytes(length))?];
+        socket.read_exact(&mut path)?;
+        let script = PathBuf::from(String::from_utf8(path)?);
+        let (succeeded, stdout) = run_blocking(&script)?;
+        let mut reply = vec![u8::from(succeeded)];
+        reply.extend_from_slice(&u32::try_from(stdout.len())?.to_le_bytes());
+        reply.extend_from_slice(&stdout);
+        socket.write_all(&reply)?;
     }
     Ok(())
 }

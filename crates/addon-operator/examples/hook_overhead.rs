@@ -44,6 +44,9 @@ fn main() -> anyhow::Result<()> {
         .iter()
         .flat_map(|operator| tmp_dirs.iter().map(move |dir| (operator, dir)))
         .collect();
+    for dir in &tmp_dirs {
+        results.push((format!("contract floor, {}", dir.display()), Vec::new()));
+    }
     for (operator, dir) in &runs {
         let name = operator.file_name().unwrap_or_default().to_string_lossy();
         results.push((format!("{name}, --tmp-dir {}", dir.display()), Vec::new()));
@@ -53,10 +56,17 @@ fn main() -> anyhow::Result<()> {
         results[0].1.push(bash_loop(&script, hooks)?);
         results[1].1.push(command_loop(&script, hooks)?);
         results[2].1.push(tokio_loop(&script, hooks)?);
+        for (index, dir) in tmp_dirs.iter().enumerate() {
+            let tmp = tempfile::tempdir_in(dir)?;
+            results[3 + index]
+                .1
+                .push(contract_floor(&script, hooks, tmp.path())?);
+        }
+        let first_operator = 3 + tmp_dirs.len();
         for (index, (operator, dir)) in runs.iter().enumerate() {
             let tmp = tempfile::tempdir_in(dir)?;
             let seconds = operator_run(operator, root.path(), &tmp.path().join("ao"))?;
-            results[3 + index].1.push(seconds);
+            results[first_operator + index].1.push(seconds);
         }
         eprintln!("round {round}/{rounds} done");
     }
@@ -113,6 +123,56 @@ fn tokio_loop(script: &Path, hooks: usize) -> anyhow::Result<f64> {
         }
         Ok(started.elapsed().as_secs_f64() / hooks as f64)
     })
+}
+
+/// The hook files of one run: 3 inputs written, 4 outputs made empty, as the contract asks.
+const CONTRACT_FILES: [(&str, &str); 7] = [
+    ("BINDING_CONTEXT_PATH", "[{\"binding\":\"beforeHelm\"}]"),
+    ("CONFIG_VALUES_PATH", "{}"),
+    ("VALUES_PATH", "{}"),
+    ("CONFIG_VALUES_JSON_PATCH_PATH", ""),
+    ("VALUES_JSON_PATCH_PATH", ""),
+    ("METRICS_PATH", ""),
+    ("KUBERNETES_PATCH_PATH", ""),
+];
+
+/// Seconds per hook of the least any runner keeping the hook contract can do, in one thread with
+/// no async runtime: per run, the 7 files made (`O_EXCL`) in `dir`, the 3 inputs written, the
+/// script spawned with the 7 paths and `WORKING_DIR` in its environment, in its own directory and
+/// process group, stdout and stderr piped and read to the end, the 4 outputs `lstat`ed, the 7
+/// files removed. No values, binding contexts, metrics, logs, timeouts or CPU times.
+fn contract_floor(script: &Path, hooks: usize, dir: &Path) -> anyhow::Result<f64> {
+    use std::io::Write as _;
+    use std::os::unix::process::CommandExt as _;
+    let cwd = script.parent().context("the script has a dir")?;
+    let started = Instant::now();
+    for run in 0..hooks {
+        let mut command = Command::new(script);
+        let mut paths = Vec::with_capacity(CONTRACT_FILES.len());
+        for (index, (name, content)) in CONTRACT_FILES.iter().enumerate() {
+            let path = dir.join(format!("run-{run}-{index}.json"));
+            let mut file = std::fs::File::create_new(&path)?;
+            if !content.is_empty() {
+                file.write_all(content.as_bytes())?;
+            }
+            command.env(name, &path);
+            paths.push(path);
+        }
+        let output = command
+            .env("WORKING_DIR", cwd)
+            .current_dir(cwd)
+            .process_group(0)
+            .stdin(std::process::Stdio::null())
+            .output()?;
+        anyhow::ensure!(output.status.success(), "the run failed: {}", output.status);
+        for path in &paths[3..] {
+            anyhow::ensure!(std::fs::symlink_metadata(path)?.len() == 0, "no output");
+        }
+        for path in &paths {
+            std::fs::remove_file(path)?;
+        }
+    }
+    Ok(started.elapsed().as_secs_f64() / hooks as f64)
 }
 
 /// Starts the operator on the tree, waits for its first ModuleRun, returns seconds per hook.
