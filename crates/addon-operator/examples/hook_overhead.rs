@@ -71,6 +71,7 @@ fn main() -> anyhow::Result<()> {
         eprintln!("round {round}/{rounds} done");
     }
     report(&results, hooks);
+    report_against_floors(&results, tmp_dirs.len(), runs.len());
     Ok(())
 }
 
@@ -209,4 +210,17 @@ fn report(results: &[(String, Vec<f64>)], hooks: usize) {
         results[0].1.len()
     );
     print_rows(results, 1e3, 2, "bash loop / this");
+}
+
+/// For each tmp dir, its contract floor and the operator rows on that dir, with the ratio
+/// *contract floor / this*: the operator's cost against the least the hook contract allows.
+fn report_against_floors(results: &[(String, Vec<f64>)], dirs: usize, runs: usize) {
+    let (floors, operators) = results[3..].split_at(dirs);
+    for (dir, floor) in floors.iter().enumerate() {
+        // runs are ordered operator by operator, each over every dir
+        let mut rows = vec![floor.clone()];
+        rows.extend((dir..runs).step_by(dirs).map(|run| operators[run].clone()));
+        println!("against the contract floor:");
+        print_rows(&rows, 1e3, 2, "contract floor / this");
+    }
 }
