@@ -5,6 +5,9 @@
 # times. Usage: bench/hook-overhead/run.sh [N] [ROUNDS] [TMP_DIR...]
 #   default N=400, ROUNDS=5, TMP_DIRs: /var/tmp (disk) and /dev/shm (tmpfs) when present.
 # OPERATORS=bin1,bin2 compares several operator builds in the same rounds (default: the build below).
+# EXTRA_ENV_VARS=N adds N variables shaped like a pod's service links (FOO_SERVICE_HOST, ...) to the
+# environment of every row, as a namespace with about N/7 Services gives a pod that keeps
+# enableServiceLinks on (every spawn copies the whole environment).
 # PROFILE=debug skips the release build (figures then include unoptimised Rust); PROFILE=profiling
 # builds at release speed without LTO and with symbols (minutes instead of a release build's 25).
 set -euo pipefail
@@ -23,5 +26,19 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo "tmp dir filesystems: $(for d in "${dirs[@]}"; do printf '%s=%s ' "$d" "$(stat -f -c %T "$d")"; done)"
 echo "rustc: $(rustc --version), profile: $profile"
 cargo build "${build_flags[@]}" -q -p addon-operator --bin addon-operator --example hook_overhead
+# service-link shaped variables: 7 per Service of one TCP port
+for ((i = 0; i < ${EXTRA_ENV_VARS:-0}; i++)); do
+  svc="BENCH_SVC_$((i / 7))"
+  case $((i % 7)) in
+    0) export "${svc}_SERVICE_HOST=10.96.$((i / 250)).$((i % 250))" ;;
+    1) export "${svc}_SERVICE_PORT=8080" ;;
+    2) export "${svc}_PORT=tcp://10.96.$((i / 250)).$((i % 250)):8080" ;;
+    3) export "${svc}_PORT_8080_TCP=tcp://10.96.$((i / 250)).$((i % 250)):8080" ;;
+    4) export "${svc}_PORT_8080_TCP_PROTO=tcp" ;;
+    5) export "${svc}_PORT_8080_TCP_PORT=8080" ;;
+    6) export "${svc}_PORT_8080_TCP_ADDR=10.96.$((i / 250)).$((i % 250))" ;;
+  esac
+done
+echo "environment: $(env | wc -l) variables, $(env | wc -c) bytes"
 operators="${OPERATORS:-./target/$profile/addon-operator}"
 "./target/$profile/examples/hook_overhead" "$operators" "$hooks" "$rounds" "${dirs[@]}"

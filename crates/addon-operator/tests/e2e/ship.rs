@@ -240,9 +240,11 @@ fn check_rbac(kc: &Path, home: &Path) {
     }
 }
 
-/// Probes on 9650, resources, non-root, read-only root with writable emptyDirs, no escalation.
+/// Probes on 9650, resources, non-root, read-only root with writable emptyDirs, no escalation,
+/// no service-link variables (every hook spawn copies the environment).
 fn check_pod(pod: &Value) {
     assert_eq!(pod["serviceAccountName"], "addon-operator");
+    assert_eq!(pod["enableServiceLinks"], false, "{pod}");
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
     let c = &pod["containers"][0];
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
