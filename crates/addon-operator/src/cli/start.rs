@@ -22,6 +22,7 @@ use crate::edges::config::backend::FileConfig;
 use crate::edges::config::memory::MemoryConfig;
 use crate::edges::exec::hook_run::HookRunSettings;
 use crate::edges::exec::hooks::ProcessHooks;
+use crate::edges::exec::inherited_env;
 use crate::edges::exec::tmp_pool::TmpPool;
 use crate::edges::helm::Helm;
 use crate::edges::helm::binary::{BinaryHelm, HelmSettings};
@@ -142,6 +143,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         modules = tree.found.modules.len(),
         "addon-operator started"
     );
+    inherited_env::warn_if_linked_services();
     let lost = CancellationToken::new();
     let mut holding = None;
     if let Some(election) = election {

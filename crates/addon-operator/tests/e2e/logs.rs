@@ -393,3 +393,46 @@ exit 3
     let error = failed["error"].as_str().unwrap_or_default();
     assert!(error.contains("broken"), "{failed}");
 }
+
+/// The log lines until `ready` of an operator whose environment holds the link variables of
+/// `services` Services (three of each, as a pod gets them).
+fn log_with_linked_services(services: usize) -> Vec<Value> {
+    let root = chatty_tree(0);
+    let mut command = operator(root.path(), &["--log-type", "json"]);
+    for index in 0..services {
+        command
+            .env(format!("SVC{index}_SERVICE_HOST"), "10.96.0.10")
+            .env(format!("SVC{index}_SERVICE_PORT"), "8080")
+            .env(format!("SVC{index}_PORT_8080_TCP_PORT"), "8080");
+    }
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let lines = read_until(&mut stderr, |l| l.contains(r#""msg":"ready""#));
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(10)).is_some());
+    json_lines(&lines)
+}
+
+#[test]
+fn many_service_link_variables_are_warned_about_once() {
+    if !require_tool("bash") {
+        return;
+    }
+    let is_warning = |line: &&Value| {
+        line["msg"]
+            .as_str()
+            .unwrap_or("")
+            .contains("enableServiceLinks")
+    };
+    let lines = log_with_linked_services(12);
+    let warnings: Vec<&Value> = lines.iter().filter(is_warning).collect();
+    assert_eq!(warnings.len(), 1, "{lines:?}");
+    assert_eq!(warnings[0]["level"], "warn");
+    assert_eq!(warnings[0]["services"], 12);
+    let few = log_with_linked_services(9);
+    assert!(!few.iter().any(|line| is_warning(&line)), "{few:?}");
+}

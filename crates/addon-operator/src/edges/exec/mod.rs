@@ -2,6 +2,7 @@
 
 pub mod hook_run;
 pub mod hooks;
+pub mod inherited_env;
 pub mod launch;
 pub mod process;
 pub mod reaper;

@@ -1,0 +1,84 @@
+//! The environment every hook inherits: a pod that keeps Kubernetes' service links gets seven or
+//! more variables per Service of its namespace, and every spawn copies them all, so `start` warns
+//! when it finds many.
+
+use std::ffi::OsString;
+
+/// From this many Services' link variables on, `start` warns (about 70 variables, 0.1 ms more per
+/// hook spawn; 50 Services cost 0.6 ms, see docs/operations.md).
+pub const SERVICE_LINKS_WARN_AT: usize = 10;
+
+/// What the inherited environment holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvSize {
+    pub variables: usize,
+    /// `NAME=value` strings with their NUL bytes, as a child's `exec` copies them.
+    pub bytes: usize,
+    /// Services with a `<NAME>_SERVICE_HOST` link variable, the API server's own not counted.
+    pub linked_services: usize,
+}
+
+/// Measures `vars` (the process environment in `start`).
+pub fn env_size(vars: impl IntoIterator<Item = (OsString, OsString)>) -> EnvSize {
+    let mut size = EnvSize {
+        variables: 0,
+        bytes: 0,
+        linked_services: 0,
+    };
+    for (name, value) in vars {
+        size.variables += 1;
+        size.bytes += name.len() + value.len() + 2;
+        let name = name.to_string_lossy();
+        if name.ends_with("_SERVICE_HOST") && name != "KUBERNETES_SERVICE_HOST" {
+            size.linked_services += 1;
+        }
+    }
+    size
+}
+
+/// Warns when the operator's environment holds the link variables of many Services.
+pub fn warn_if_linked_services() {
+    let size = env_size(std::env::vars_os());
+    if size.linked_services >= SERVICE_LINKS_WARN_AT {
+        tracing::warn!(
+            services = size.linked_services,
+            variables = size.variables,
+            bytes = size.bytes,
+            "the environment holds the service-link variables of many Services, and every hook \
+             spawn copies it: set enableServiceLinks: false in the pod spec (docs/operations.md)"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(names: &[&str]) -> Vec<(OsString, OsString)> {
+        names
+            .iter()
+            .map(|name| (OsString::from(name), OsString::from("10.96.0.1")))
+            .collect()
+    }
+
+    #[test]
+    fn services_are_counted_by_their_host_variable_without_the_api_server() {
+        let size = env_size(vars(&[
+            "KUBERNETES_SERVICE_HOST",
+            "KUBERNETES_SERVICE_PORT",
+            "FOO_SERVICE_HOST",
+            "FOO_SERVICE_PORT",
+            "FOO_PORT_8080_TCP_ADDR",
+            "BAR_SERVICE_HOST",
+            "PATH",
+        ]));
+        assert_eq!(size.linked_services, 2);
+        assert_eq!(size.variables, 7);
+    }
+
+    #[test]
+    fn bytes_count_name_value_and_the_separators() {
+        let size = env_size([(OsString::from("A"), OsString::from("bc"))]);
+        assert_eq!(size.bytes, "A=bc\0".len());
+    }
+}
