@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use addon_operator::edges::exec::inherited_env;
 use serde_json::Value;
 
 use crate::support::{binary, path_with_tools, require_tool, start_command, write};
@@ -44,7 +45,12 @@ fn operator(root: &Path, extra: &[&str]) -> Command {
 
 /// The operator started with `extra` flags, stdout dropped, and a reader of its stderr (the log).
 fn spawn_reading_stderr(root: &Path, extra: &[&str]) -> (Child, BufReader<ChildStderr>) {
-    let mut child = operator(root, extra)
+    reading_stderr(operator(root, extra))
+}
+
+/// `command` started with stdout dropped, and a reader of its stderr (the log).
+fn reading_stderr(mut command: Command) -> (Child, BufReader<ChildStderr>) {
+    let mut child = command
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -401,7 +407,7 @@ fn log_with_linked_services(services: usize) -> Vec<Value> {
     let mut command = operator(root.path(), &["--log-type", "json"]);
     // the test's own environment may hold links (a CI runner in a pod): only ours count
     for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().ends_with("_SERVICE_HOST") {
+        if inherited_env::is_service_link_host(&name) {
             command.env_remove(name);
         }
     }
@@ -411,12 +417,7 @@ fn log_with_linked_services(services: usize) -> Vec<Value> {
             .env(format!("SVC{index}_SERVICE_PORT"), "8080")
             .env(format!("SVC{index}_PORT_8080_TCP_PORT"), "8080");
     }
-    let mut child = command
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (mut child, mut stderr) = reading_stderr(command);
     let lines = read_until(&mut stderr, |l| l.contains(r#""msg":"ready""#));
     sigterm(&child);
     assert!(exit_within(&mut child, Duration::from_secs(10)).is_some());

@@ -2,15 +2,15 @@
 //! more variables per Service of its namespace, and every spawn copies them all, so `start` warns
 //! when it finds many.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 
 /// From this many Services' link variables on, `start` warns (about 70 variables, 0.1 ms more per
 /// hook spawn; 50 Services cost 0.6 ms, see docs/operations.md).
-pub const SERVICE_LINKS_WARN_AT: usize = 10;
+const SERVICE_LINKS_WARN_AT: usize = 10;
 
 /// What the inherited environment holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EnvSize {
+#[derive(Debug)]
+struct EnvSize {
     pub variables: usize,
     /// `NAME=value` strings with their NUL bytes, as a child's `exec` copies them.
     pub bytes: usize,
@@ -18,8 +18,15 @@ pub struct EnvSize {
     pub linked_services: usize,
 }
 
+/// Whether `name` is the `<NAME>_SERVICE_HOST` link variable of a Service other than the API
+/// server's (`KUBERNETES_SERVICE_HOST` is set with or without links).
+pub fn is_service_link_host(name: &OsStr) -> bool {
+    let name = name.as_encoded_bytes();
+    name.ends_with(b"_SERVICE_HOST") && name != b"KUBERNETES_SERVICE_HOST"
+}
+
 /// Measures `vars` (the process environment in `start`).
-pub fn env_size(vars: impl IntoIterator<Item = (OsString, OsString)>) -> EnvSize {
+fn env_size(vars: impl IntoIterator<Item = (OsString, OsString)>) -> EnvSize {
     let mut size = EnvSize {
         variables: 0,
         bytes: 0,
@@ -28,8 +35,7 @@ pub fn env_size(vars: impl IntoIterator<Item = (OsString, OsString)>) -> EnvSize
     for (name, value) in vars {
         size.variables += 1;
         size.bytes += name.len() + value.len() + 2;
-        let name = name.to_string_lossy();
-        if name.ends_with("_SERVICE_HOST") && name != "KUBERNETES_SERVICE_HOST" {
+        if is_service_link_host(&name) {
             size.linked_services += 1;
         }
     }
