@@ -40,6 +40,7 @@ fn main() -> anyhow::Result<()> {
         ("Command loop".to_string(), Vec::new()),
         ("tokio loop, output piped".to_string(), Vec::new()),
     ];
+    debug_assert_eq!(results.len(), BASELINES);
     let runs: Vec<(&PathBuf, &PathBuf)> = operators
         .iter()
         .flat_map(|operator| tmp_dirs.iter().map(move |dir| (operator, dir)))
@@ -58,11 +59,11 @@ fn main() -> anyhow::Result<()> {
         results[2].1.push(tokio_loop(&script, hooks)?);
         for (index, dir) in tmp_dirs.iter().enumerate() {
             let tmp = tempfile::tempdir_in(dir)?;
-            results[3 + index]
+            results[BASELINES + index]
                 .1
                 .push(contract_floor(&script, hooks, tmp.path())?);
         }
-        let first_operator = 3 + tmp_dirs.len();
+        let first_operator = BASELINES + tmp_dirs.len();
         for (index, (operator, dir)) in runs.iter().enumerate() {
             let tmp = tempfile::tempdir_in(dir)?;
             let seconds = operator_run(operator, root.path(), &tmp.path().join("ao"))?;
@@ -125,6 +126,9 @@ fn tokio_loop(script: &Path, hooks: usize) -> anyhow::Result<f64> {
         Ok(started.elapsed().as_secs_f64() / hooks as f64)
     })
 }
+
+/// Rows before the contract floors: the bash, `Command` and tokio loops.
+const BASELINES: usize = 3;
 
 /// The hook files of one run: 3 inputs written, 4 outputs made empty, as the contract asks.
 const CONTRACT_FILES: [(&str, &str); 7] = [
@@ -215,7 +219,7 @@ fn report(results: &[(String, Vec<f64>)], hooks: usize) {
 /// For each tmp dir, its contract floor and the operator rows on that dir, with the ratio
 /// *contract floor / this*: the operator's cost against the least the hook contract allows.
 fn report_against_floors(results: &[(String, Vec<f64>)], dirs: usize, runs: usize) {
-    let (floors, operators) = results[3..].split_at(dirs);
+    let (floors, operators) = results[BASELINES..].split_at(dirs);
     for (dir, floor) in floors.iter().enumerate() {
         // runs are ordered operator by operator, each over every dir
         let mut rows = vec![floor.clone()];
