@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What each layer of a hook run costs (wall time and the operator's own CPU per run): a tokio
+# What each layer of a hook run costs (wall time and the operator's own CPU per run): a bash loop, a tokio
 # loop, the process runner, the runner with a hook's environment, and run_hook with and without
 # the file pool, in interleaved rounds. Usage: bench/hook-overhead/layers.sh [N] [ROUNDS] [TMP_DIR]
 #   default N=1000, ROUNDS=3, TMP_DIR=/var/tmp. PROFILE as in run.sh (release, debug, profiling).

@@ -1,20 +1,25 @@
 //! Benchmark: what each layer of a hook run costs, in wall time and in the operator's own CPU
 //! (`getrusage(RUSAGE_SELF)`: every thread, the `hook-files` thread included; the hooks' CPU is
 //! not in it). The same no-op script runs N times per row, in interleaved rounds, on one
-//! multi-thread tokio runtime:
+//! multi-thread tokio runtime, after a bash loop running it N times (what a user writes, the
+//! baseline of the wall times; its CPU is the shell's, so it has no CPU row):
 //! - tokio loop: `tokio::process::Command::output()`, the floor of an async runner;
 //! - the process runner (`edges::exec::process::run`): own process group, working directory,
 //!   exit on a pidfd, CPU time from `/proc`, reaped by the runner;
 //! - the same with the 9 variables a hook gets (the environment is copied for every spawn);
 //! - `run_hook`: the hook contract (3 input files written, 4 empty output files, outputs read),
 //!   with files from a `TmpPool` (as `start` does) and with files made by the run itself;
-//! - two designs not built, as floors: a blocking thread of its own that spawns the script and
-//!   reads its piped output (the runtime awaits a oneshot), and a single-threaded helper process
-//!   doing the same for requests sent over a socket (a "spawn server").
+//! - three designs not built, as floors: a blocking thread of its own that spawns the script and
+//!   reads its piped output (the runtime awaits a oneshot per run), a single-threaded helper
+//!   process doing the same for requests sent over a socket (a "spawn server"), and the whole
+//!   row of runs handed to one blocking thread at once, each run keeping the contract and the
+//!   supervision synchronously (pool files, variables, `poll(2)` on the pipes and a pidfd with a
+//!   timeout, the first memory sample, CPU times, outputs read): a module run on a thread.
 //!
 //! Run with `bench/hook-overhead/layers.sh [N] [ROUNDS] [TMP_DIR]`.
 
 use std::io::{Read as _, Write as _};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -32,9 +37,9 @@ mod bench_support;
 
 use addon_operator::edges::exec::hook_run::{HookInvocation, HookOwner, HookRunSettings, run_hook};
 use addon_operator::edges::exec::process::{LogFields, ProcessSpec, run};
-use addon_operator::edges::exec::tmp_pool::TmpPool;
+use addon_operator::edges::exec::tmp_pool::{FileKind, RunFiles, TmpPool};
 use anyhow::Context as _;
-use bench_support::{executable, print_rows};
+use bench_support::{bash_loop, executable, print_rows};
 use nix::sys::resource::{UsageWho, getrusage};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::oneshot;
@@ -44,6 +49,7 @@ const NOOP_HOOK: &str = "#!/bin/sh\nexit 0\n";
 
 #[derive(Clone, Copy)]
 enum Layer {
+    Bash,
     Tokio,
     Runner,
     RunnerWithEnv,
@@ -51,9 +57,11 @@ enum Layer {
     HookOwnFiles,
     SpawnThread,
     HelperProcess,
+    ThreadRun,
 }
 
-const LAYERS: [(Layer, &str); 7] = [
+const LAYERS: [(Layer, &str); 9] = [
+    (Layer::Bash, "bash loop"),
     (Layer::Tokio, "tokio loop, output piped"),
     (Layer::Runner, "process runner"),
     (Layer::RunnerWithEnv, "process runner + 9 env vars"),
@@ -61,6 +69,7 @@ const LAYERS: [(Layer, &str); 7] = [
     (Layer::HookOwnFiles, "run_hook, files made by the run"),
     (Layer::SpawnThread, "not built: a spawn thread"),
     (Layer::HelperProcess, "not built: a spawn helper process"),
+    (Layer::ThreadRun, "not built: the runs on one thread"),
 ];
 
 /// What the rows share: the hook file pool, the spawn thread's queue, the helper's socket.
@@ -94,7 +103,7 @@ fn main() -> anyhow::Result<()> {
     let (ours, theirs) = UnixStream::pair()?;
     let mut helper = Command::new(std::env::current_exe()?)
         .arg("spawn-helper")
-        .stdin(std::os::fd::OwnedFd::from(theirs))
+        .stdin(OwnedFd::from(theirs))
         .spawn()?;
     ours.set_nonblocking(true)?;
     let helper_socket = runtime.block_on(async { tokio::net::UnixStream::from_std(ours) })?;
@@ -112,7 +121,18 @@ fn main() -> anyhow::Result<()> {
     for round in 1..=rounds {
         for (index, (layer, _)) in LAYERS.iter().enumerate() {
             let (started, cpu_before) = (Instant::now(), self_cpu()?);
+            if matches!(layer, Layer::Bash) {
+                wall[index].1.push(bash_loop(&script, hooks)?);
+                continue;
+            }
             runtime.block_on(async {
+                if matches!(layer, Layer::ThreadRun) {
+                    let (script, pool) = (script.clone(), Arc::clone(&rig.pool));
+                    return tokio::task::spawn_blocking(move || {
+                        (0..hooks).try_for_each(|_| run_supervised(&script, &pool))
+                    })
+                    .await?;
+                }
                 for _ in 0..hooks {
                     run_once(*layer, &script, tmp.path(), &rig).await?;
                 }
@@ -130,9 +150,9 @@ fn main() -> anyhow::Result<()> {
         tmp_parent.display()
     );
     println!("wall ms per run: median (min–max)");
-    print_rows(&wall, 1e3, 3, "tokio loop / this");
+    print_rows(&wall, 1e3, 3, "bash loop / this");
     println!("operator CPU ms per run (all its threads): median (min–max)");
-    print_rows(&cpu, 1e3, 3, "tokio loop / this");
+    print_rows(&cpu[1..], 1e3, 3, "tokio loop / this");
     // the pool shuts down when dropped; the helper exits at the end of its socket
     drop(rig);
     helper.wait()?;
@@ -211,8 +231,121 @@ async fn run_once(layer: Layer, script: &Path, tmp: &Path, rig: &Rig) -> anyhow:
             socket.read_exact(&mut output).await?;
             anyhow::ensure!(succeeded == 1, "the run failed");
         }
+        Layer::Bash | Layer::ThreadRun => anyhow::bail!("this row runs all its hooks at once"),
     }
     Ok(())
+}
+
+/// The hook files of one run and their variables: 3 inputs written, 4 outputs made empty.
+const CONTRACT_FILES: [(&str, &str); 7] = [
+    ("BINDING_CONTEXT_PATH", "[{\"binding\":\"beforeHelm\"}]"),
+    ("CONFIG_VALUES_PATH", "{}"),
+    ("VALUES_PATH", "{}"),
+    ("CONFIG_VALUES_JSON_PATCH_PATH", ""),
+    ("VALUES_JSON_PATCH_PATH", ""),
+    ("METRICS_PATH", ""),
+    ("KUBERNETES_PATCH_PATH", ""),
+];
+
+/// One hook run as a synchronous runner would make it: the 7 files from the pool, the 8
+/// variables, own directory and process group, stdout and stderr read through `poll(2)` next to
+/// the exit on a pidfd and a timeout, the first memory sample, the CPU times from `/proc`, the
+/// reap, the 4 outputs read. No values, binding contexts, metrics or log lines.
+fn run_supervised(script: &Path, pool: &Arc<TmpPool>) -> anyhow::Result<()> {
+    use addon_operator::edges::exec::{reaper, tmp_files, usage};
+    let dir = script.parent().context("the script has a dir")?;
+    let mut files = RunFiles::new(pool.dir(), false, Some(pool))?;
+    let mut command = Command::new(script);
+    let mut outputs = Vec::new();
+    for (index, (name, content)) in CONTRACT_FILES.into_iter().enumerate() {
+        let kind = FileKind {
+            stem: name,
+            suffix: "",
+        };
+        let path = files.file(kind, || format!("{name}-"), content.as_bytes())?;
+        command.env(name, &path);
+        if index >= 3 {
+            outputs.push((name, path));
+        }
+    }
+    command
+        .env("WORKING_DIR", dir)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let (mut child, registration) = reaper::spawn_registered(&mut command)?;
+    pool.wake();
+    let pid = i32::try_from(child.id())?;
+    let pidfd = rustix::process::pidfd_open(
+        rustix::process::Pid::from_raw(pid).context("a child's pid")?,
+        rustix::process::PidfdFlags::empty(),
+    )?;
+    let _first_sample = usage::peak_rss_kb(pid);
+    let pipes = [
+        child.stdout.take().map(OwnedFd::from),
+        child.stderr.take().map(OwnedFd::from),
+    ]
+    .map(|pipe| pipe.map(std::fs::File::from));
+    supervise_sync(&pidfd, pipes, Duration::from_secs(60))?;
+    let _cpu = usage::cpu_times(pid);
+    let status = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None)?;
+    drop(registration);
+    anyhow::ensure!(
+        matches!(status, nix::sys::wait::WaitStatus::Exited(_, 0)),
+        "the run failed: {status:?}"
+    );
+    for (name, path) in outputs {
+        tmp_files::read_output(&path, name, 1 << 20)?;
+    }
+    files.finish();
+    Ok(())
+}
+
+/// Waits, without reaping, until the process of `pidfd` has exited and both pipes are at their
+/// end, reading them in chunks and counting lines; fails after `timeout`.
+fn supervise_sync(
+    pidfd: &OwnedFd,
+    mut pipes: [Option<std::fs::File>; 2],
+    timeout: Duration,
+) -> anyhow::Result<usize> {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use std::os::fd::AsFd as _;
+    let deadline = Instant::now() + timeout;
+    let (mut exited, mut lines, mut chunk) = (false, 0, [0_u8; 8192]);
+    while !exited || pipes.iter().any(Option::is_some) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        anyhow::ensure!(!left.is_zero(), "timed out");
+        let mut fds = vec![PollFd::new(pidfd, PollFlags::IN)];
+        fds.extend(pipes.iter().flatten().map(|pipe| PollFd::new(pipe, PollFlags::IN)));
+        let timeout = Timespec {
+            tv_sec: i64::try_from(left.as_secs())?,
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        poll(&mut fds, Some(&timeout))?;
+        let ready: Vec<bool> = fds.iter().map(|fd| !fd.revents().is_empty()).collect();
+        drop(fds);
+        if ready[0] && !exited {
+            let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
+            exited = !matches!(
+                waitid(Id::PIDFd(pidfd.as_fd()), flags)?,
+                WaitStatus::StillAlive
+            );
+        }
+        let open = pipes.iter_mut().filter(|pipe| pipe.is_some());
+        for (pipe, ready) in open.zip(&ready[1..]) {
+            let Some(file) = pipe.as_mut().filter(|_| *ready) else {
+                continue;
+            };
+            match file.read(&mut chunk)? {
+                0 => *pipe = None,
+                read => lines += chunk[..read].iter().filter(|b| **b == b'\n').count(),
+            }
+        }
+    }
+    Ok(lines)
 }
 
 /// Runs `script` as the process runner does (own dir and process group, stdin from /dev/null,

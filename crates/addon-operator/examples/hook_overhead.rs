@@ -13,7 +13,9 @@ mod bench_support;
 
 use anyhow::Context as _;
 
-use bench_support::{executable, http_get, print_rows, spawn_operator, stop_operator, wait_ready};
+use bench_support::{
+    bash_loop, executable, http_get, print_rows, spawn_operator, stop_operator, wait_ready,
+};
 
 const NOOP_HOOK: &str = "#!/bin/sh\n\
 if [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"beforeHelm\":1}'; fi\n\
@@ -86,18 +88,6 @@ fn write_tree(root: &Path, hooks: usize) -> anyhow::Result<PathBuf> {
         executable(&dir.join(format!("h{index:04}.sh")), NOOP_HOOK)?;
     }
     Ok(dir.join("h0000.sh"))
-}
-
-/// Seconds per hook of a bash loop running the script `hooks` times.
-fn bash_loop(script: &Path, hooks: usize) -> anyhow::Result<f64> {
-    let started = Instant::now();
-    let status = Command::new("bash")
-        .arg("-c")
-        .arg(format!("for i in $(seq {hooks}); do \"$0\"; done"))
-        .arg(script)
-        .status()?;
-    anyhow::ensure!(status.success(), "the bash loop failed: {status}");
-    Ok(started.elapsed().as_secs_f64() / hooks as f64)
 }
 
 /// Seconds per hook of a `Command` loop.

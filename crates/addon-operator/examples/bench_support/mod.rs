@@ -1,6 +1,6 @@
 //! What the benchmark drivers share: starting `addon-operator start` on a tree with metrics on a
-//! free loopback port, plain HTTP/1.0 GETs against it, executable files, and the median and
-//! spread of a round's figures.
+//! free loopback port, plain HTTP/1.0 GETs against it, executable files, the bash loop every
+//! hook bench compares with, and the median and spread of a round's figures.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -101,4 +101,16 @@ pub fn print_rows(results: &[(String, Vec<f64>)], scale: f64, decimals: usize, r
             baseline / mid
         );
     }
+}
+
+/// Seconds per hook of a bash loop running the script `hooks` times (what a user writes).
+pub fn bash_loop(script: &Path, hooks: usize) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let status = Command::new("bash")
+        .arg("-c")
+        .arg(format!("for i in $(seq {hooks}); do \"$0\"; done"))
+        .arg(script)
+        .status()?;
+    anyhow::ensure!(status.success(), "the bash loop failed: {status}");
+    Ok(started.elapsed().as_secs_f64() / hooks as f64)
 }
