@@ -319,7 +319,12 @@ fn supervise_sync(
         let left = deadline.saturating_duration_since(Instant::now());
         anyhow::ensure!(!left.is_zero(), "timed out");
         let mut fds = vec![PollFd::new(pidfd, PollFlags::IN)];
-        fds.extend(pipes.iter().flatten().map(|pipe| PollFd::new(pipe, PollFlags::IN)));
+        fds.extend(
+            pipes
+                .iter()
+                .flatten()
+                .map(|pipe| PollFd::new(pipe, PollFlags::IN)),
+        );
         let timeout = Timespec {
             tv_sec: i64::try_from(left.as_secs())?,
             tv_nsec: i64::from(left.subsec_nanos()),
