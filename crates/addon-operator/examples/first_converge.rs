@@ -9,7 +9,7 @@ use std::time::Instant;
 #[path = "bench_support/mod.rs"]
 #[expect(
     dead_code,
-    reason = "the hook benches' bash loop is not a row of this bench"
+    reason = "the hook benches' bash loop and contract files are not used here"
 )]
 mod bench_support;
 

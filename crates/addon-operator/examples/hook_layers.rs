@@ -39,7 +39,7 @@ use addon_operator::edges::exec::hook_run::{HookInvocation, HookOwner, HookRunSe
 use addon_operator::edges::exec::process::{LogFields, ProcessSpec, run};
 use addon_operator::edges::exec::tmp_pool::{FileKind, RunFiles, TmpPool};
 use anyhow::Context as _;
-use bench_support::{bash_loop, executable, print_rows};
+use bench_support::{CONTRACT_FILES, bash_loop, executable, print_rows};
 use nix::sys::resource::{UsageWho, getrusage};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::oneshot;
@@ -235,17 +235,6 @@ async fn run_once(layer: Layer, script: &Path, tmp: &Path, rig: &Rig) -> anyhow:
     }
     Ok(())
 }
-
-/// The hook files of one run and their variables: 3 inputs written, 4 outputs made empty.
-const CONTRACT_FILES: [(&str, &str); 7] = [
-    ("BINDING_CONTEXT_PATH", "[{\"binding\":\"beforeHelm\"}]"),
-    ("CONFIG_VALUES_PATH", "{}"),
-    ("VALUES_PATH", "{}"),
-    ("CONFIG_VALUES_JSON_PATCH_PATH", ""),
-    ("VALUES_JSON_PATCH_PATH", ""),
-    ("METRICS_PATH", ""),
-    ("KUBERNETES_PATCH_PATH", ""),
-];
 
 /// One hook run as a synchronous runner would make it: the 7 files from the pool, the 8
 /// variables, own directory and process group, stdout and stderr read through `poll(2)` next to

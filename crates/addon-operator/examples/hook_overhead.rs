@@ -14,7 +14,8 @@ mod bench_support;
 use anyhow::Context as _;
 
 use bench_support::{
-    bash_loop, executable, http_get, print_rows, spawn_operator, stop_operator, wait_ready,
+    CONTRACT_FILES, bash_loop, executable, http_get, print_rows, spawn_operator, stop_operator,
+    wait_ready,
 };
 
 const NOOP_HOOK: &str = "#!/bin/sh\n\
@@ -119,17 +120,6 @@ fn tokio_loop(script: &Path, hooks: usize) -> anyhow::Result<f64> {
 
 /// Rows before the contract floors: the bash, `Command` and tokio loops.
 const BASELINES: usize = 3;
-
-/// The hook files of one run: 3 inputs written, 4 outputs made empty, as the contract asks.
-const CONTRACT_FILES: [(&str, &str); 7] = [
-    ("BINDING_CONTEXT_PATH", "[{\"binding\":\"beforeHelm\"}]"),
-    ("CONFIG_VALUES_PATH", "{}"),
-    ("VALUES_PATH", "{}"),
-    ("CONFIG_VALUES_JSON_PATCH_PATH", ""),
-    ("VALUES_JSON_PATCH_PATH", ""),
-    ("METRICS_PATH", ""),
-    ("KUBERNETES_PATCH_PATH", ""),
-];
 
 /// Seconds per hook of the least any runner keeping the hook contract can do, in one thread with
 /// no async runtime: per run, the 7 files made (`O_EXCL`) in `dir`, the 3 inputs written, the

@@ -1,6 +1,7 @@
 //! What the benchmark drivers share: starting `addon-operator start` on a tree with metrics on a
 //! free loopback port, plain HTTP/1.0 GETs against it, executable files, the bash loop every
-//! hook bench compares with, and the median and spread of a round's figures.
+//! hook bench compares with, the files of the hook contract, and the median and spread of a
+//! round's figures.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -102,6 +103,18 @@ pub fn print_rows(results: &[(String, Vec<f64>)], scale: f64, decimals: usize, r
         );
     }
 }
+
+/// The hook files of one run and the variables naming them: 3 inputs written, 4 outputs made
+/// empty, as the contract asks.
+pub const CONTRACT_FILES: [(&str, &str); 7] = [
+    ("BINDING_CONTEXT_PATH", "[{\"binding\":\"beforeHelm\"}]"),
+    ("CONFIG_VALUES_PATH", "{}"),
+    ("VALUES_PATH", "{}"),
+    ("CONFIG_VALUES_JSON_PATCH_PATH", ""),
+    ("VALUES_JSON_PATCH_PATH", ""),
+    ("METRICS_PATH", ""),
+    ("KUBERNETES_PATCH_PATH", ""),
+];
 
 /// Seconds per hook of a bash loop running the script `hooks` times (what a user writes).
 pub fn bash_loop(script: &Path, hooks: usize) -> anyhow::Result<f64> {
