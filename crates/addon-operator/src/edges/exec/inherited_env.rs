@@ -11,11 +11,11 @@ const SERVICE_LINKS_WARN_AT: usize = 10;
 /// What the inherited environment holds.
 #[derive(Debug)]
 struct EnvSize {
-    pub variables: usize,
+    variables: usize,
     /// `NAME=value` strings with their NUL bytes, as a child's `exec` copies them.
-    pub bytes: usize,
+    bytes: usize,
     /// Services with a `<NAME>_SERVICE_HOST` link variable, the API server's own not counted.
-    pub linked_services: usize,
+    linked_services: usize,
 }
 
 /// Whether `name` is the `<NAME>_SERVICE_HOST` link variable of a Service other than the API
