@@ -172,10 +172,13 @@ pub async fn run_notifying(
 ) -> Result<ProcessOutput, ExecError> {
     let started = Instant::now();
     let (mut child, registration) = spawn(spec).await?;
-    spawned();
     let Ok(pid) = i32::try_from(child.id()) else {
         return Err(wait_error(spec, 0, std::io::ErrorKind::NotFound.into()));
     };
+    // The first memory sample, taken before anything else: a hook that exits within a few
+    // milliseconds has no `VmHWM` left once it is a zombie, so a later first sample would see 0.
+    let first_rss_kb = usage::peak_rss_kb(pid).unwrap_or(0);
+    spawned();
     let mut group = GroupGuard {
         pgid: Pid::from_raw(pid),
         registration,
@@ -195,7 +198,7 @@ pub async fn run_notifying(
     };
     tokio::pin!(readers);
     let (supervised, read) = {
-        let supervision = supervise(pid, spec, cancel, &group);
+        let supervision = supervise(pid, first_rss_kb, spec, cancel, &group);
         tokio::pin!(supervision);
         let mut read = None;
         loop {
@@ -349,9 +352,11 @@ enum Stage {
 }
 
 /// Waits until the process exits (without reaping it, so its CPU times stay readable), enforcing
-/// the timeout and cancellation. Returns why we stopped it, if we did, and the peak RSS seen.
+/// the timeout and cancellation. Returns why we stopped it, if we did, and the peak RSS seen
+/// (at least `first_rss_kb`, the hook's own peak sampled right after the spawn).
 async fn supervise(
     pid: i32,
+    first_rss_kb: u64,
     spec: &ProcessSpec,
     cancel: &CancellationToken,
     group: &GroupGuard,
@@ -360,24 +365,17 @@ async fn supervise(
     tokio::pin!(exited);
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
-    let mut samples = tokio::time::interval(RSS_SAMPLE_INTERVAL);
+    // The first sample was taken at the spawn: a quick hook costs no walk of its process tree.
+    let mut samples =
+        tokio::time::interval_at(Instant::now() + RSS_SAMPLE_INTERVAL, RSS_SAMPLE_INTERVAL);
     samples.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut stage = Stage::Running;
     let mut stopped_by_us = None;
-    let mut max_rss_kb = 0;
+    let mut max_rss_kb = first_rss_kb;
     loop {
         tokio::select! {
             result = &mut exited => return result.map(|()| (stopped_by_us, max_rss_kb)),
-            _ = samples.tick() => {
-                // The first (immediate) sample sees only the hook itself: a quick hook then
-                // costs no walk of its process tree.
-                let peak = if max_rss_kb == 0 {
-                    usage::peak_rss_kb(pid).unwrap_or(0)
-                } else {
-                    usage::tree_peak_rss_kb(pid)
-                };
-                max_rss_kb = max_rss_kb.max(peak);
-            }
+            _ = samples.tick() => max_rss_kb = max_rss_kb.max(usage::tree_peak_rss_kb(pid)),
             () = cancel.cancelled(), if matches!(stage, Stage::Running) => {
                 stopped_by_us = Some(ExitKind::Cancelled);
                 group.signal(Signal::SIGTERM);

@@ -107,10 +107,13 @@ impl Metrics {
             .sys_cpu_seconds
             .get_or_create(&labels)
             .observe(run.sys_cpu.as_secs_f64());
-        families
-            .max_rss_bytes
-            .get_or_create(&labels)
-            .set(run.max_rss_bytes as f64);
+        // 0: the hook was gone before its first sample; its peak is unknown, not zero.
+        if run.max_rss_bytes > 0 {
+            families
+                .max_rss_bytes
+                .get_or_create(&labels)
+                .set(run.max_rss_bytes as f64);
+        }
         let outcome = match run.outcome {
             HookOutcome::Success => &families.success,
             HookOutcome::Failure => &families.errors,

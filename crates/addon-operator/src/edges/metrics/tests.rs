@@ -115,6 +115,29 @@ fn module_hook_run_records_time_cpu_memory_and_success_with_module_labels() {
 }
 
 #[test]
+fn a_run_too_short_to_sample_leaves_the_peak_memory_as_it_was() {
+    let metrics = Metrics::default();
+    metrics.hook_run(&run(Some("alpha"), HookOutcome::Success));
+    let unsampled = HookRunRecord {
+        max_rss_bytes: 0,
+        ..run(Some("alpha"), HookOutcome::Success)
+    };
+    metrics.hook_run(&unsampled);
+    let text = metrics.encode();
+    let series = family(&text, "addon_operator_module_hook_run_max_rss_bytes");
+    assert_eq!(series.len(), 2, "{series:?}");
+    assert!(series[1].ends_with(" 4096.0"), "{series:?}");
+
+    let fresh = Metrics::default();
+    fresh.hook_run(&unsampled);
+    let series = family(
+        &fresh.encode(),
+        "addon_operator_module_hook_run_max_rss_bytes",
+    );
+    assert!(series.iter().all(|l| l.starts_with('#')), "{series:?}");
+}
+
+#[test]
 fn global_hook_failures_count_as_errors_or_allowed_errors_without_a_module_label() {
     let metrics = Metrics::default();
     metrics.hook_run(&run(None, HookOutcome::Failure));
