@@ -2,8 +2,8 @@
 //! (local mode), from spawn to `/readyz` = 200, against the same processes run one by one by hand.
 //! Run with `bench/first-converge/run.sh [M] [ROUNDS]`.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 #[path = "bench_support/mod.rs"]
@@ -15,7 +15,9 @@ mod bench_support;
 
 use anyhow::Context as _;
 
-use bench_support::{executable, print_rows, spawn_operator, stop_operator, wait_ready};
+use bench_support::{
+    bash_seconds, executable, print_rows, spawn_operator, stop_operator, wait_ready,
+};
 
 /// The three hooks of each module and their `--config` answers (as `bench/startup`).
 const HOOKS: [(&str, &str); 3] = [
@@ -46,7 +48,8 @@ fn main() -> anyhow::Result<()> {
         results.push((name, Vec::new()));
     }
     for round in 1..=rounds {
-        results[0].1.push(run_by_hand(&by_hand, root.path())?);
+        let by_hand_args = [OsStr::new("by-hand"), root.path().as_os_str()];
+        results[0].1.push(bash_seconds(&by_hand, &by_hand_args)?);
         for (index, operator) in operators.iter().enumerate() {
             let tmp = tempfile::tempdir_in(&tmp_dir)?;
             let seconds = start_to_ready(operator, root.path(), &tmp.path().join("ao"))?;
@@ -87,19 +90,6 @@ fn write_tree(root: &Path, modules: usize) -> anyhow::Result<String> {
     }
     std::fs::write(root.join("modules/values.yaml"), values)?;
     Ok(script)
-}
-
-/// Seconds for bash to run the by-hand script.
-fn run_by_hand(script: &str, root: &Path) -> anyhow::Result<f64> {
-    let started = Instant::now();
-    let status = Command::new("bash")
-        .arg("-c")
-        .arg(script)
-        .arg("by-hand")
-        .arg(root)
-        .status()?;
-    anyhow::ensure!(status.success(), "the by-hand script failed: {status}");
-    Ok(started.elapsed().as_secs_f64())
 }
 
 /// Seconds from spawning the operator until `/readyz` answers 200 (first converge done).

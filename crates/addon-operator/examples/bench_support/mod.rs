@@ -1,8 +1,9 @@
 //! What the benchmark drivers share: starting `addon-operator start` on a tree with metrics on a
-//! free loopback port, plain HTTP/1.0 GETs against it, executable files, the bash loop every
-//! hook bench compares with, the files of the hook contract, and the median and spread of a
+//! free loopback port, plain HTTP/1.0 GETs against it, executable files, timed bash scripts (the
+//! bash loop every hook bench compares with), the files of the hook contract, and the median and spread of a
 //! round's figures.
 
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
@@ -118,12 +119,18 @@ pub const CONTRACT_FILES: [(&str, &str); 7] = [
 
 /// Seconds per hook of a bash loop running the script `hooks` times (what a user writes).
 pub fn bash_loop(script: &Path, hooks: usize) -> anyhow::Result<f64> {
+    let looped = format!("for i in $(seq {hooks}); do \"$0\"; done");
+    Ok(bash_seconds(&looped, &[script.as_os_str()])? / hooks as f64)
+}
+
+/// Seconds `bash -c SCRIPT ARGS...` takes; fails when the script does.
+pub fn bash_seconds(script: &str, args: &[&OsStr]) -> anyhow::Result<f64> {
     let started = Instant::now();
     let status = Command::new("bash")
         .arg("-c")
-        .arg(format!("for i in $(seq {hooks}); do \"$0\"; done"))
         .arg(script)
+        .args(args)
         .status()?;
-    anyhow::ensure!(status.success(), "the bash loop failed: {status}");
-    Ok(started.elapsed().as_secs_f64() / hooks as f64)
+    anyhow::ensure!(status.success(), "bash -c {script:?} failed: {status}");
+    Ok(started.elapsed().as_secs_f64())
 }
