@@ -9,7 +9,7 @@ use std::ffi::{OsStr, OsString};
 const SERVICE_LINKS_WARN_AT: usize = 10;
 
 /// What the inherited environment holds.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct EnvSize {
     variables: usize,
     /// `NAME=value` strings with their NUL bytes, as a child's `exec` copies them.
@@ -27,11 +27,7 @@ pub fn is_service_link_host(name: &OsStr) -> bool {
 
 /// Measures `vars` (the process environment in `start`).
 fn env_size(vars: impl IntoIterator<Item = (OsString, OsString)>) -> EnvSize {
-    let mut size = EnvSize {
-        variables: 0,
-        bytes: 0,
-        linked_services: 0,
-    };
+    let mut size = EnvSize::default();
     for (name, value) in vars {
         size.variables += 1;
         size.bytes += name.len() + value.len() + 2;

@@ -20,6 +20,8 @@ use std::time::Duration;
 pub struct ResourceUsage {
     pub user: Duration,
     pub sys: Duration,
+    /// The largest `VmHWM` any sample saw; 0 when no sample saw the process (gone before the
+    /// first, or never spawned): unknown, and the metrics leave their gauge alone.
     pub max_rss_kb: u64,
 }
 

@@ -107,7 +107,7 @@ impl Metrics {
             .sys_cpu_seconds
             .get_or_create(&labels)
             .observe(run.sys_cpu.as_secs_f64());
-        // 0: the hook was gone before its first sample; its peak is unknown, not zero.
+        // 0: no sample saw the hook (see `ResourceUsage::max_rss_kb`); unknown, not zero.
         if run.max_rss_bytes > 0 {
             families
                 .max_rss_bytes
