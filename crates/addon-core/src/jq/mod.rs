@@ -1,9 +1,11 @@
-//! jq filters (`jqFilter` of kubernetes bindings, `JQPatch` operations): compiled once with jaq, applied with jq-compatible output.
+//! jq filters (`jqFilter` of kubernetes bindings, `JQPatch` operations) with gojq's semantics, the engine flant/shell-operator evaluates them with.
 //!
-//! A [`JqFilter`] owns its compiled jaq program behind an `Arc`. The program is a table of terms and
-//! native function pointers, so it is `Send + Sync` and can be shared across tasks; jaq's *values*
-//! are `Rc`-based, so a filter is always run to completion inside [`JqFilter::apply`] and only
-//! `serde_json` values go in and out.
+//! The engine is the project's own (docs/adr/0002-jq-engine.md): a parser ([`parse`]), a
+//! continuation-passing evaluator ([`eval`], [`path`]) and gojq's builtins ([`builtins`], the
+//! jq-written [`prelude.jq`](prelude.jq)). A [`JqFilter`] owns its syntax tree behind an `Arc`:
+//! the tree holds only `Send + Sync` data, so a filter is shared across tasks; values are
+//! `Rc`-based, so a filter runs to completion inside [`JqFilter::apply`] and only `serde_json`
+//! values go in and out.
 //!
 //! Untrusted filters are bounded here as far as a pure library can: [`JqFilter::compile`] rejects
 //! text longer than [`MAX_FILTER_BYTES`] or nested deeper than [`MAX_FILTER_NESTING`] before the
@@ -16,13 +18,30 @@
 use std::fmt;
 use std::sync::Arc;
 
-use jaq_core::load::{Arena, File, Loader};
-use jaq_core::{Compiler, Ctx, Vars, data};
-use jaq_json::{Num, Val};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-type Program = jaq_core::Filter<data::JustLut<Val>>;
+mod ast;
+mod builtins;
+mod encode;
+mod eval;
+mod lex;
+mod ops;
+mod parse;
+mod path;
+mod resolve;
+mod strings;
+mod time;
+mod value;
+
+use eval::{Ctx, Env, Flow};
+use value::Val;
+
+/// A compiled program: the filter's tree, its names resolved against the prelude and the natives.
+struct Program {
+    main: ast::Ast,
+    prelude: Arc<Vec<ast::FuncDef>>,
+}
 
 /// The longest filter text accepted, in bytes.
 pub const MAX_FILTER_BYTES: usize = 16 * 1024;
@@ -239,26 +258,10 @@ fn nesting(source: &str) -> usize {
 }
 
 fn compile_program(source: &str) -> Result<Program, CompileFailure> {
-    let defs = jaq_core::defs()
-        .chain(jaq_std::defs())
-        .chain(jaq_json::defs());
-    let funs = jaq_core::funs()
-        .chain(jaq_std::funs())
-        .chain(jaq_json::funs());
-    let arena = Arena::default();
-    let modules = Loader::new(defs)
-        .load(
-            &arena,
-            File {
-                code: source,
-                path: (),
-            },
-        )
-        .map_err(|e| CompileFailure::Program(describe_load_errors(e)))?;
-    Compiler::default()
-        .with_funs(funs)
-        .compile(modules)
-        .map_err(|e| CompileFailure::Program(describe_compile_errors(e)))
+    let prelude = resolve::prelude().map_err(CompileFailure::Program)?;
+    let mut main = parse::parse(source).map_err(|e| CompileFailure::Program(e.0))?;
+    resolve::resolve(&mut main, &prelude).map_err(CompileFailure::Program)?;
+    Ok(Program { main, prelude })
 }
 
 impl JqFilter {
@@ -280,30 +283,47 @@ impl JqFilter {
             source_text: quote(&self.source),
             message,
         };
-        let input: Val = serde::Deserialize::deserialize(input)
-            .map_err(|e: serde_json::Error| apply_error(format!("cannot convert input: {e}")))?;
-        let ctx = Ctx::<data::JustLut<Val>>::new(&self.program.lut, Vars::new([]));
+        let input = Val::from(input);
+        let ctx = Ctx::new(&self.program.prelude);
         let mut outputs = Vec::new();
         let mut bytes = 0usize;
-        for item in self.program.id.run((ctx, input)) {
-            match item {
-                Ok(val) => {
-                    let value = val_to_json(&val);
-                    bytes = bytes.saturating_add(json_size(&value));
-                    outputs.push(value);
-                    self.check_outputs(outputs.len(), bytes, limits)?;
-                }
-                Err(exn) => match exn.get_err() {
-                    Ok(err) => return Err(apply_error(err.to_string())),
-                    Err(_halt) => break,
-                },
+        let mut limit_error = None;
+        let result = ctx.eval(&self.program.main, &Env::default(), input, &mut |val| {
+            let value = val.to_json();
+            bytes = bytes.saturating_add(json_size(&value));
+            outputs.push(value);
+            if let Err(e) = self.check_outputs(outputs.len(), bytes, limits) {
+                limit_error = Some(e);
+                return Err(Flow::Halt);
             }
+            Ok(())
+        });
+        if let Some(e) = limit_error {
+            return Err(e);
+        }
+        match result {
+            Ok(()) | Err(Flow::Halt) => {}
+            Err(Flow::Limit(message)) => return Err(JqError::limit(&self.source, message)),
+            Err(Flow::Error(v)) | Err(Flow::HaltError(v)) => {
+                return Err(apply_error(error_message(&v)));
+            }
+            Err(Flow::Break(_)) => return Err(apply_error("break without a label".into())),
+            Err(Flow::Pass(..)) => return Err(apply_error("internal control flow escaped".into())),
         }
         Ok(match outputs.len() {
             0 => Value::Null,
             1 => outputs.pop().unwrap_or(Value::Null),
             _ => Value::Array(outputs),
         })
+    }
+}
+
+/// The text of a jq error value: a string as it is, anything else as JSON with its type.
+fn error_message(v: &Val) -> String {
+    match v {
+        Val::Str(s) => s.to_string(),
+        Val::Null => "null (null)".to_string(),
+        other => format!("{} (not a string)", encode::to_json_text(other)),
     }
 }
 
@@ -384,97 +404,6 @@ fn write_canonical(value: &Value, hasher: &mut Sha256) {
             hasher.update(b"]");
         }
         scalar => hasher.update(scalar.to_string().as_bytes()),
-    }
-}
-
-/// Converts a jaq value to JSON the way jq prints it: integral floats become integers, NaN becomes
-/// `null`, byte strings and non-string object keys become strings.
-fn val_to_json(val: &Val) -> Value {
-    match val {
-        Val::Null => Value::Null,
-        Val::Bool(b) => Value::Bool(*b),
-        Val::Num(n) => num_to_json(n),
-        Val::BStr(b) | Val::TStr(b) => Value::String(String::from_utf8_lossy(b).into_owned()),
-        Val::Arr(items) => Value::Array(items.iter().map(val_to_json).collect()),
-        Val::Obj(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (key_to_string(k), val_to_json(v)))
-                .collect(),
-        ),
-    }
-}
-
-fn key_to_string(key: &Val) -> String {
-    match key {
-        Val::BStr(b) | Val::TStr(b) => String::from_utf8_lossy(b).into_owned(),
-        other => val_to_json(other).to_string(),
-    }
-}
-
-fn num_to_json(n: &Num) -> Value {
-    match n {
-        Num::Int(i) => Value::from(*i as i64),
-        Num::Float(f) => float_to_json(*f),
-        Num::BigInt(_) | Num::Dec(_) => {
-            let text = n.to_string();
-            if let Ok(i) = text.parse::<i64>() {
-                Value::from(i)
-            } else if let Ok(u) = text.parse::<u64>() {
-                Value::from(u)
-            } else {
-                float_to_json(text.parse::<f64>().unwrap_or(f64::NAN))
-            }
-        }
-    }
-}
-
-fn float_to_json(f: f64) -> Value {
-    const I64_LIMIT: f64 = 9_223_372_036_854_775_808.0;
-    if f.is_nan() {
-        return Value::Null;
-    }
-    let f = f.clamp(f64::MIN, f64::MAX);
-    if f.fract() == 0.0 && f.abs() < I64_LIMIT {
-        return Value::from(f as i64);
-    }
-    serde_json::Number::from_f64(f)
-        .map(Value::Number)
-        .unwrap_or(Value::Null)
-}
-
-fn describe_load_errors<P>(errs: jaq_core::load::Errors<&str, P>) -> String {
-    use jaq_core::load::Error;
-    let mut parts = Vec::new();
-    for (_file, err) in errs {
-        match err {
-            Error::Io(items) => {
-                parts.extend(items.into_iter().map(|(path, e)| format!("{path}: {e}")))
-            }
-            Error::Lex(items) => parts.extend(items.into_iter().map(|(expect, at)| {
-                format!("expected {} near '{}'", expect.as_str(), snippet(at))
-            })),
-            Error::Parse(items) => parts.extend(items.into_iter().map(|(expect, at)| {
-                format!("expected {} near '{}'", expect.as_str(), snippet(at))
-            })),
-        }
-    }
-    parts.join("; ")
-}
-
-fn describe_compile_errors<P>(errs: jaq_core::compile::Errors<&str, P>) -> String {
-    errs.into_iter()
-        .flat_map(|(_file, items)| items)
-        .map(|(name, undefined)| format!("undefined {} '{}'", undefined.as_str(), name))
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-fn snippet(at: &str) -> String {
-    let s: String = at.chars().take(20).collect();
-    if s.is_empty() {
-        "end of input".to_string()
-    } else {
-        s
     }
 }
 

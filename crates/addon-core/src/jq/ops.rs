@@ -1,0 +1,620 @@
+//! Operators and path primitives with gojq's semantics: arithmetic, indexing, slicing, `getpath`/`setpath`/`delpaths`.
+
+use std::rc::Rc;
+
+use num_bigint::BigInt;
+use num_traits::{Signed, Zero};
+
+use super::ast::BinOp;
+use super::builtins::describe;
+use super::eval::{Flow, Out, Res, err};
+use super::value::{Map, Val, big_to_f64, compare, float_to_int};
+
+fn type_error(what: &str, l: &Val, r: &Val) -> Flow {
+    err(format!(
+        "cannot {what}: {} and {}",
+        describe(l),
+        describe(r)
+    ))
+}
+
+pub fn negate(v: &Val) -> Result<Val, Flow> {
+    Ok(match v {
+        Val::Int(i) => match i.checked_neg() {
+            Some(n) => Val::Int(n),
+            None => Val::big(-BigInt::from(*i)),
+        },
+        Val::Float(f) => Val::Float(-f),
+        Val::Big(b) => Val::big(-(**b).clone()),
+        other => return Err(err(format!("cannot negate: {}", describe(other)))),
+    })
+}
+
+pub fn binop(op: BinOp, l: &Val, r: &Val) -> Result<Val, Flow> {
+    use std::cmp::Ordering::*;
+    let cmp = || compare(l, r);
+    Ok(match op {
+        BinOp::Add => add(l, r)?,
+        BinOp::Sub => sub(l, r)?,
+        BinOp::Mul => mul(l, r)?,
+        BinOp::Div => div(l, r)?,
+        BinOp::Mod => modulo(l, r)?,
+        BinOp::Eq => Val::Bool(cmp() == Equal),
+        BinOp::Ne => Val::Bool(cmp() != Equal),
+        BinOp::Lt => Val::Bool(cmp() == Less),
+        BinOp::Le => Val::Bool(cmp() != Greater),
+        BinOp::Gt => Val::Bool(cmp() == Greater),
+        BinOp::Ge => Val::Bool(cmp() != Less),
+    })
+}
+
+/// Two numbers as integers (big when either is big), or `None` when either is a float.
+fn as_bigs(l: &Val, r: &Val) -> Option<(BigInt, BigInt)> {
+    let big = |v: &Val| match v {
+        Val::Int(i) => Some(BigInt::from(*i)),
+        Val::Big(b) => Some((**b).clone()),
+        _ => None,
+    };
+    Some((big(l)?, big(r)?))
+}
+
+fn floats(l: &Val, r: &Val) -> Option<(f64, f64)> {
+    Some((l.as_f64()?, r.as_f64()?))
+}
+
+pub fn add(l: &Val, r: &Val) -> Result<Val, Flow> {
+    Ok(match (l, r) {
+        (Val::Int(a), Val::Int(b)) => match a.checked_add(*b) {
+            Some(c) => Val::Int(c),
+            None => Val::big(BigInt::from(*a) + b),
+        },
+        (Val::Null, x) | (x, Val::Null) => x.clone(),
+        (Val::Str(a), Val::Str(b)) => Val::str(format!("{a}{b}")),
+        (Val::Arr(a), Val::Arr(b)) => {
+            if a.is_empty() {
+                r.clone()
+            } else if b.is_empty() {
+                l.clone()
+            } else {
+                Val::arr(a.iter().chain(b.iter()).cloned().collect())
+            }
+        }
+        (Val::Obj(a), Val::Obj(b)) => {
+            let mut m = (**a).clone();
+            m.extend(b.iter().map(|(k, v)| (k.clone(), v.clone())));
+            Val::obj(m)
+        }
+        _ if l.is_number() && r.is_number() => match as_bigs(l, r) {
+            Some((a, b)) => Val::big(a + b),
+            None => number_float(l, r, |a, b| a + b),
+        },
+        _ => return Err(type_error("add", l, r)),
+    })
+}
+
+fn number_float(l: &Val, r: &Val, f: impl Fn(f64, f64) -> f64) -> Val {
+    let (a, b) = floats(l, r).unwrap_or((f64::NAN, f64::NAN));
+    Val::Float(f(a, b))
+}
+
+pub fn sub(l: &Val, r: &Val) -> Result<Val, Flow> {
+    Ok(match (l, r) {
+        (Val::Int(a), Val::Int(b)) => match a.checked_sub(*b) {
+            Some(c) => Val::Int(c),
+            None => Val::big(BigInt::from(*a) - b),
+        },
+        (Val::Arr(a), Val::Arr(b)) => Val::arr(
+            a.iter()
+                .filter(|x| !b.iter().any(|y| compare(x, y).is_eq()))
+                .cloned()
+                .collect(),
+        ),
+        _ if l.is_number() && r.is_number() => match as_bigs(l, r) {
+            Some((a, b)) => Val::big(a - b),
+            None => number_float(l, r, |a, b| a - b),
+        },
+        _ => return Err(type_error("subtract", l, r)),
+    })
+}
+
+pub fn mul(l: &Val, r: &Val) -> Result<Val, Flow> {
+    Ok(match (l, r) {
+        (Val::Int(a), Val::Int(b)) => match a.checked_mul(*b) {
+            Some(c) => Val::Int(c),
+            None => Val::big(BigInt::from(*a) * b),
+        },
+        (Val::Obj(a), Val::Obj(b)) => Val::obj(deep_merge(a, b)),
+        (Val::Str(s), n) | (n, Val::Str(s)) if n.is_number() => {
+            repeat_string(s, n.as_f64().unwrap_or(0.0))
+        }
+        _ if l.is_number() && r.is_number() => match as_bigs(l, r) {
+            Some((a, b)) => Val::big(a * b),
+            None => number_float(l, r, |a, b| a * b),
+        },
+        _ => return Err(type_error("multiply", l, r)),
+    })
+}
+
+fn deep_merge(l: &Map, r: &Map) -> Map {
+    let mut m = l.clone();
+    for (k, v) in r {
+        let merged = match (m.get(k), v) {
+            (Some(Val::Obj(a)), Val::Obj(b)) => Val::obj(deep_merge(a, b)),
+            _ => v.clone(),
+        };
+        m.insert(k.clone(), merged);
+    }
+    m
+}
+
+fn repeat_string(s: &str, n: f64) -> Val {
+    if n < 0.0 || n.is_nan() || (!s.is_empty() && n > (0x1000_0000 / s.len()) as f64) {
+        return Val::Null;
+    }
+    // gojq repeats int(n) times; zero times is an empty string.
+    Val::str(s.repeat(n as usize))
+}
+
+pub fn div(l: &Val, r: &Val) -> Result<Val, Flow> {
+    let zero = || {
+        err(format!(
+            "cannot divide {} by: {}",
+            describe(l),
+            describe(r)
+        ))
+    };
+    Ok(match (l, r) {
+        (Val::Int(a), Val::Int(b)) => {
+            if *b == 0 {
+                return Err(zero());
+            }
+            match (a.checked_rem(*b), a.checked_div(*b)) {
+                (Some(0), Some(q)) => Val::Int(q),
+                _ => Val::Float(*a as f64 / *b as f64),
+            }
+        }
+        (Val::Str(a), Val::Str(b)) => split_string(a, b),
+        _ if l.is_number() && r.is_number() => match as_bigs(l, r) {
+            Some((a, b)) => {
+                if b.is_zero() {
+                    return Err(zero());
+                }
+                if (&a % &b).is_zero() {
+                    Val::big(a / b)
+                } else {
+                    Val::Float(big_to_f64(&a) / big_to_f64(&b))
+                }
+            }
+            None => {
+                let (a, b) = floats(l, r).unwrap_or((f64::NAN, f64::NAN));
+                if b == 0.0 {
+                    return Err(zero());
+                }
+                Val::Float(a / b)
+            }
+        },
+        _ => return Err(type_error("divide", l, r)),
+    })
+}
+
+/// `"a,b" / ","`: the string split on the separator (an empty string gives `[]`).
+pub fn split_string(s: &str, sep: &str) -> Val {
+    if s.is_empty() {
+        return Val::arr(Vec::new());
+    }
+    let parts: Vec<Val> = if sep.is_empty() {
+        s.chars().map(|c| Val::str(c.to_string())).collect()
+    } else {
+        s.split(sep).map(Val::str).collect()
+    };
+    Val::arr(parts)
+}
+
+pub fn modulo(l: &Val, r: &Val) -> Result<Val, Flow> {
+    let zero = || {
+        err(format!(
+            "cannot modulo {} by: {}",
+            describe(l),
+            describe(r)
+        ))
+    };
+    Ok(match (l, r) {
+        (Val::Int(a), Val::Int(b)) => {
+            if *b == 0 {
+                return Err(zero());
+            }
+            Val::Int(a.wrapping_rem(*b))
+        }
+        _ if l.is_number() && r.is_number() => match as_bigs(l, r) {
+            Some((a, b)) => {
+                if b.is_zero() {
+                    return Err(zero());
+                }
+                Val::big(a % b)
+            }
+            None => {
+                let (a, b) = floats(l, r).unwrap_or((f64::NAN, f64::NAN));
+                let bi = float_to_int(b);
+                if bi == 0 || b.is_nan() {
+                    return Err(zero());
+                }
+                if a.is_nan() {
+                    return Ok(Val::Float(f64::NAN));
+                }
+                Val::Int(float_to_int(a).wrapping_rem(bi))
+            }
+        },
+        _ => return Err(type_error("modulo", l, r)),
+    })
+}
+
+/// `.[key]` in value mode (gojq's `_index`): `null` indexes to `null`.
+pub fn index(v: &Val, key: &Val) -> Result<Val, Flow> {
+    match key {
+        Val::Str(k) => match v {
+            Val::Null => Ok(Val::Null),
+            Val::Obj(m) => Ok(m.get(&**k).cloned().unwrap_or(Val::Null)),
+            _ => Err(err(format!(
+                "expected an object but got: {}",
+                describe(v)
+            ))),
+        },
+        Val::Int(_) | Val::Float(_) | Val::Big(_) => {
+            let i = key.as_int().unwrap_or(0);
+            match v {
+                Val::Null => Ok(Val::Null),
+                Val::Arr(items) => Ok(array_at(items, i).cloned().unwrap_or(Val::Null)),
+                Val::Str(s) => Ok(string_at(s, i)),
+                _ => Err(err(format!("expected an array but got: {}", describe(v)))),
+            }
+        }
+        Val::Arr(needle) => match v {
+            Val::Null => Ok(Val::Null),
+            Val::Arr(items) => Ok(array_indices(items, needle)),
+            _ => Err(err(format!("expected an array but got: {}", describe(v)))),
+        },
+        Val::Obj(m) => {
+            if matches!(v, Val::Null) {
+                return Ok(Val::Null);
+            }
+            let (Some(start), Some(end)) = (m.get("start"), m.get("end")) else {
+                return Err(err(format!(
+                    "expected {{\"start\", \"end\"}} object but got: {}",
+                    describe(key)
+                )));
+            };
+            slice(v, start, end)
+        }
+        _ => Err(err(match v {
+            Val::Arr(_) => format!("expected a number for indexing an array but got: {}", describe(key)),
+            Val::Str(_) => format!("expected a number for indexing a string but got: {}", describe(key)),
+            _ => format!("expected a string for object key but got: {}", describe(key)),
+        })),
+    }
+}
+
+fn clamp_index(i: i64, min: i64, max: i64) -> i64 {
+    let i = if i < 0 { i.saturating_add(max) } else { i };
+    i.clamp(min, max.max(min))
+}
+
+fn array_at(items: &[Val], i: i64) -> Option<&Val> {
+    let j = clamp_index(i, -1, items.len() as i64);
+    if j >= 0 { items.get(j as usize) } else { None }
+}
+
+fn string_at(s: &str, i: i64) -> Val {
+    let len = s.chars().count() as i64;
+    let j = clamp_index(i, -1, len);
+    if j >= 0 && j < len {
+        s.chars()
+            .nth(j as usize)
+            .map_or(Val::Null, |c| Val::str(c.to_string()))
+    } else {
+        Val::Null
+    }
+}
+
+/// The positions where `needle` occurs in `items` (`.[[1,2]]`, `indices`).
+pub fn array_indices(items: &[Val], needle: &[Val]) -> Val {
+    if needle.is_empty() {
+        return Val::Null;
+    }
+    let mut found = Vec::new();
+    if needle.len() <= items.len() {
+        for i in 0..=items.len() - needle.len() {
+            if items[i..i + needle.len()]
+                .iter()
+                .zip(needle)
+                .all(|(a, b)| compare(a, b).is_eq())
+            {
+                found.push(Val::Int(i as i64));
+            }
+        }
+    }
+    Val::arr(found)
+}
+
+/// Resolves slice bounds against a length, gojq's way: `null` start is 0, `null` end the length.
+fn slice_range(len: i64, start: &Val, end: &Val, what: &str) -> Result<(usize, usize), Flow> {
+    let bound = |v: &Val| -> Result<Option<i64>, Flow> {
+        match v {
+            Val::Null => Ok(None),
+            n if n.is_number() => Ok(n.as_int()),
+            other => Err(err(format!(
+                "expected a number for indexing {what} but got: {}",
+                describe(other)
+            ))),
+        }
+    };
+    let s = bound(start)?.map_or(0, |i| clamp_index(i, 0, len));
+    let e = bound(end)?.map_or(len, |i| clamp_index(i, s, len));
+    Ok((s as usize, e as usize))
+}
+
+pub fn slice(v: &Val, start: &Val, end: &Val) -> Result<Val, Flow> {
+    match v {
+        Val::Null => Ok(Val::Null),
+        Val::Arr(items) => {
+            let (s, e) = slice_range(items.len() as i64, start, end, "an array")?;
+            Ok(Val::arr(items[s..e].to_vec()))
+        }
+        Val::Str(text) => {
+            let len = text.chars().count() as i64;
+            let (s, e) = slice_range(len, start, end, "a string")?;
+            Ok(Val::str(text.chars().skip(s).take(e - s).collect::<String>()))
+        }
+        _ => Err(err(format!("expected an array but got: {}", describe(v)))),
+    }
+}
+
+/// `.[]`: array items, or object values in key order.
+pub fn iterate(v: &Val, out: Out) -> Res {
+    match v {
+        Val::Arr(items) => items.iter().try_for_each(|x| out(x.clone())),
+        Val::Obj(m) => m.values().try_for_each(|x| out(x.clone())),
+        _ => Err(err(format!("cannot iterate over: {}", describe(v)))),
+    }
+}
+
+pub fn getpath(v: &Val, path: &[Val]) -> Result<Val, Flow> {
+    let mut cur = v.clone();
+    for key in path {
+        cur = match cur {
+            Val::Null | Val::Arr(_) | Val::Obj(_) => index(&cur, key)?,
+            _ => {
+                return Err(err(format!(
+                    "getpath({}) cannot be applied to: {}",
+                    describe(&Val::arr(path.to_vec())),
+                    describe(v)
+                )));
+            }
+        };
+    }
+    Ok(cur)
+}
+
+/// What `update` writes at a path: a value, or the marker of a deletion.
+#[derive(Clone)]
+enum Put {
+    Value(Val),
+    Delete,
+}
+
+pub fn setpath(v: &Val, path: &[Val], new: Val) -> Result<Val, Flow> {
+    match update(Some(v.clone()), path, &Put::Value(new))? {
+        Slot::Val(v) => Ok(v),
+        Slot::Deleted => Ok(Val::Null),
+    }
+}
+
+/// Deletes every path at once (indices refer to the value before any deletion).
+pub fn delpaths(v: &Val, paths: &[Val]) -> Result<Val, Flow> {
+    let mut slot = Slot::Val(v.clone());
+    for p in paths {
+        let Val::Arr(path) = p else {
+            return Err(err(format!("expected an array but got: {}", describe(p))));
+        };
+        slot = match slot {
+            Slot::Val(v) => update(Some(v), path, &Put::Delete)?,
+            Slot::Deleted => Slot::Deleted,
+        };
+    }
+    Ok(match slot {
+        Slot::Val(v) => strip_deleted(v),
+        Slot::Deleted => Val::Null,
+    })
+}
+
+/// A slot of a value under deletion: gojq fills deleted places with a marker first, then
+/// removes the markers, so array indices do not move between deletions.
+enum Slot {
+    Val(Val),
+    Deleted,
+}
+
+const DELETED: &str = "\u{0}addon-operator-jq-deleted\u{0}";
+
+fn deleted_marker() -> Val {
+    Val::Str(Rc::from(DELETED))
+}
+
+fn is_deleted(v: &Val) -> bool {
+    matches!(v, Val::Str(s) if &**s == DELETED)
+}
+
+fn strip_deleted(v: Val) -> Val {
+    match v {
+        Val::Obj(m) if m.values().any(contains_deleted) => Val::obj(
+            m.iter()
+                .filter(|(_, x)| !is_deleted(x))
+                .map(|(k, x)| (k.clone(), strip_deleted(x.clone())))
+                .collect(),
+        ),
+        Val::Arr(items) if items.iter().any(contains_deleted) => Val::arr(
+            items
+                .iter()
+                .filter(|x| !is_deleted(x))
+                .map(|x| strip_deleted(x.clone()))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+fn contains_deleted(v: &Val) -> bool {
+    match v {
+        Val::Obj(m) => m.values().any(contains_deleted),
+        Val::Arr(items) => items.iter().any(contains_deleted),
+        other => is_deleted(other),
+    }
+}
+
+fn update(v: Option<Val>, path: &[Val], put: &Put) -> Result<Slot, Flow> {
+    let Some((key, rest)) = path.split_first() else {
+        return Ok(match put {
+            Put::Value(x) => Slot::Val(x.clone()),
+            Put::Delete => Slot::Deleted,
+        });
+    };
+    let v = v.unwrap_or(Val::Null);
+    if is_deleted(&v) {
+        return Ok(Slot::Val(v));
+    }
+    match key {
+        Val::Str(k) => update_object(v, k, rest, put),
+        Val::Int(_) | Val::Float(_) | Val::Big(_) => {
+            update_index(v, key.as_int().unwrap_or(0), rest, put)
+        }
+        Val::Obj(bounds) => update_slice(v, bounds, rest, put),
+        _ => Err(err(match v {
+            Val::Arr(_) => format!("expected a number for indexing an array but got: {}", describe(key)),
+            _ => format!("expected a string for object key but got: {}", describe(key)),
+        })),
+    }
+}
+
+fn update_object(v: Val, k: &Rc<str>, rest: &[Val], put: &Put) -> Result<Slot, Flow> {
+    let mut map = match v {
+        Val::Null => Map::new(),
+        Val::Obj(m) => Rc::unwrap_or_clone(m),
+        other => {
+            return Err(err(format!(
+                "expected an object but got: {}",
+                describe(&other)
+            )));
+        }
+    };
+    let old = map.get(&**k).cloned();
+    if old.is_none() && matches!(put, Put::Delete) {
+        return Ok(Slot::Val(Val::obj(map)));
+    }
+    let new = match update(old, rest, put)? {
+        Slot::Val(x) => x,
+        Slot::Deleted => deleted_marker(),
+    };
+    map.insert(k.clone(), new);
+    Ok(Slot::Val(Val::obj(map)))
+}
+
+fn update_index(v: Val, i: i64, rest: &[Val], put: &Put) -> Result<Slot, Flow> {
+    let mut items = match v {
+        Val::Null => Vec::new(),
+        Val::Arr(a) => Rc::unwrap_or_clone(a),
+        other => {
+            return Err(err(format!(
+                "expected an array but got: {}",
+                describe(&other)
+            )));
+        }
+    };
+    let len = items.len() as i64;
+    let j = clamp_index(i, -1, len);
+    let deleting = matches!(put, Put::Delete);
+    if j < 0 {
+        if deleting {
+            return Ok(Slot::Val(Val::arr(items)));
+        }
+        return Err(err(format!("array index should not be negative: {i}")));
+    }
+    let idx = if j < len {
+        j as usize
+    } else {
+        if deleting {
+            return Ok(Slot::Val(Val::arr(items)));
+        }
+        if i >= 0x800_0000 {
+            return Err(err(format!("array index too large: {i}")));
+        }
+        i as usize
+    };
+    let old = items.get(idx).cloned();
+    let new = match update(old, rest, put)? {
+        Slot::Val(x) => x,
+        Slot::Deleted => deleted_marker(),
+    };
+    if idx >= items.len() {
+        items.resize(idx + 1, Val::Null);
+    }
+    items[idx] = new;
+    Ok(Slot::Val(Val::arr(items)))
+}
+
+fn update_slice(v: Val, bounds: &Map, rest: &[Val], put: &Put) -> Result<Slot, Flow> {
+    let items = match v {
+        Val::Null => Vec::new(),
+        Val::Arr(a) => Rc::unwrap_or_clone(a),
+        other => {
+            return Err(err(format!(
+                "expected an array but got: {}",
+                describe(&other)
+            )));
+        }
+    };
+    let (Some(start), Some(end)) = (bounds.get("start"), bounds.get("end")) else {
+        return Err(err(format!(
+            "expected {{\"start\", \"end\"}} object but got: {}",
+            describe(&Val::obj(bounds.clone()))
+        )));
+    };
+    let len = items.len() as i64;
+    let s = start.as_int().map_or(0, |i| clamp_index(i, 0, len)) as usize;
+    let e = match end {
+        n if n.is_number() => clamp_index(n.as_int().unwrap_or(0), s as i64, len) as usize,
+        _ => items.len(),
+    };
+    let deleting = matches!(put, Put::Delete);
+    if s == e && deleting {
+        return Ok(Slot::Val(Val::arr(items)));
+    }
+    let part = Val::arr(items[s..e].to_vec());
+    match update(Some(part), rest, put)? {
+        Slot::Val(Val::Arr(new)) => {
+            let mut out = items[..s].to_vec();
+            out.extend(new.iter().cloned());
+            out.extend(items[e..].iter().cloned());
+            Ok(Slot::Val(Val::arr(out)))
+        }
+        Slot::Deleted => {
+            let mut out = items;
+            for x in &mut out[s..e] {
+                *x = deleted_marker();
+            }
+            Ok(Slot::Val(Val::arr(out)))
+        }
+        Slot::Val(other) => Err(err(format!(
+            "expected an array but got: {}",
+            describe(&other)
+        ))),
+    }
+}
+
+/// Whether `n` is negative, for numbers of any kind.
+pub fn is_negative(n: &Val) -> bool {
+    match n {
+        Val::Int(i) => *i < 0,
+        Val::Float(f) => *f < 0.0,
+        Val::Big(b) => b.is_negative(),
+        _ => false,
+    }
+}

@@ -1,0 +1,315 @@
+//! Path expressions: `path(f)`, and the updates built on it (`|=`, `+=`, `del`), where missing parents read as `null` and are created on write.
+
+use super::ast::{Ast, Target};
+use super::builtins;
+use super::eval::{Ctx, Env, Flow, Frame, Res, err, push_defs};
+use super::ops;
+use super::value::Val;
+
+/// A path with the value found at it.
+pub type PathVal = (Vec<Val>, Val);
+pub type PathOut<'a> = &'a mut dyn FnMut(PathVal) -> Res;
+
+/// Every path `f` selects in `input`.
+pub fn collect<'p>(
+    ctx: &Ctx<'p>,
+    f: &'p Ast,
+    env: &Env<'p>,
+    input: Val,
+) -> Result<Vec<Vec<Val>>, Flow> {
+    let mut paths = Vec::new();
+    eval_paths(ctx, f, env, (Vec::new(), input), &mut |(p, _)| {
+        paths.push(p);
+        Ok(())
+    })?;
+    Ok(paths)
+}
+
+/// `f |= g` as gojq runs it: for each path of `f` (taken on the input), the first output of `g`
+/// on the value there replaces it; a path where `g` gives nothing is deleted at the end.
+pub fn modify<'p>(
+    ctx: &Ctx<'p>,
+    f: &'p Ast,
+    env: &Env<'p>,
+    input: Val,
+    g: &mut dyn FnMut(&Ctx<'p>, Val, &mut dyn FnMut(Val) -> Res) -> Res,
+) -> Result<Val, Flow> {
+    let paths = collect(ctx, f, env, input.clone())?;
+    let mut acc = input;
+    let mut deleted = Vec::new();
+    for p in paths {
+        let old = ops::getpath(&acc, &p)?;
+        let mut first = None;
+        let id = ctx.fresh_id();
+        let r = g(ctx, old, &mut |v| {
+            first = Some(v);
+            Err(Flow::Break(id))
+        });
+        match r {
+            Ok(()) | Err(Flow::Break(_)) if first.is_some() || r.is_ok() => {}
+            Err(e) => return Err(e),
+            Ok(()) => {}
+        }
+        match first {
+            Some(v) => acc = ops::setpath(&acc, &p, v)?,
+            None => deleted.push(Val::arr(p)),
+        }
+    }
+    if deleted.is_empty() {
+        Ok(acc)
+    } else {
+        ops::delpaths(&acc, &deleted)
+    }
+}
+
+fn invalid_path(v: &Val) -> Flow {
+    err(format!(
+        "invalid path against: {}",
+        builtins::describe(v)
+    ))
+}
+
+fn extend(p: &[Val], key: Val) -> Vec<Val> {
+    let mut q = Vec::with_capacity(p.len() + 1);
+    q.extend_from_slice(p);
+    q.push(key);
+    q
+}
+
+/// Runs `ast` in path mode: each output is a path from the root and the value there.
+pub fn eval_paths<'p>(
+    ctx: &Ctx<'p>,
+    ast: &'p Ast,
+    env: &Env<'p>,
+    cur: PathVal,
+    out: PathOut,
+) -> Res {
+    ctx.enter()?;
+    let r = paths_inner(ctx, ast, env, cur, out);
+    ctx.leave();
+    r
+}
+
+fn paths_inner<'p>(ctx: &Ctx<'p>, ast: &'p Ast, env: &Env<'p>, cur: PathVal, out: PathOut) -> Res {
+    let (path, value) = cur;
+    match ast {
+        Ast::Identity => out((path, value)),
+        Ast::RecurseAll => recurse_paths(path, value, out),
+        Ast::Index(t, k) => ctx.eval(k, env, value.clone(), &mut |key| {
+            eval_paths(ctx, t, env, (path.clone(), value.clone()), &mut |(p, v)| {
+                let next = ops::index(&v, &key)?;
+                out((extend(&p, key.clone()), next))
+            })
+        }),
+        Ast::Slice(t, from, to) => ctx.slice_bounds(from, to, env, &value, &mut |ctx, s, e| {
+            eval_paths(ctx, t, env, (path.clone(), value.clone()), &mut |(p, v)| {
+                let next = ops::slice(&v, &s, &e)?;
+                let mut bounds = super::value::Map::new();
+                bounds.insert("start".into(), s.clone());
+                bounds.insert("end".into(), e.clone());
+                out((extend(&p, Val::obj(bounds)), next))
+            })
+        }),
+        Ast::Iterate(t) => eval_paths(ctx, t, env, (path, value), &mut |(p, v)| match &v {
+            Val::Arr(items) => items.iter().enumerate().try_for_each(|(i, x)| {
+                out((extend(&p, Val::Int(i as i64)), x.clone()))
+            }),
+            Val::Obj(m) => m
+                .iter()
+                .try_for_each(|(k, x)| out((extend(&p, Val::Str(k.clone())), x.clone()))),
+            Val::Null => Ok(()),
+            other => Err(err(format!(
+                "cannot iterate over: {}",
+                builtins::describe(other)
+            ))),
+        }),
+        Ast::Optional(t) => try_paths(ctx, t, None, env, (path, value), out),
+        Ast::Try(t, c) => try_paths(ctx, t, c.as_deref(), env, (path, value), out),
+        Ast::Pipe(a, b) => eval_paths(ctx, a, env, (path, value), &mut |pv| {
+            eval_paths(ctx, b, env, pv, out)
+        }),
+        Ast::Comma(a, b) => {
+            eval_paths(ctx, a, env, (path.clone(), value.clone()), out)?;
+            eval_paths(ctx, b, env, (path, value), out)
+        }
+        Ast::If(c, t, e) => ctx.eval(c, env, value.clone(), &mut |cv| {
+            let cur = (path.clone(), value.clone());
+            if cv.truthy() {
+                eval_paths(ctx, t, env, cur, out)
+            } else if let Some(e) = e {
+                eval_paths(ctx, e, env, cur, out)
+            } else {
+                out(cur)
+            }
+        }),
+        Ast::Alt(l, r) => {
+            let mut any = false;
+            let res = eval_paths(ctx, l, env, (path.clone(), value.clone()), &mut |pv| {
+                if pv.1.truthy() {
+                    any = true;
+                    out(pv)?;
+                }
+                Ok(())
+            });
+            match res {
+                Ok(()) | Err(Flow::Error(_)) => {}
+                Err(e) => return Err(e),
+            }
+            if any {
+                Ok(())
+            } else {
+                eval_paths(ctx, r, env, (path, value), out)
+            }
+        }
+        Ast::Defs(defs, body) => eval_paths(ctx, body, &push_defs(defs, env), (path, value), out),
+        Ast::Bind(src, pats, body) => ctx.eval(src, env, value.clone(), &mut |v| {
+            let pat = &pats[0];
+            ctx.bind(pat, &v, env, &mut |ctx, env| {
+                eval_paths(ctx, body, &env, (path.clone(), value.clone()), out)
+            })
+        }),
+        Ast::Label(name, body) => {
+            let id = ctx.fresh_id();
+            let env = env.push(|next| Frame::Label(name, id, next));
+            match eval_paths(ctx, body, &env, (path, value), out) {
+                Err(Flow::Break(b)) if b == id => Ok(()),
+                other => other,
+            }
+        }
+        Ast::Break(_) => ctx.eval(ast, env, value, &mut |_| Ok(())),
+        Ast::Reduce(..) | Ast::Foreach(..) => Err(err(
+            "reduce and foreach are not supported in path expressions",
+        )),
+        Ast::Call(name, args, target) => call_paths(ctx, name, args, *target, env, (path, value), out),
+        Ast::Lit(super::ast::Lit::Null) => out((path, Val::Null)),
+        _ => {
+            // A value that is not a path: gojq accepts it only when it is `null`-like
+            // `empty`; anything else is an invalid path.
+            let mut first = None;
+            ctx.eval(ast, env, value, &mut |v| {
+                if first.is_none() {
+                    first = Some(v);
+                }
+                Ok(())
+            })?;
+            match first {
+                None => Ok(()),
+                Some(v) => Err(invalid_path(&v)),
+            }
+        }
+    }
+}
+
+fn recurse_paths(path: Vec<Val>, value: Val, out: PathOut) -> Res {
+    out((path.clone(), value.clone()))?;
+    match &value {
+        Val::Arr(items) => items.iter().enumerate().try_for_each(|(i, x)| {
+            recurse_paths(extend(&path, Val::Int(i as i64)), x.clone(), out)
+        }),
+        Val::Obj(m) => m
+            .iter()
+            .try_for_each(|(k, x)| recurse_paths(extend(&path, Val::Str(k.clone())), x.clone(), out)),
+        _ => Ok(()),
+    }
+}
+
+fn try_paths<'p>(
+    ctx: &Ctx<'p>,
+    body: &'p Ast,
+    catch: Option<&'p Ast>,
+    env: &Env<'p>,
+    cur: PathVal,
+    out: PathOut,
+) -> Res {
+    let id = ctx.fresh_id();
+    let r = eval_paths(ctx, body, env, cur.clone(), &mut |pv| {
+        out(pv).map_err(|e| Flow::Pass(id, Box::new(e)))
+    });
+    match r {
+        Ok(()) => Ok(()),
+        Err(Flow::Pass(p, e)) if p == id => Err(*e),
+        Err(Flow::Error(e)) => match catch {
+            Some(handler) => eval_paths(ctx, handler, env, (cur.0, e), out),
+            None => Ok(()),
+        },
+        Err(other) => Err(other),
+    }
+}
+
+fn call_paths<'p>(
+    ctx: &Ctx<'p>,
+    name: &'p str,
+    args: &'p [Ast],
+    target: Target,
+    env: &Env<'p>,
+    cur: PathVal,
+    out: PathOut,
+) -> Res {
+    match target {
+        Target::Native(n) => builtins::call_paths(ctx, n, args, env, cur, out),
+        Target::Prelude(i) => {
+            let def = &ctx.prelude[i];
+            def_paths(ctx, def, Env::default(), args, env, cur, out)
+        }
+        Target::Local => match env_func(env, name, args.len()) {
+            Some(frame) => match &*frame {
+                Frame::Func(def, _) => {
+                    let defenv = Env(Some(frame.clone()));
+                    def_paths(ctx, def, defenv, args, env, cur, out)
+                }
+                Frame::Closure(_, body, cenv, _) => eval_paths(ctx, body, cenv, cur, out),
+                Frame::ValueFn(_, v, _) => Err(invalid_path(v)),
+                _ => Err(err(format!("function not defined: {name}/{}", args.len()))),
+            },
+            None => Err(err(format!("function not defined: {name}/{}", args.len()))),
+        },
+    }
+}
+
+fn env_func<'p>(env: &Env<'p>, name: &str, arity: usize) -> Option<std::rc::Rc<Frame<'p>>> {
+    env.func_frame(name, arity)
+}
+
+fn def_paths<'p>(
+    ctx: &Ctx<'p>,
+    def: &'p super::ast::FuncDef,
+    defenv: Env<'p>,
+    args: &'p [Ast],
+    caller: &Env<'p>,
+    cur: PathVal,
+    out: PathOut,
+) -> Res {
+    let mut env = defenv;
+    let mut values = Vec::new();
+    for (param, arg) in def.params.iter().zip(args) {
+        match param.strip_prefix('$') {
+            Some(var) => values.push((var, arg)),
+            None => {
+                let caller = caller.clone();
+                env = env.push(|next| Frame::Closure(param, arg, caller, next));
+            }
+        }
+    }
+    bind_values_paths(ctx, &values, env, caller, &cur.1.clone(), &mut |ctx, env| {
+        eval_paths(ctx, &def.body, &env, cur.clone(), out)
+    })
+}
+
+fn bind_values_paths<'p>(
+    ctx: &Ctx<'p>,
+    values: &[(&'p str, &'p Ast)],
+    env: Env<'p>,
+    caller: &Env<'p>,
+    input: &Val,
+    f: &mut dyn FnMut(&Ctx<'p>, Env<'p>) -> Res,
+) -> Res {
+    let Some(((name, arg), rest)) = values.split_last() else {
+        return f(ctx, env);
+    };
+    ctx.eval(arg, caller, input.clone(), &mut |v| {
+        let env = env
+            .bind(name, v.clone())
+            .push(|next| Frame::ValueFn(name, v, next));
+        bind_values_paths(ctx, rest, env, caller, input, f)
+    })
+}
