@@ -57,22 +57,70 @@ static MATH0: &[(&str, usize, Kind)] = math0! {
 
 static MATH2: &[(&str, usize, Kind)] = &[
     ("pow", 2, Kind::V2(|_, a, b| math2("pow", a, b, f64::powf))),
-    ("atan2", 2, Kind::V2(|_, a, b| math2("atan2", a, b, f64::atan2))),
+    (
+        "atan2",
+        2,
+        Kind::V2(|_, a, b| math2("atan2", a, b, f64::atan2)),
+    ),
     ("fmin", 2, Kind::V2(|_, a, b| math2("fmin", a, b, f64::min))),
     ("fmax", 2, Kind::V2(|_, a, b| math2("fmax", a, b, f64::max))),
-    ("fmod", 2, Kind::V2(|_, a, b| math2("fmod", a, b, |x, y| x % y))),
-    ("hypot", 2, Kind::V2(|_, a, b| math2("hypot", a, b, f64::hypot))),
-    ("copysign", 2, Kind::V2(|_, a, b| math2("copysign", a, b, f64::copysign))),
-    ("fdim", 2, Kind::V2(|_, a, b| math2("fdim", a, b, libm::fdim))),
-    ("nextafter", 2, Kind::V2(|_, a, b| math2("nextafter", a, b, libm::nextafter))),
-    ("nexttoward", 2, Kind::V2(|_, a, b| math2("nexttoward", a, b, libm::nextafter))),
-    ("remainder", 2, Kind::V2(|_, a, b| math2("remainder", a, b, libm::remainder))),
-    ("drem", 2, Kind::V2(|_, a, b| math2("drem", a, b, libm::remainder))),
+    (
+        "fmod",
+        2,
+        Kind::V2(|_, a, b| math2("fmod", a, b, |x, y| x % y)),
+    ),
+    (
+        "hypot",
+        2,
+        Kind::V2(|_, a, b| math2("hypot", a, b, f64::hypot)),
+    ),
+    (
+        "copysign",
+        2,
+        Kind::V2(|_, a, b| math2("copysign", a, b, f64::copysign)),
+    ),
+    (
+        "fdim",
+        2,
+        Kind::V2(|_, a, b| math2("fdim", a, b, libm::fdim)),
+    ),
+    (
+        "nextafter",
+        2,
+        Kind::V2(|_, a, b| math2("nextafter", a, b, libm::nextafter)),
+    ),
+    (
+        "nexttoward",
+        2,
+        Kind::V2(|_, a, b| math2("nexttoward", a, b, libm::nextafter)),
+    ),
+    (
+        "remainder",
+        2,
+        Kind::V2(|_, a, b| math2("remainder", a, b, libm::remainder)),
+    ),
+    (
+        "drem",
+        2,
+        Kind::V2(|_, a, b| math2("drem", a, b, libm::remainder)),
+    ),
     ("ldexp", 2, Kind::V2(|_, a, b| math2("ldexp", a, b, ldexp))),
     ("scalb", 2, Kind::V2(|_, a, b| math2("scalb", a, b, ldexp))),
-    ("scalbln", 2, Kind::V2(|_, a, b| math2("scalbln", a, b, ldexp))),
-    ("jn", 2, Kind::V2(|_, a, b| math2("jn", a, b, |n, x| libm::jn(n as i32, x)))),
-    ("yn", 2, Kind::V2(|_, a, b| math2("yn", a, b, |n, x| libm::yn(n as i32, x)))),
+    (
+        "scalbln",
+        2,
+        Kind::V2(|_, a, b| math2("scalbln", a, b, ldexp)),
+    ),
+    (
+        "jn",
+        2,
+        Kind::V2(|_, a, b| math2("jn", a, b, |n, x| libm::jn(n as i32, x))),
+    ),
+    (
+        "yn",
+        2,
+        Kind::V2(|_, a, b| math2("yn", a, b, |n, x| libm::yn(n as i32, x))),
+    ),
     ("fma", 3, Kind::V3(fma)),
 ];
 
@@ -83,7 +131,11 @@ static CORE: &[(&str, usize, Kind)] = &[
     ("error", 0, Kind::V0(|v| Err(Flow::Error(v.clone())))),
     ("error", 1, Kind::V1(|_, m| Err(Flow::Error(m.clone())))),
     ("halt", 0, Kind::V0(|_| Err(Flow::Halt))),
-    ("halt_error", 0, Kind::V0(|v| Err(Flow::HaltError(v.clone())))),
+    (
+        "halt_error",
+        0,
+        Kind::V0(|v| Err(Flow::HaltError(v.clone()))),
+    ),
     ("halt_error", 1, Kind::V1(halt_error)),
     ("env", 0, Kind::V0(|_| Ok(Val::obj(Map::new())))),
     ("builtins", 0, Kind::Filter),
@@ -120,16 +172,36 @@ static CORE: &[(&str, usize, Kind)] = &[
     ("add", 0, Kind::V0(add)),
     ("type", 0, Kind::V0(|v| Ok(Val::str(v.type_name())))),
     ("tostring", 0, Kind::V0(|v| Ok(Val::str(tostring(v))))),
-    ("tojson", 0, Kind::V0(|v| Ok(Val::str(encode::to_json_text(v))))),
+    (
+        "tojson",
+        0,
+        Kind::V0(|v| Ok(Val::str(encode::to_json_text(v)))),
+    ),
     ("fromjson", 0, Kind::V0(fromjson)),
     ("tonumber", 0, Kind::V0(tonumber)),
     ("reverse", 0, Kind::V0(reverse)),
     ("infinite", 0, Kind::V0(|_| Ok(Val::Float(f64::INFINITY)))),
     ("nan", 0, Kind::V0(|_| Ok(Val::Float(f64::NAN)))),
-    ("isinfinite", 0, Kind::V0(|v| float_pred("isinfinite", v, f64::is_infinite))),
-    ("isnan", 0, Kind::V0(|v| float_pred("isnan", v, f64::is_nan))),
-    ("isfinite", 0, Kind::V0(|v| float_pred("isfinite", v, |x| !x.is_infinite()))),
-    ("isnormal", 0, Kind::V0(|v| float_pred("isnormal", v, f64::is_normal))),
+    (
+        "isinfinite",
+        0,
+        Kind::V0(|v| float_pred("isinfinite", v, f64::is_infinite)),
+    ),
+    (
+        "isnan",
+        0,
+        Kind::V0(|v| float_pred("isnan", v, f64::is_nan)),
+    ),
+    (
+        "isfinite",
+        0,
+        Kind::V0(|v| float_pred("isfinite", v, |x| !x.is_infinite())),
+    ),
+    (
+        "isnormal",
+        0,
+        Kind::V0(|v| float_pred("isnormal", v, f64::is_normal)),
+    ),
     ("isvalid", 1, Kind::Filter),
     ("frexp", 0, Kind::V0(frexp)),
     ("modf", 0, Kind::V0(modf)),
@@ -147,25 +219,36 @@ static CORE: &[(&str, usize, Kind)] = &[
     ("min", 0, Kind::V0(|v| min_max(v, v, true, "min"))),
     ("max", 0, Kind::V0(|v| min_max(v, v, false, "max"))),
     ("_min_by", 1, Kind::V1(|v, k| min_max(v, k, true, "min_by"))),
-    ("_max_by", 1, Kind::V1(|v, k| min_max(v, k, false, "max_by"))),
+    (
+        "_max_by",
+        1,
+        Kind::V1(|v, k| min_max(v, k, false, "max_by")),
+    ),
     ("sort", 0, Kind::V0(|v| sort_by(v, v, "sort"))),
     ("_sort_by", 1, Kind::V1(|v, k| sort_by(v, k, "sort_by"))),
     ("_group_by", 1, Kind::V1(group_by)),
     ("unique", 0, Kind::V0(|v| unique_by(v, v, "unique"))),
-    ("_unique_by", 1, Kind::V1(|v, k| unique_by(v, k, "unique_by"))),
+    (
+        "_unique_by",
+        1,
+        Kind::V1(|v, k| unique_by(v, k, "unique_by")),
+    ),
     ("join", 1, Kind::V1(join)),
     ("_plus", 0, Kind::V0(plus)),
-    ("toarray", 0, Kind::V0(|v| Ok(match v {
-        Val::Arr(_) => v.clone(),
-        other => Val::arr(vec![other.clone()]),
-    }))),
+    (
+        "toarray",
+        0,
+        Kind::V0(|v| {
+            Ok(match v {
+                Val::Arr(_) => v.clone(),
+                other => Val::arr(vec![other.clone()]),
+            })
+        }),
+    ),
 ];
 
 fn tables() -> impl Iterator<Item = &'static (&'static str, usize, Kind)> {
-    CORE.iter()
-        .chain(MATH0)
-        .chain(MATH2)
-        .chain(strings::TABLE)
+    CORE.iter().chain(MATH0).chain(MATH2).chain(strings::TABLE)
 }
 
 fn entry(n: Native) -> Option<&'static (&'static str, usize, Kind)> {
@@ -267,7 +350,14 @@ fn call_filter<'p>(
 }
 
 /// def until(cond; next): def _until: if cond then . else next | _until end;
-fn until<'p>(ctx: &Ctx<'p>, cond: &'p Ast, next: &'p Ast, env: &Env<'p>, input: Val, out: Out) -> Res {
+fn until<'p>(
+    ctx: &Ctx<'p>,
+    cond: &'p Ast,
+    next: &'p Ast,
+    env: &Env<'p>,
+    input: Val,
+    out: Out,
+) -> Res {
     let mut v = input;
     loop {
         let conds = ctx.collect(cond, env, v.clone())?;
@@ -299,7 +389,10 @@ fn until<'p>(ctx: &Ctx<'p>, cond: &'p Ast, next: &'p Ast, env: &Env<'p>, input: 
 
 fn limit<'p>(ctx: &Ctx<'p>, n: &Val, f: &'p Ast, env: &Env<'p>, input: Val, out: Out) -> Res {
     let Some(n) = n.as_int() else {
-        return Err(err(format!("limit: expected a number but got: {}", describe(n))));
+        return Err(err(format!(
+            "limit: expected a number but got: {}",
+            describe(n)
+        )));
     };
     if n < 0 {
         return Err(err("limit doesn't support negative count"));
@@ -312,7 +405,11 @@ fn limit<'p>(ctx: &Ctx<'p>, n: &Val, f: &'p Ast, env: &Env<'p>, input: Val, out:
     match ctx.eval(f, env, input, &mut |v| {
         out(v).map_err(|e| Flow::Pass(id, Box::new(e)))?;
         left -= 1;
-        if left <= 0 { Err(Flow::Break(id)) } else { Ok(()) }
+        if left <= 0 {
+            Err(Flow::Break(id))
+        } else {
+            Ok(())
+        }
     }) {
         Err(Flow::Break(b)) if b == id => Ok(()),
         Err(Flow::Pass(p, e)) if p == id => Err(*e),
@@ -322,7 +419,10 @@ fn limit<'p>(ctx: &Ctx<'p>, n: &Val, f: &'p Ast, env: &Env<'p>, input: Val, out:
 
 fn skip<'p>(ctx: &Ctx<'p>, n: &Val, f: &'p Ast, env: &Env<'p>, input: Val, out: Out) -> Res {
     let Some(n) = n.as_int() else {
-        return Err(err(format!("skip: expected a number but got: {}", describe(n))));
+        return Err(err(format!(
+            "skip: expected a number but got: {}",
+            describe(n)
+        )));
     };
     if n < 0 {
         return Err(err("skip doesn't support negative count"));
@@ -338,7 +438,14 @@ fn skip<'p>(ctx: &Ctx<'p>, n: &Val, f: &'p Ast, env: &Env<'p>, input: Val, out: 
     })
 }
 
-fn while_loop<'p>(ctx: &Ctx<'p>, cond: &'p Ast, update: &'p Ast, env: &Env<'p>, input: Val, out: Out) -> Res {
+fn while_loop<'p>(
+    ctx: &Ctx<'p>,
+    cond: &'p Ast,
+    update: &'p Ast,
+    env: &Env<'p>,
+    input: Val,
+    out: Out,
+) -> Res {
     // def while(cond; update): def _while: if cond then ., (update | _while) else empty end;
     // iterative while each step has one condition and one update output.
     let mut v = input;
@@ -411,8 +518,12 @@ fn range<'p>(ctx: &Ctx<'p>, args: &'p [Ast], env: &Env<'p>, input: Val, out: Out
 fn recurse_optional(v: Val, out: Out) -> Res {
     out(v.clone())?;
     match &v {
-        Val::Arr(items) => items.iter().try_for_each(|x| recurse_optional(x.clone(), out)),
-        Val::Obj(m) => m.values().try_for_each(|x| recurse_optional(x.clone(), out)),
+        Val::Arr(items) => items
+            .iter()
+            .try_for_each(|x| recurse_optional(x.clone(), out)),
+        Val::Obj(m) => m
+            .values()
+            .try_for_each(|x| recurse_optional(x.clone(), out)),
         _ => Ok(()),
     }
 }
@@ -446,7 +557,10 @@ pub fn call_paths<'p>(
         ("error", _) => call(ctx, n, args, env, value, &mut |_| Ok(())),
         ("getpath", [p]) => ctx.eval(p, env, value.clone(), &mut |pv| {
             let Val::Arr(items) = &pv else {
-                return Err(err(format!("getpath: expected an array but got: {}", describe(&pv))));
+                return Err(err(format!(
+                    "getpath: expected an array but got: {}",
+                    describe(&pv)
+                )));
             };
             let found = ops::getpath(&value, items).unwrap_or(Val::Null);
             let mut full = path.clone();
@@ -484,7 +598,11 @@ pub fn call_paths<'p>(
             match eval_paths(ctx, f, env, (path.clone(), value.clone()), &mut |pv| {
                 out(pv).map_err(|e| Flow::Pass(id, Box::new(e)))?;
                 left -= 1;
-                if left <= 0 { Err(Flow::Break(id)) } else { Ok(()) }
+                if left <= 0 {
+                    Err(Flow::Break(id))
+                } else {
+                    Ok(())
+                }
             }) {
                 Err(Flow::Break(b)) if b == id => Ok(()),
                 Err(Flow::Pass(p, e)) if p == id => Err(*e),
@@ -535,11 +653,19 @@ fn recurse_paths_optional(path: Vec<Val>, value: Val, out: PathOut) -> Res {
     }
 }
 
-fn recurse_paths_with<'p>(ctx: &Ctx<'p>, f: &'p Ast, env: &Env<'p>, cur: PathVal, out: PathOut) -> Res {
+fn recurse_paths_with<'p>(
+    ctx: &Ctx<'p>,
+    f: &'p Ast,
+    env: &Env<'p>,
+    cur: PathVal,
+    out: PathOut,
+) -> Res {
     ctx.enter()?;
     let r = (|| {
         out(cur.clone())?;
-        eval_paths(ctx, f, env, cur, &mut |pv| recurse_paths_with(ctx, f, env, pv, out))
+        eval_paths(ctx, f, env, cur, &mut |pv| {
+            recurse_paths_with(ctx, f, env, pv, out)
+        })
     })();
     ctx.leave();
     r
@@ -608,7 +734,10 @@ fn modf(v: &Val) -> Result<Val, Flow> {
 
 fn halt_error(v: &Val, code: &Val) -> Result<Val, Flow> {
     if !code.is_number() {
-        return Err(err(format!("halt_error cannot be applied to: {}", describe(code))));
+        return Err(err(format!(
+            "halt_error cannot be applied to: {}",
+            describe(code)
+        )));
     }
     Err(Flow::HaltError(v.clone()))
 }
@@ -626,7 +755,11 @@ fn type_error(name: &str, v: &Val) -> Flow {
 }
 
 fn type_error1(name: &str, v: &Val, x: &Val) -> Flow {
-    err(format!("{name}({}) cannot be applied to: {}", describe(x), describe(v)))
+    err(format!(
+        "{name}({}) cannot be applied to: {}",
+        describe(x),
+        describe(v)
+    ))
 }
 
 fn getpath(v: &Val, p: &Val) -> Result<Val, Flow> {
@@ -665,7 +798,11 @@ fn abs(v: &Val) -> Result<Val, Flow> {
     if !v.is_number() {
         return Err(type_error("abs", v));
     }
-    if ops::is_negative(v) { ops::negate(v) } else { Ok(v.clone()) }
+    if ops::is_negative(v) {
+        ops::negate(v)
+    } else {
+        Ok(v.clone())
+    }
 }
 
 fn utf8bytelength(v: &Val) -> Result<Val, Flow> {
@@ -848,7 +985,10 @@ fn fromjson(v: &Val) -> Result<Val, Flow> {
     };
     match serde_json::from_str::<serde_json::Value>(s) {
         Ok(j) => Ok(Val::from(&j)),
-        Err(e) => Err(err(format!("fromjson cannot be applied to: {}: {e}", describe(v)))),
+        Err(e) => Err(err(format!(
+            "fromjson cannot be applied to: {}: {e}",
+            describe(v)
+        ))),
     }
 }
 
@@ -857,7 +997,10 @@ fn tonumber(v: &Val) -> Result<Val, Flow> {
         n if n.is_number() => Ok(n.clone()),
         Val::Str(s) => {
             if !is_json_number(s) {
-                return Err(err(format!("tonumber cannot be applied to: {}: invalid number", describe(v))));
+                return Err(err(format!(
+                    "tonumber cannot be applied to: {}: invalid number",
+                    describe(v)
+                )));
             }
             Ok(super::eval::lit_val(&super::ast::Lit::number(s)))
         }
@@ -1001,7 +1144,9 @@ fn sorted(v: &Val, k: &Val, name: &str) -> Result<Vec<(Val, Val)>, Flow> {
 }
 
 fn sort_by(v: &Val, k: &Val, name: &str) -> Result<Val, Flow> {
-    Ok(Val::arr(sorted(v, k, name)?.into_iter().map(|(x, _)| x).collect()))
+    Ok(Val::arr(
+        sorted(v, k, name)?.into_iter().map(|(x, _)| x).collect(),
+    ))
 }
 
 fn group_by(v: &Val, k: &Val) -> Result<Val, Flow> {
@@ -1012,13 +1157,18 @@ fn group_by(v: &Val, k: &Val) -> Result<Val, Flow> {
             _ => groups.push((key, vec![x])),
         }
     }
-    Ok(Val::arr(groups.into_iter().map(|(_, g)| Val::arr(g)).collect()))
+    Ok(Val::arr(
+        groups.into_iter().map(|(_, g)| Val::arr(g)).collect(),
+    ))
 }
 
 fn unique_by(v: &Val, k: &Val, name: &str) -> Result<Val, Flow> {
     let mut out: Vec<(Val, Val)> = Vec::new();
     for (x, key) in sorted(v, k, name)? {
-        if !out.last().is_some_and(|(last, _)| compare(last, &key).is_eq()) {
+        if !out
+            .last()
+            .is_some_and(|(last, _)| compare(last, &key).is_eq())
+        {
             out.push((key, x));
         }
     }

@@ -58,7 +58,11 @@ pub fn format_float(f: f64) -> String {
         // cleans up to `1e-7`.
         return match text.split_once('e') {
             Some((mantissa, exp)) if !exp.starts_with('-') => {
-                let exp = if exp.len() < 2 { format!("0{exp}") } else { exp.to_string() };
+                let exp = if exp.len() < 2 {
+                    format!("0{exp}")
+                } else {
+                    exp.to_string()
+                };
                 format!("{mantissa}e+{exp}")
             }
             _ => text,

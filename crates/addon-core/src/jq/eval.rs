@@ -202,7 +202,9 @@ impl<'p> Ctx<'p> {
                 self.eval(b, env, input, out)
             }
             Ast::Bin(op, l, r) => self.eval(r, env, input.clone(), &mut |rv| {
-                self.eval(l, env, input.clone(), &mut |lv| out(ops::binop(*op, &lv, &rv)?))
+                self.eval(l, env, input.clone(), &mut |lv| {
+                    out(ops::binop(*op, &lv, &rv)?)
+                })
             }),
             Ast::And(l, r) => self.eval(l, env, input.clone(), &mut |lv| {
                 if !lv.truthy() {
@@ -282,8 +284,8 @@ impl<'p> Ctx<'p> {
         input: &Val,
         f: &mut dyn FnMut(&Self, Val, Val) -> Res,
     ) -> Res {
-        let each = |this: &Self, q: &'p Option<Box<Ast>>, g: &mut dyn FnMut(&Self, Val) -> Res| {
-            match q {
+        let each =
+            |this: &Self, q: &'p Option<Box<Ast>>, g: &mut dyn FnMut(&Self, Val) -> Res| match q {
                 None => g(this, Val::Null),
                 Some(q) => {
                     let mut vals = Vec::new();
@@ -293,8 +295,7 @@ impl<'p> Ctx<'p> {
                     })?;
                     vals.into_iter().try_for_each(|v| g(this, v))
                 }
-            }
-        };
+            };
         each(self, to, &mut |this, e| {
             each(this, from, &mut |this, s| f(this, s, e.clone()))
         })
@@ -339,7 +340,11 @@ impl<'p> Ctx<'p> {
             Err(Flow::Error(_)) | Ok(()) => {}
             Err(other) => return Err(other),
         }
-        if any { Ok(()) } else { self.eval(r, env, input, out) }
+        if any {
+            Ok(())
+        } else {
+            self.eval(r, env, input, out)
+        }
     }
 
     fn string(
@@ -364,9 +369,7 @@ impl<'p> Ctx<'p> {
                 return out(Val::str(suffix));
             };
             match last {
-                StrPiece::Text(t) => {
-                    go(this, fmt, rest, env, input, format!("{t}{suffix}"), out)
-                }
+                StrPiece::Text(t) => go(this, fmt, rest, env, input, format!("{t}{suffix}"), out),
                 StrPiece::Interp(q) => this.eval(q, env, input.clone(), &mut |v| {
                     let text = match fmt {
                         None => builtins::tostring(&v),
@@ -759,8 +762,9 @@ impl<'p> Ctx<'p> {
 }
 
 pub fn push_defs<'p>(defs: &'p [std::sync::Arc<FuncDef>], env: &Env<'p>) -> Env<'p> {
-    defs.iter()
-        .fold(env.clone(), |env, def| env.push(|next| Frame::Func(def, next)))
+    defs.iter().fold(env.clone(), |env, def| {
+        env.push(|next| Frame::Func(def, next))
+    })
 }
 
 fn pattern_vars(p: &Pattern) -> Vec<&str> {
@@ -786,8 +790,12 @@ pub fn lit_val(lit: &Lit) -> Val {
 pub fn recurse_values(v: Val, out: Out) -> Res {
     out(v.clone())?;
     match &v {
-        Val::Arr(items) => items.iter().try_for_each(|x| recurse_values(x.clone(), out)),
-        Val::Obj(map) => map.values().try_for_each(|x| recurse_values(x.clone(), out)),
+        Val::Arr(items) => items
+            .iter()
+            .try_for_each(|x| recurse_values(x.clone(), out)),
+        Val::Obj(map) => map
+            .values()
+            .try_for_each(|x| recurse_values(x.clone(), out)),
         _ => Ok(()),
     }
 }

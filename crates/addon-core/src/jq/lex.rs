@@ -154,7 +154,9 @@ impl<'a> Lexer<'a> {
                 end += 1;
             } else if b == b':'
                 && bytes.get(end + 1) == Some(&b':')
-                && bytes.get(end + 2).is_some_and(|c| is_ident_start(*c as char))
+                && bytes
+                    .get(end + 2)
+                    .is_some_and(|c| is_ident_start(*c as char))
             {
                 end += 2;
             } else {

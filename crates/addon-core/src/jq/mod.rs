@@ -537,23 +537,117 @@ mod assign_tests {
         );
     }
 
-    /// jq 1.6 creates missing objects on assignment; jaq does not (see docs/compatibility.md).
+    /// gojq (and jq) create missing parents on assignment and read missing paths as null.
     #[test]
-    fn assignment_through_a_missing_path_fails_and_the_documented_workaround_works() {
-        let direct = JqFilter::compile(r#".metadata.labels.x = "y""#).unwrap();
-        let err = direct
-            .apply(&json!({"metadata": {}}))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("null"), "{err}");
-        let workaround = JqFilter::compile(
-            r#".metadata.labels = (.metadata.labels // {}) | .metadata.labels.x = "y""#,
-        )
-        .unwrap();
+    fn assignment_through_a_missing_path_creates_the_parents() {
+        let run = |src: &str, input: Value| JqFilter::compile(src).unwrap().apply(&input).unwrap();
         assert_eq!(
-            workaround.apply(&json!({"metadata": {}})).unwrap(),
+            run(r#".metadata.labels.x = "y""#, json!({"metadata": {}})),
             json!({"metadata": {"labels": {"x": "y"}}})
         );
+        assert_eq!(
+            run(".spec.replicas = 1", json!({"data": {}})),
+            json!({"data": {}, "spec": {"replicas": 1}})
+        );
+        assert_eq!(run(".a.b |= . + 1", json!({})), json!({"a": {"b": 1}}));
+        assert_eq!(
+            run("del(.metadata.labels.foo)", json!({"metadata": {}})),
+            json!({"metadata": {}})
+        );
+        assert_eq!(run(".spec.x[1:3]", json!({})), Value::Null);
+        assert_eq!(run("null | .[2] = 1", json!(null)), json!([null, null, 1]));
+    }
+}
+
+#[cfg(test)]
+mod gojq_semantics_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(src: &str, input: Value) -> Value {
+        JqFilter::compile(src).unwrap().apply(&input).unwrap()
+    }
+
+    #[test]
+    fn objects_iterate_in_sorted_key_order() {
+        let labels = json!({"metadata": {"labels": {"zz": "1", "app": "p", "tier": "w"}}});
+        assert_eq!(
+            run(
+                r#".metadata.labels | to_entries | map("\(.key)=\(.value)") | join(",")"#,
+                labels.clone()
+            ),
+            json!("app=p,tier=w,zz=1")
+        );
+        assert_eq!(
+            run("[.metadata.labels[]]", labels.clone()),
+            json!(["p", "w", "1"])
+        );
+        assert_eq!(
+            run(".metadata.labels | tojson", labels),
+            json!(r#"{"app":"p","tier":"w","zz":"1"}"#)
+        );
+    }
+
+    #[test]
+    fn numbers_follow_gojq() {
+        assert_eq!(run("1.0 | tostring", json!(null)), json!("1"));
+        assert_eq!(run("pow(2;10) | tostring", json!(null)), json!("1024"));
+        assert_eq!(run("1.5e300 | tostring", json!(null)), json!("1.5e+300"));
+        assert_eq!(run("5.5 % 2", json!(null)), json!(1));
+        assert_eq!(
+            run(". + 1", json!(9007199254740993u64)),
+            json!(9007199254740994u64)
+        );
+        let err = JqFilter::compile("1 / 0")
+            .unwrap()
+            .apply(&json!(null))
+            .unwrap_err();
+        assert!(err.to_string().contains("divide"), "{err}");
+    }
+
+    #[test]
+    fn builtins_of_gojq_exist() {
+        assert_eq!(
+            run(r#"["a,b", 1, null] | @csv"#, json!(null)),
+            json!(r#""a,b",1,"#)
+        );
+        assert_eq!(run(r#"["a", "b"] | @tsv"#, json!(null)), json!("a\tb"));
+        assert_eq!(run("IN(1, 2)", json!(2)), json!(true));
+        assert_eq!(
+            run("[tostream] | fromstream(.[])", json!({"a": [1]})),
+            json!({"a": [1]})
+        );
+        assert_eq!(run("$ENV", json!(null)), json!({}));
+        assert_eq!(run("env", json!(null)), json!({}));
+        assert_eq!(
+            run(". as [$a] ?// $a | $a", json!({"x": 1})),
+            json!({"x": 1})
+        );
+        assert_eq!(run(r#"test("\\p{L}")"#, json!("é")), json!(true));
+        assert_eq!(run("@base64d", json!("YWI")), json!("ab"));
+        assert_eq!(run(".[1]", json!("abc")), json!("b"));
+    }
+
+    #[test]
+    fn other_semantics_follow_gojq() {
+        assert_eq!(run(r#"join("-")"#, json!([null, "a", 1])), json!("-a-1"));
+        assert_eq!(
+            run("from_entries", json!([{"name": "a", "value": 1}])),
+            json!({"a": 1})
+        );
+        assert_eq!(
+            run(r#"capture("(?<x>a)(?<y>z)?")"#, json!("ab")),
+            json!({"x": "a", "y": null})
+        );
+        assert_eq!(run("pick(.[1][0])", json!([1, [2]])), json!([null, [2]]));
+        assert!(
+            JqFilter::compile("halt_error")
+                .unwrap()
+                .apply(&json!("x"))
+                .is_err()
+        );
+        assert_eq!(run("halt", json!(1)), Value::Null);
+        assert_eq!(run("1, 2", json!(null)), json!([1, 2]));
     }
 }
 
@@ -618,7 +712,11 @@ mod limit_tests {
 
     #[test]
     fn endless_outputs_stop_at_the_output_limit() {
-        for src in ["repeat(1)", "range(0;10;0)"] {
+        for src in [
+            "repeat(1)",
+            "range(0; infinite)",
+            "[limit(3; repeat(1))], repeat(2)",
+        ] {
             let err = JqFilter::compile(src)
                 .unwrap()
                 .apply(&json!(null))

@@ -156,13 +156,7 @@ fn repeat_string(s: &str, n: f64) -> Val {
 }
 
 pub fn div(l: &Val, r: &Val) -> Result<Val, Flow> {
-    let zero = || {
-        err(format!(
-            "cannot divide {} by: {}",
-            describe(l),
-            describe(r)
-        ))
-    };
+    let zero = || err(format!("cannot divide {} by: {}", describe(l), describe(r)));
     Ok(match (l, r) {
         (Val::Int(a), Val::Int(b)) => {
             if *b == 0 {
@@ -211,13 +205,7 @@ pub fn split_string(s: &str, sep: &str) -> Val {
 }
 
 pub fn modulo(l: &Val, r: &Val) -> Result<Val, Flow> {
-    let zero = || {
-        err(format!(
-            "cannot modulo {} by: {}",
-            describe(l),
-            describe(r)
-        ))
-    };
+    let zero = || err(format!("cannot modulo {} by: {}", describe(l), describe(r)));
     Ok(match (l, r) {
         (Val::Int(a), Val::Int(b)) => {
             if *b == 0 {
@@ -254,10 +242,7 @@ pub fn index(v: &Val, key: &Val) -> Result<Val, Flow> {
         Val::Str(k) => match v {
             Val::Null => Ok(Val::Null),
             Val::Obj(m) => Ok(m.get(&**k).cloned().unwrap_or(Val::Null)),
-            _ => Err(err(format!(
-                "expected an object but got: {}",
-                describe(v)
-            ))),
+            _ => Err(err(format!("expected an object but got: {}", describe(v)))),
         },
         Val::Int(_) | Val::Float(_) | Val::Big(_) => {
             let i = key.as_int().unwrap_or(0);
@@ -286,9 +271,18 @@ pub fn index(v: &Val, key: &Val) -> Result<Val, Flow> {
             slice(v, start, end)
         }
         _ => Err(err(match v {
-            Val::Arr(_) => format!("expected a number for indexing an array but got: {}", describe(key)),
-            Val::Str(_) => format!("expected a number for indexing a string but got: {}", describe(key)),
-            _ => format!("expected a string for object key but got: {}", describe(key)),
+            Val::Arr(_) => format!(
+                "expected a number for indexing an array but got: {}",
+                describe(key)
+            ),
+            Val::Str(_) => format!(
+                "expected a number for indexing a string but got: {}",
+                describe(key)
+            ),
+            _ => format!(
+                "expected a string for object key but got: {}",
+                describe(key)
+            ),
         })),
     }
 }
@@ -362,7 +356,9 @@ pub fn slice(v: &Val, start: &Val, end: &Val) -> Result<Val, Flow> {
         Val::Str(text) => {
             let len = text.chars().count() as i64;
             let (s, e) = slice_range(len, start, end, "a string")?;
-            Ok(Val::str(text.chars().skip(s).take(e - s).collect::<String>()))
+            Ok(Val::str(
+                text.chars().skip(s).take(e - s).collect::<String>(),
+            ))
         }
         _ => Err(err(format!("expected an array but got: {}", describe(v)))),
     }
@@ -488,8 +484,14 @@ fn update(v: Option<Val>, path: &[Val], put: &Put) -> Result<Slot, Flow> {
         }
         Val::Obj(bounds) => update_slice(v, bounds, rest, put),
         _ => Err(err(match v {
-            Val::Arr(_) => format!("expected a number for indexing an array but got: {}", describe(key)),
-            _ => format!("expected a string for object key but got: {}", describe(key)),
+            Val::Arr(_) => format!(
+                "expected a number for indexing an array but got: {}",
+                describe(key)
+            ),
+            _ => format!(
+                "expected a string for object key but got: {}",
+                describe(key)
+            ),
         })),
     }
 }

@@ -72,7 +72,10 @@ impl Parser<'_> {
     }
 
     fn error(&self, what: &str) -> ParseError {
-        let at = self.toks.get(self.pos).map_or(self.src.len(), |(_, at)| *at);
+        let at = self
+            .toks
+            .get(self.pos)
+            .map_or(self.src.len(), |(_, at)| *at);
         ParseError(format!("{what} near '{}'", snippet(self.src, at)))
     }
 
@@ -511,7 +514,10 @@ impl Parser<'_> {
         let at = self.pos;
         let key = match self.next() {
             Some(Tok::Var(name)) if name == "__loc__" => {
-                return Ok((ObjKey::Name("__loc__".into()), Some(Ast::Loc(self.line_of(at)))));
+                return Ok((
+                    ObjKey::Name("__loc__".into()),
+                    Some(Ast::Loc(self.line_of(at))),
+                ));
             }
             Some(Tok::Var(name)) => ObjKey::Var(name.into()),
             Some(Tok::Ident(name)) => ObjKey::Name(name.into()),
@@ -613,9 +619,7 @@ fn combine(tok: Option<Tok>, l: Ast, r: Ast) -> Ast {
         "=" => Ast::Assign(AssignOp::Set, l, r),
         "|=" => Ast::Assign(AssignOp::Update, l, r),
         "//=" => Ast::Assign(AssignOp::Alt, l, r),
-        "+=" | "-=" | "*=" | "/=" | "%=" => {
-            Ast::Assign(AssignOp::Arith(bin_op(&op[..1])), l, r)
-        }
+        "+=" | "-=" | "*=" | "/=" | "%=" => Ast::Assign(AssignOp::Arith(bin_op(&op[..1])), l, r),
         _ => Ast::Bin(bin_op(op), l, r),
     }
 }

@@ -63,10 +63,7 @@ pub fn modify<'p>(
 }
 
 fn invalid_path(v: &Val) -> Flow {
-    err(format!(
-        "invalid path against: {}",
-        builtins::describe(v)
-    ))
+    err(format!("invalid path against: {}", builtins::describe(v)))
 }
 
 fn extend(p: &[Val], key: Val) -> Vec<Val> {
@@ -111,9 +108,10 @@ fn paths_inner<'p>(ctx: &Ctx<'p>, ast: &'p Ast, env: &Env<'p>, cur: PathVal, out
             })
         }),
         Ast::Iterate(t) => eval_paths(ctx, t, env, (path, value), &mut |(p, v)| match &v {
-            Val::Arr(items) => items.iter().enumerate().try_for_each(|(i, x)| {
-                out((extend(&p, Val::Int(i as i64)), x.clone()))
-            }),
+            Val::Arr(items) => items
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, x)| out((extend(&p, Val::Int(i as i64)), x.clone()))),
             Val::Obj(m) => m
                 .iter()
                 .try_for_each(|(k, x)| out((extend(&p, Val::Str(k.clone())), x.clone()))),
@@ -180,7 +178,9 @@ fn paths_inner<'p>(ctx: &Ctx<'p>, ast: &'p Ast, env: &Env<'p>, cur: PathVal, out
         Ast::Reduce(..) | Ast::Foreach(..) => Err(err(
             "reduce and foreach are not supported in path expressions",
         )),
-        Ast::Call(name, args, target) => call_paths(ctx, name, args, *target, env, (path, value), out),
+        Ast::Call(name, args, target) => {
+            call_paths(ctx, name, args, *target, env, (path, value), out)
+        }
         Ast::Lit(super::ast::Lit::Null) => out((path, Val::Null)),
         _ => {
             // A value that is not a path: gojq accepts it only when it is `null`-like
@@ -206,9 +206,9 @@ fn recurse_paths(path: Vec<Val>, value: Val, out: PathOut) -> Res {
         Val::Arr(items) => items.iter().enumerate().try_for_each(|(i, x)| {
             recurse_paths(extend(&path, Val::Int(i as i64)), x.clone(), out)
         }),
-        Val::Obj(m) => m
-            .iter()
-            .try_for_each(|(k, x)| recurse_paths(extend(&path, Val::Str(k.clone())), x.clone(), out)),
+        Val::Obj(m) => m.iter().try_for_each(|(k, x)| {
+            recurse_paths(extend(&path, Val::Str(k.clone())), x.clone(), out)
+        }),
         _ => Ok(()),
     }
 }
@@ -290,9 +290,14 @@ fn def_paths<'p>(
             }
         }
     }
-    bind_values_paths(ctx, &values, env, caller, &cur.1.clone(), &mut |ctx, env| {
-        eval_paths(ctx, &def.body, &env, cur.clone(), out)
-    })
+    bind_values_paths(
+        ctx,
+        &values,
+        env,
+        caller,
+        &cur.1.clone(),
+        &mut |ctx, env| eval_paths(ctx, &def.body, &env, cur.clone(), out),
+    )
 }
 
 fn bind_values_paths<'p>(

@@ -12,27 +12,90 @@ use super::ops;
 use super::value::{Map, Val};
 
 pub(super) static TABLE: &[(&str, usize, Kind)] = &[
-    ("startswith", 1, Kind::V1(|v, x| str2("startswith", v, x, |a, b| Val::Bool(a.starts_with(b))))),
-    ("endswith", 1, Kind::V1(|v, x| str2("endswith", v, x, |a, b| Val::Bool(a.ends_with(b))))),
-    ("ltrimstr", 1, Kind::V1(|v, x| str2("ltrimstr", v, x, |a, b| Val::str(a.strip_prefix(b).unwrap_or(a))))),
-    ("rtrimstr", 1, Kind::V1(|v, x| str2("rtrimstr", v, x, |a, b| Val::str(a.strip_suffix(b).unwrap_or(a))))),
-    ("ltrim", 0, Kind::V0(|v| str1("ltrim", v, |s| Val::str(s.trim_start())))),
-    ("rtrim", 0, Kind::V0(|v| str1("rtrim", v, |s| Val::str(s.trim_end())))),
-    ("trim", 0, Kind::V0(|v| str1("trim", v, |s| Val::str(s.trim())))),
+    (
+        "startswith",
+        1,
+        Kind::V1(|v, x| str2("startswith", v, x, |a, b| Val::Bool(a.starts_with(b)))),
+    ),
+    (
+        "endswith",
+        1,
+        Kind::V1(|v, x| str2("endswith", v, x, |a, b| Val::Bool(a.ends_with(b)))),
+    ),
+    (
+        "ltrimstr",
+        1,
+        Kind::V1(|v, x| {
+            str2("ltrimstr", v, x, |a, b| {
+                Val::str(a.strip_prefix(b).unwrap_or(a))
+            })
+        }),
+    ),
+    (
+        "rtrimstr",
+        1,
+        Kind::V1(|v, x| {
+            str2("rtrimstr", v, x, |a, b| {
+                Val::str(a.strip_suffix(b).unwrap_or(a))
+            })
+        }),
+    ),
+    (
+        "ltrim",
+        0,
+        Kind::V0(|v| str1("ltrim", v, |s| Val::str(s.trim_start()))),
+    ),
+    (
+        "rtrim",
+        0,
+        Kind::V0(|v| str1("rtrim", v, |s| Val::str(s.trim_end()))),
+    ),
+    (
+        "trim",
+        0,
+        Kind::V0(|v| str1("trim", v, |s| Val::str(s.trim()))),
+    ),
     ("explode", 0, Kind::V0(|v| str1("explode", v, explode))),
     ("implode", 0, Kind::V0(implode)),
-    ("ascii_downcase", 0, Kind::V0(|v| str1("ascii_downcase", v, |s| Val::str(s.to_ascii_lowercase())))),
-    ("ascii_upcase", 0, Kind::V0(|v| str1("ascii_upcase", v, |s| Val::str(s.to_ascii_uppercase())))),
+    (
+        "ascii_downcase",
+        0,
+        Kind::V0(|v| str1("ascii_downcase", v, |s| Val::str(s.to_ascii_lowercase()))),
+    ),
+    (
+        "ascii_upcase",
+        0,
+        Kind::V0(|v| str1("ascii_upcase", v, |s| Val::str(s.to_ascii_uppercase()))),
+    ),
     ("ascii", 0, Kind::V0(ascii)),
     ("split", 1, Kind::V1(split_plain)),
     ("split", 2, Kind::V2(split_regex)),
-    ("indices", 1, Kind::V1(|v, x| index_fn("indices", v, x, Which::All))),
-    ("index", 1, Kind::V1(|v, x| index_fn("index", v, x, Which::First))),
-    ("rindex", 1, Kind::V1(|v, x| index_fn("rindex", v, x, Which::Last))),
-    ("format", 1, Kind::V1(|v, f| match f {
-        Val::Str(name) => format(name, v),
-        other => Err(err(format!("format cannot be applied to: {}", describe(other)))),
-    })),
+    (
+        "indices",
+        1,
+        Kind::V1(|v, x| index_fn("indices", v, x, Which::All)),
+    ),
+    (
+        "index",
+        1,
+        Kind::V1(|v, x| index_fn("index", v, x, Which::First)),
+    ),
+    (
+        "rindex",
+        1,
+        Kind::V1(|v, x| index_fn("rindex", v, x, Which::Last)),
+    ),
+    (
+        "format",
+        1,
+        Kind::V1(|v, f| match f {
+            Val::Str(name) => format(name, v),
+            other => Err(err(format!(
+                "format cannot be applied to: {}",
+                describe(other)
+            ))),
+        }),
+    ),
     ("_match", 3, Kind::V3(match_fn)),
     ("_capture", 0, Kind::V0(capture)),
 ];
@@ -61,14 +124,23 @@ fn explode(s: &str) -> Val {
 
 fn implode(v: &Val) -> Result<Val, Flow> {
     let Val::Arr(items) = v else {
-        return Err(err(format!("implode cannot be applied to: {}", describe(v))));
+        return Err(err(format!(
+            "implode cannot be applied to: {}",
+            describe(v)
+        )));
     };
     let mut s = String::with_capacity(items.len());
     for x in items.iter() {
         let Some(i) = x.as_int() else {
-            return Err(err(format!("implode cannot be applied to: {}", describe(v))));
+            return Err(err(format!(
+                "implode cannot be applied to: {}",
+                describe(v)
+            )));
         };
-        let c = u32::try_from(i).ok().and_then(char::from_u32).unwrap_or('\u{FFFD}');
+        let c = u32::try_from(i)
+            .ok()
+            .and_then(char::from_u32)
+            .unwrap_or('\u{FFFD}');
         s.push(c);
     }
     Ok(Val::str(s))
@@ -164,7 +236,9 @@ pub fn format(name: &str, v: &Val) -> Result<Val, Flow> {
         "html" => html(&text()),
         "uri" => uri(&text()),
         "urid" => urid(&text())?,
-        "csv" => join_row("csv", v, ",", |s| format!("\"{}\"", s.replace('"', "\"\"").replace('\0', "\\0")))?,
+        "csv" => join_row("csv", v, ",", |s| {
+            format!("\"{}\"", s.replace('"', "\"\"").replace('\0', "\\0"))
+        })?,
         "tsv" => join_row("tsv", v, "\t", tsv_escape)?,
         "sh" => sh(v)?,
         "base64" => base64::engine::general_purpose::STANDARD.encode(text()),
@@ -209,14 +283,21 @@ fn urid(s: &str) -> Result<String, Flow> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
+            let hex = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
             match hex {
                 Some(b) => {
                     out.push(b);
                     i += 3;
                     continue;
                 }
-                None => return Err(err(format!("@urid cannot be applied to: {}: invalid URL escape", describe(&Val::str(s))))),
+                None => {
+                    return Err(err(format!(
+                        "@urid cannot be applied to: {}: invalid URL escape",
+                        describe(&Val::str(s))
+                    )));
+                }
             }
         }
         out.push(bytes[i]);
@@ -240,7 +321,12 @@ fn tsv_escape(s: &str) -> String {
     out
 }
 
-fn join_row(typ: &str, v: &Val, sep: &str, escape: impl Fn(&str) -> String) -> Result<String, Flow> {
+fn join_row(
+    typ: &str,
+    v: &Val,
+    sep: &str,
+    escape: impl Fn(&str) -> String,
+) -> Result<String, Flow> {
     let Val::Arr(items) = v else {
         return Err(err(format!("@{typ} cannot be applied to: {}", describe(v))));
     };
@@ -263,14 +349,19 @@ fn sh(v: &Val) -> Result<String, Flow> {
         Val::Arr(_) => v.clone(),
         other => Val::arr(vec![other.clone()]),
     };
-    join_row("sh", &row, " ", |s| format!("'{}'", s.replace('\'', "'\\''").replace('\0', "\\0")))
+    join_row("sh", &row, " ", |s| {
+        format!("'{}'", s.replace('\'', "'\\''").replace('\0', "\\0"))
+    })
 }
 
 fn base64d(s: &str) -> Result<String, Flow> {
     let trimmed = s.split('=').next().unwrap_or("");
     match base64::engine::general_purpose::STANDARD_NO_PAD.decode(trimmed) {
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(e) => Err(err(format!("@base64d cannot be applied to: {}: {e}", describe(&Val::str(s))))),
+        Err(e) => Err(err(format!(
+            "@base64d cannot be applied to: {}: {e}",
+            describe(&Val::str(s))
+        ))),
     }
 }
 
@@ -300,7 +391,10 @@ fn base32d(s: &str) -> Result<String, Flow> {
     let mut out = Vec::new();
     for c in s.trim_end_matches('=').bytes() {
         let Some(v) = BASE32.iter().position(|b| *b == c) else {
-            return Err(err(format!("@base32d cannot be applied to: {}", describe(&Val::str(s)))));
+            return Err(err(format!(
+                "@base32d cannot be applied to: {}",
+                describe(&Val::str(s))
+            )));
         };
         bits = (bits << 5) | v as u64;
         nbits += 5;
@@ -317,7 +411,10 @@ fn flag_text(name: &str, flags: &Val) -> Result<String, Flow> {
     match flags {
         Val::Null => Ok(String::new()),
         Val::Str(s) => Ok(s.to_string()),
-        other => Err(err(format!("{name} cannot be applied to: {}", describe(other)))),
+        other => Err(err(format!(
+            "{name} cannot be applied to: {}",
+            describe(other)
+        ))),
     }
 }
 
@@ -330,7 +427,9 @@ fn compile_regex(re: &str, flags: &str) -> Result<Regex, Flow> {
         return Err(err(format!("unsupported regular expression flag: {bad:?}")));
     }
     if re.len() > MAX_REGEX_BYTES {
-        return Err(err(format!("regular expression longer than {MAX_REGEX_BYTES} bytes")));
+        return Err(err(format!(
+            "regular expression longer than {MAX_REGEX_BYTES} bytes"
+        )));
     }
     let mut pattern = String::new();
     if flags.contains('i') {
@@ -423,7 +522,10 @@ fn match_obj(s: &str, caps: &regex::Captures, names: &[Option<&str>]) -> Val {
         match caps.get(i) {
             Some(m) => {
                 c.insert(Rc::from("offset"), Val::Int(cp_offset(s, m.start())));
-                c.insert(Rc::from("length"), Val::Int(m.as_str().chars().count() as i64));
+                c.insert(
+                    Rc::from("length"),
+                    Val::Int(m.as_str().chars().count() as i64),
+                );
                 c.insert(Rc::from("string"), Val::str(m.as_str()));
             }
             None => {
@@ -437,7 +539,10 @@ fn match_obj(s: &str, caps: &regex::Captures, names: &[Option<&str>]) -> Val {
     }
     let mut m = Map::new();
     m.insert(Rc::from("offset"), Val::Int(cp_offset(s, start)));
-    m.insert(Rc::from("length"), Val::Int(s[start..end].chars().count() as i64));
+    m.insert(
+        Rc::from("length"),
+        Val::Int(s[start..end].chars().count() as i64),
+    );
     m.insert(Rc::from("string"), Val::str(&s[start..end]));
     m.insert(Rc::from("captures"), Val::arr(captures));
     Val::obj(m)
@@ -461,9 +566,14 @@ fn match_fn(v: &Val, re: &Val, flags: &Val, testing: &Val) -> Result<Val, Flow> 
     }
     let names: Vec<Option<&str>> = r.capture_names().collect();
     let found: Vec<Val> = if flags.contains('g') {
-        r.captures_iter(s).map(|c| match_obj(s, &c, &names)).collect()
+        r.captures_iter(s)
+            .map(|c| match_obj(s, &c, &names))
+            .collect()
     } else {
-        r.captures(s).map(|c| match_obj(s, &c, &names)).into_iter().collect()
+        r.captures(s)
+            .map(|c| match_obj(s, &c, &names))
+            .into_iter()
+            .collect()
     };
     Ok(Val::arr(found))
 }
@@ -502,14 +612,45 @@ mod tests {
 
     #[test]
     fn formats_escape_like_gojq() {
-        let row = Val::arr(vec![Val::str("a\"b"), Val::Int(1), Val::Null, Val::Bool(true)]);
-        assert_eq!(format("csv", &row).unwrap().as_str(), Some("\"a\"\"b\",1,,true"));
-        assert_eq!(format("tsv", &Val::arr(vec![Val::str("a\tb"), Val::Null])).unwrap().as_str(), Some("a\\tb\t"));
-        assert_eq!(format("sh", &Val::str("it's")).unwrap().as_str(), Some("'it'\\''s'"));
-        assert_eq!(format("uri", &Val::str("a b/ü")).unwrap().as_str(), Some("a%20b%2F%C3%BC"));
-        assert_eq!(format("base64d", &Val::str("YWJj")).unwrap().as_str(), Some("abc"));
-        assert_eq!(format("base64d", &Val::str("YWI")).unwrap().as_str(), Some("ab"));
-        assert_eq!(format("base32", &Val::str("ab")).unwrap().as_str(), Some("MFRA===="));
-        assert_eq!(format("base32d", &Val::str("MFRA====")).unwrap().as_str(), Some("ab"));
+        let row = Val::arr(vec![
+            Val::str("a\"b"),
+            Val::Int(1),
+            Val::Null,
+            Val::Bool(true),
+        ]);
+        assert_eq!(
+            format("csv", &row).unwrap().as_str(),
+            Some("\"a\"\"b\",1,,true")
+        );
+        assert_eq!(
+            format("tsv", &Val::arr(vec![Val::str("a\tb"), Val::Null]))
+                .unwrap()
+                .as_str(),
+            Some("a\\tb\t")
+        );
+        assert_eq!(
+            format("sh", &Val::str("it's")).unwrap().as_str(),
+            Some("'it'\\''s'")
+        );
+        assert_eq!(
+            format("uri", &Val::str("a b/ü")).unwrap().as_str(),
+            Some("a%20b%2F%C3%BC")
+        );
+        assert_eq!(
+            format("base64d", &Val::str("YWJj")).unwrap().as_str(),
+            Some("abc")
+        );
+        assert_eq!(
+            format("base64d", &Val::str("YWI")).unwrap().as_str(),
+            Some("ab")
+        );
+        assert_eq!(
+            format("base32", &Val::str("ab")).unwrap().as_str(),
+            Some("MFRA====")
+        );
+        assert_eq!(
+            format("base32d", &Val::str("MFRA====")).unwrap().as_str(),
+            Some("ab")
+        );
     }
 }

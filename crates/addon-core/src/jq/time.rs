@@ -26,7 +26,11 @@ fn time_to_array(t: &DateTime<Utc>) -> Val {
         Val::Int(i64::from(t.day())),
         Val::Int(i64::from(t.hour())),
         Val::Int(i64::from(t.minute())),
-        if seconds.fract() == 0.0 { Val::Float(seconds) } else { Val::Float(seconds) },
+        if seconds.fract() == 0.0 {
+            Val::Float(seconds)
+        } else {
+            Val::Float(seconds)
+        },
         Val::Int(i64::from(t.weekday().num_days_from_sunday())),
         Val::Int(i64::from(t.ordinal0())),
     ])
@@ -36,7 +40,8 @@ pub fn gmtime(v: &Val) -> Result<Val, Flow> {
     let x = v
         .as_f64()
         .ok_or_else(|| err(format!("gmtime cannot be applied to: {}", describe(v))))?;
-    let t = epoch_to_time(x).ok_or_else(|| err(format!("gmtime cannot be applied to: {}", describe(v))))?;
+    let t = epoch_to_time(x)
+        .ok_or_else(|| err(format!("gmtime cannot be applied to: {}", describe(v))))?;
     Ok(time_to_array(&t))
 }
 
@@ -82,13 +87,22 @@ pub fn mktime(v: &Val) -> Result<Val, Flow> {
         return Err(err(format!("mktime cannot be applied to: {}", describe(v))));
     };
     let t = array_to_time(a).ok_or_else(|| {
-        err(format!("mktime cannot be applied to: {}: invalid time array", describe(v)))
+        err(format!(
+            "mktime cannot be applied to: {}: invalid time array",
+            describe(v)
+        ))
     })?;
     Ok(epoch(&t))
 }
 
 pub fn strftime(v: &Val, fmt: &Val) -> Result<Val, Flow> {
-    let fail = || err(format!("strftime({}) cannot be applied to: {}", describe(fmt), describe(v)));
+    let fail = || {
+        err(format!(
+            "strftime({}) cannot be applied to: {}",
+            describe(fmt),
+            describe(v)
+        ))
+    };
     let Val::Str(f) = fmt else {
         return Err(fail());
     };
@@ -104,7 +118,13 @@ pub fn strftime(v: &Val, fmt: &Val) -> Result<Val, Flow> {
 }
 
 pub fn strptime(v: &Val, fmt: &Val) -> Result<Val, Flow> {
-    let fail = || err(format!("strptime({}) cannot be applied to: {}", describe(fmt), describe(v)));
+    let fail = || {
+        err(format!(
+            "strptime({}) cannot be applied to: {}",
+            describe(fmt),
+            describe(v)
+        ))
+    };
     let (Val::Str(s), Val::Str(f)) = (v, fmt) else {
         return Err(fail());
     };
@@ -151,7 +171,12 @@ mod tests {
 
     #[test]
     fn months_out_of_range_roll_over_like_go() {
-        let arr = Val::arr([2023, 12, 1, 0, 0, 0].iter().map(|i| Val::Int(*i)).collect());
+        let arr = Val::arr(
+            [2023, 12, 1, 0, 0, 0]
+                .iter()
+                .map(|i| Val::Int(*i))
+                .collect(),
+        );
         let t = strftime(&arr, &Val::str("%Y-%m-%d")).unwrap();
         assert_eq!(t.as_str(), Some("2024-01-01"));
     }

@@ -80,11 +80,12 @@ impl Val {
         match self {
             Self::Int(i) => Some(*i),
             Self::Float(f) => Some(float_to_int(*f)),
-            Self::Big(b) => Some(b.to_i64().unwrap_or(if b.is_negative() {
-                i64::MIN
-            } else {
-                i64::MAX
-            })),
+            Self::Big(b) => {
+                Some(
+                    b.to_i64()
+                        .unwrap_or(if b.is_negative() { i64::MIN } else { i64::MAX }),
+                )
+            }
             _ => None,
         }
     }
@@ -284,6 +285,9 @@ mod tests {
     #[test]
     fn integers_and_floats_compare_as_numbers() {
         assert_eq!(Val::Int(1), Val::Float(1.0));
-        assert_eq!(Val::from(&json!(18446744073709551615u64)).to_json(), json!(18446744073709551615u64));
+        assert_eq!(
+            Val::from(&json!(18446744073709551615u64)).to_json(),
+            json!(18446744073709551615u64)
+        );
     }
 }
