@@ -152,7 +152,7 @@ pub enum CompileFailure {
     Thread { message: String },
     #[error("the compiler failed")]
     Crashed,
-    /// Parse errors or undefined names, as jaq reports them.
+    /// Parse errors or undefined names, as the parser and name resolution report them.
     #[error("{0}")]
     Program(String),
 }

@@ -1,6 +1,6 @@
 //! Where the operator evaluates untrusted jq filters (`jqFilter` of bindings, `JQPatch`): in a sandbox child process, so a filter that loops, recurses or allocates without end costs one evaluation, never the operator.
 //!
-//! jaq cannot be interrupted and a stack overflow or a failed allocation aborts the whole
+//! An evaluation cannot be interrupted from outside and a failed allocation aborts the whole
 //! process, so no in-process bound can close this class of bug. The child is the operator's own
 //! binary (`addon-operator jq-sandbox`, hidden), long-lived, with an address-space limit; it
 //! answers one JSON line per request. The deadline is CPU time enforced by the kernel
