@@ -3,8 +3,8 @@
 // Run: `cargo test -p addon-core --test jq_gojq` (needs `gojq`: `scripts/install-tools`). It fails
 // on any result that differs where gojq succeeds. The report without failing:
 // `JQ_DIFF_REPORT=1 cargo test -p addon-core --test jq_gojq -- --nocapture`; `JQ_DIFF_FILTER=<text>`
-// keeps only the filters containing that text; `JQ_DIFF_SHOW=<n>` lists n differing filters in
-// full (default 40).
+// keeps only the filters containing that text; `JQ_DIFF_SHOW=<n>` lists n differing filters of
+// each class in full (default 8).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -71,7 +71,7 @@ fn every_filter_gives_gojqs_result_on_every_object_where_gojq_succeeds() {
         shown: std::env::var("JQ_DIFF_SHOW")
             .ok()
             .and_then(|n| n.parse().ok())
-            .unwrap_or(40),
+            .unwrap_or(8),
     };
     eprintln!("{report}");
     if std::env::var_os("JQ_DIFF_REPORT").is_some() {

@@ -45,7 +45,7 @@ pub struct Report {
     pub reference: String,
     pub objects: usize,
     pub runs: Vec<FilterRun>,
-    /// How many differing filters are shown in full.
+    /// How many differing filters of each class are shown in full.
     pub shown: usize,
 }
 
@@ -125,35 +125,39 @@ impl fmt::Display for Report {
         )?;
         let mut listed = 0;
         let mut text = String::new();
-        for run in self.runs.iter().filter(|r| r.count(Verdict::Differs) > 0) {
-            if listed == self.shown {
-                break;
-            }
-            listed += 1;
-            let differing: Vec<&(String, Outcome, Outcome, Verdict)> = run
-                .cases
+        for class in CLASSES {
+            let differing_runs = self
+                .runs
                 .iter()
-                .filter(|c| c.3 == Verdict::Differs)
-                .collect();
-            let (object, ours, theirs, _) = differing[0];
-            let _ = writeln!(text, "[{}] {}", run.class, run.filter);
-            let _ = writeln!(text, "    on {object}: ours  {}", shown(ours));
-            let _ = writeln!(
-                text,
-                "    {:width$}  gojq  {}",
-                "",
-                shown(theirs),
-                width = object.len() + 3
-            );
-            if differing.len() > 1 {
-                let others: Vec<&str> = differing[1..].iter().map(|c| c.0.as_str()).collect();
-                let _ = writeln!(text, "    also on: {}", others.join(", "));
+                .filter(|r| r.class == *class && r.count(Verdict::Differs) > 0);
+            for run in differing_runs.take(self.shown) {
+                listed += 1;
+                let differing: Vec<&(String, Outcome, Outcome, Verdict)> = run
+                    .cases
+                    .iter()
+                    .filter(|c| c.3 == Verdict::Differs)
+                    .collect();
+                let (object, ours, theirs, _) = differing[0];
+                let _ = writeln!(text, "[{}] {}", run.class, run.filter);
+                let _ = writeln!(text, "    on {object}: ours  {}", shown(ours));
+                let _ = writeln!(
+                    text,
+                    "    {:width$}  gojq  {}",
+                    "",
+                    shown(theirs),
+                    width = object.len() + 3
+                );
+                if differing.len() > 1 {
+                    let others: Vec<&str> = differing[1..].iter().map(|c| c.0.as_str()).collect();
+                    let _ = writeln!(text, "    also on: {}", others.join(", "));
+                }
             }
         }
         if listed > 0 {
             writeln!(
                 f,
-                "\nfirst {listed} filters whose results differ where gojq succeeds:"
+                "\nthe first {} filters of each class whose results differ where gojq succeeds:",
+                self.shown
             )?;
             f.write_str(&text)?;
         }
@@ -164,7 +168,7 @@ impl fmt::Display for Report {
             .collect();
         if !only_ours.is_empty() {
             writeln!(f, "\nfilters where gojq fails and ours succeeds (allowed):")?;
-            for run in only_ours.iter().take(self.shown) {
+            for run in only_ours.iter().take(self.shown * CLASSES.len()) {
                 let case = run
                     .cases
                     .iter()
