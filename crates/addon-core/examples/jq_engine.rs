@@ -24,7 +24,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|n| n.parse().ok())
         .unwrap_or(20_000);
     let objects: Vec<Value> = (0..n).map(pod).collect();
-    println!("{n} pods of {} bytes", serde_json::to_vec(&objects[0])?.len());
+    println!(
+        "{n} pods of {} bytes",
+        serde_json::to_vec(&objects[0])?.len()
+    );
     for src in FILTERS {
         let filter = JqFilter::compile(src)?;
         let mut best = f64::MAX;

@@ -50,7 +50,7 @@ static MATH0: &[(&str, usize, Kind)] = math0! {
     "sinh" => f64::sinh, "cosh" => f64::cosh, "tanh" => f64::tanh,
     "asinh" => f64::asinh, "acosh" => f64::acosh, "atanh" => f64::atanh,
     "significand" => significand,
-    "gamma" => libm::lgamma, "lgamma" => libm::lgamma, "tgamma" => libm::tgamma,
+    "gamma" => libm::tgamma, "lgamma" => libm::lgamma, "tgamma" => libm::tgamma,
     "lgamma_r" => libm::lgamma, "erf" => libm::erf, "erfc" => libm::erfc,
     "j0" => libm::j0, "j1" => libm::j1, "y0" => libm::y0, "y1" => libm::y1,
 };

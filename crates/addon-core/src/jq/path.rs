@@ -115,7 +115,6 @@ fn paths_inner<'p>(ctx: &Ctx<'p>, ast: &'p Ast, env: &Env<'p>, cur: PathVal, out
             Val::Obj(m) => m
                 .iter()
                 .try_for_each(|(k, x)| out((extend(&p, Val::Str(k.clone())), x.clone()))),
-            Val::Null => Ok(()),
             other => Err(err(format!(
                 "cannot iterate over: {}",
                 builtins::describe(other)

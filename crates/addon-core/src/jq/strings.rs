@@ -356,7 +356,15 @@ fn sh(v: &Val) -> Result<String, Flow> {
 
 fn base64d(s: &str) -> Result<String, Flow> {
     let trimmed = s.split('=').next().unwrap_or("");
-    match base64::engine::general_purpose::STANDARD_NO_PAD.decode(trimmed) {
+    // Go's decoder ignores bits left over in the last character; so does this one.
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_encode_padding(false)
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireNone),
+    );
+    match engine.decode(trimmed) {
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
         Err(e) => Err(err(format!(
             "@base64d cannot be applied to: {}: {e}",
