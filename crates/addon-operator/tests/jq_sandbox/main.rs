@@ -47,7 +47,7 @@ async fn apply(runner: &JqRunner, filter: &str, input: &Value) -> Result<Value, 
 #[test]
 fn hostile_filters_fail_alone_and_the_sandbox_keeps_serving() {
     let cases = [
-        ("def f: [f]; f", "the jq sandbox process ended"),
+        ("def f: [f]; f", "evaluation nested deeper than 10000 levels"),
         ("def f: f; f", ""),
         (
             "last(range(1e12))",
@@ -55,7 +55,7 @@ fn hostile_filters_fail_alone_and_the_sandbox_keeps_serving() {
         ),
         ("[range(1e9)]", ""),
         ("repeat(1)", "more than 10000 outputs"),
-        ("range(0;10;0)", "more than 10000 outputs"),
+        ("range(0; infinite)", "more than 10000 outputs"),
     ];
     runtime().block_on(async {
         let runs = cases.iter().map(|(filter, expected)| async move {
