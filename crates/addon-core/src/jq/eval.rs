@@ -177,6 +177,13 @@ impl<'p> Ctx<'p> {
             Ast::Lit(lit) => out(lit_val(lit)),
             Ast::Str(fmt, pieces) => self.string(fmt.as_deref(), pieces, env, input, out),
             Ast::Format(f) => out(builtins::format(f, &input)?),
+            Ast::Index(t, k) if matches!(**k, Ast::Lit(Lit::Str(_))) => {
+                // `.name`: index by the literal without making a value of it.
+                let Ast::Lit(Lit::Str(name)) = &**k else {
+                    return Ok(());
+                };
+                self.eval(t, env, input, &mut |v| out(ops::index_str(&v, name)?))
+            }
             Ast::Index(t, k) => self.eval(k, env, input.clone(), &mut |key| {
                 self.eval(t, env, input.clone(), &mut |v| out(ops::index(&v, &key)?))
             }),

@@ -236,6 +236,18 @@ pub fn modulo(l: &Val, r: &Val) -> Result<Val, Flow> {
     })
 }
 
+/// `.name` in value mode: [`index`] with a string key, without making a value of the key.
+pub fn index_str(v: &Val, key: &str) -> Result<Val, Flow> {
+    match v {
+        Val::Null => Ok(Val::Null),
+        Val::Obj(m) => Ok(m.get(key).cloned().unwrap_or(Val::Null)),
+        _ => Err(err(format!(
+            "expected an object but got: {}",
+            describe(v)
+        ))),
+    }
+}
+
 /// `.[key]` in value mode (gojq's `_index`): `null` indexes to `null`.
 pub fn index(v: &Val, key: &Val) -> Result<Val, Flow> {
     match key {
