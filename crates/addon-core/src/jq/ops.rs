@@ -241,10 +241,7 @@ pub fn index_str(v: &Val, key: &str) -> Result<Val, Flow> {
     match v {
         Val::Null => Ok(Val::Null),
         Val::Obj(m) => Ok(m.get(key).cloned().unwrap_or(Val::Null)),
-        _ => Err(err(format!(
-            "expected an object but got: {}",
-            describe(v)
-        ))),
+        _ => Err(err(format!("expected an object but got: {}", describe(v)))),
     }
 }
 

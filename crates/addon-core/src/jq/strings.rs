@@ -450,7 +450,16 @@ fn compile_regex(re: &str, flags: &str) -> Result<Regex, Flow> {
     regex::RegexBuilder::new(&pattern)
         .size_limit(4 << 20)
         .build()
-        .map_err(|e| err(format!("invalid regular expression {re:?}: {e}")))
+        .map_err(|e| {
+            // The regex crate's syntax errors span several lines (pattern, caret, message).
+            let text = e.to_string();
+            let reason = text
+                .lines()
+                .last()
+                .unwrap_or("")
+                .trim_start_matches("error: ");
+            err(format!("invalid regular expression {re:?}: {reason}"))
+        })
 }
 
 /// Go's `\d`, `\w`, `\s` and `\b` are ASCII-only; Rust's are Unicode. Rewrites them.

@@ -132,24 +132,43 @@ pub fn strptime(v: &Val, fmt: &Val) -> Result<Val, Flow> {
     Ok(time_to_array(&t))
 }
 
+/// Parses `s` with the strftime format `f`; fields the format leaves out take Go's defaults
+/// (1900-01-01 00:00:00 UTC), and `%z` accepts `Z`.
 fn parse_time(s: &str, f: &str) -> Option<DateTime<Utc>> {
-    if f.contains("%z") {
-        // gojq's %z accepts `Z` for UTC; chrono's does not.
-        let fixed = match s.strip_suffix('Z') {
-            Some(rest) if f.ends_with("%z") => format!("{rest}+0000"),
-            _ => s.to_string(),
-        };
-        if let Ok(t) = DateTime::parse_from_str(&fixed, f) {
-            return Some(t.with_timezone(&Utc));
+    use chrono::format::{Parsed, StrftimeItems, parse};
+    let fixed;
+    let s = match s.strip_suffix('Z') {
+        Some(rest) if f.ends_with("%z") => {
+            fixed = format!("{rest}+0000");
+            fixed.as_str()
         }
+        _ => s,
+    };
+    let mut p = Parsed::new();
+    parse(&mut p, s, StrftimeItems::new(f)).ok()?;
+    if p.year().is_none() && p.year_div_100().is_none() && p.timestamp().is_none() {
+        p.set_year(1900).ok()?;
     }
-    if let Ok(t) = NaiveDateTime::parse_from_str(s, f) {
-        return Some(Utc.from_utc_datetime(&t));
+    if p.month().is_none()
+        && p.ordinal().is_none()
+        && p.isoweek().is_none()
+        && p.timestamp().is_none()
+    {
+        p.set_month(1).ok()?;
     }
-    if let Ok(d) = NaiveDate::parse_from_str(s, f) {
-        return Some(Utc.from_utc_datetime(&d.and_hms_opt(0, 0, 0)?));
+    if p.day().is_none() && p.ordinal().is_none() && p.timestamp().is_none() {
+        p.set_day(1).ok()?;
     }
-    None
+    if p.hour_div_12().is_none() && p.timestamp().is_none() {
+        p.set_hour(0).ok()?;
+    }
+    if p.minute().is_none() && p.timestamp().is_none() {
+        p.set_minute(0).ok()?;
+    }
+    if p.offset().is_none() {
+        p.set_offset(0).ok()?;
+    }
+    p.to_datetime().ok().map(|t| t.with_timezone(&Utc))
 }
 
 #[cfg(test)]
@@ -167,6 +186,13 @@ mod tests {
         assert_eq!(secs.as_f64(), Some(1_704_164_645.0));
         let text = strftime(&secs, &Val::str("%Y-%m-%dT%H:%M:%SZ")).unwrap();
         assert_eq!(text.as_str(), Some("2024-01-02T03:04:05Z"));
+    }
+
+    #[test]
+    fn fields_left_out_take_gos_defaults() {
+        let arr = strptime(&Val::str("12:30"), &Val::str("%H:%M")).unwrap();
+        let text = strftime(&arr, &Val::str("%Y-%m-%d %H:%M")).unwrap();
+        assert_eq!(text.as_str(), Some("1900-01-01 12:30"));
     }
 
     #[test]

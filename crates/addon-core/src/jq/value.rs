@@ -90,6 +90,14 @@ impl Val {
         }
     }
 
+    #[cfg(test)]
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Self::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// The type rank of jq's order: null < false < true < numbers < strings < arrays < objects.
     fn rank(&self) -> u8 {
         match self {

@@ -47,7 +47,10 @@ async fn apply(runner: &JqRunner, filter: &str, input: &Value) -> Result<Value, 
 #[test]
 fn hostile_filters_fail_alone_and_the_sandbox_keeps_serving() {
     let cases = [
-        ("def f: [f]; f", "evaluation nested deeper than 10000 levels"),
+        (
+            "def f: [f]; f",
+            "evaluation nested deeper than 10000 levels",
+        ),
         ("def f: f; f", ""),
         (
             "last(range(1e12))",
