@@ -335,7 +335,7 @@ fn call_filter<'p>(
         ("while", [cond, update]) => while_loop(ctx, cond, update, env, input, out),
         ("repeat", [f]) => repeat(ctx, f, env, input, out),
         ("range", _) => range(ctx, args, env, input, out),
-        ("recurse", []) => recurse_optional(input, out),
+        ("recurse", []) => super::eval::recurse_values(input, out),
         ("recurse", [f]) => recurse_with(ctx, f, env, input, out),
         ("isvalid", [f]) => {
             let r = ctx.eval(f, env, input, &mut |_| Ok(()));
@@ -515,19 +515,6 @@ fn range<'p>(ctx: &Ctx<'p>, args: &'p [Ast], env: &Env<'p>, input: Val, out: Out
     })
 }
 
-fn recurse_optional(v: Val, out: Out) -> Res {
-    out(v.clone())?;
-    match &v {
-        Val::Arr(items) => items
-            .iter()
-            .try_for_each(|x| recurse_optional(x.clone(), out)),
-        Val::Obj(m) => m
-            .values()
-            .try_for_each(|x| recurse_optional(x.clone(), out)),
-        _ => Ok(()),
-    }
-}
-
 fn recurse_with<'p>(ctx: &Ctx<'p>, f: &'p Ast, env: &Env<'p>, v: Val, out: Out) -> Res {
     ctx.enter()?;
     let r = (|| {
@@ -567,7 +554,7 @@ pub fn call_paths<'p>(
             full.extend(items.iter().cloned());
             out((full, found))
         }),
-        ("recurse", []) => recurse_paths_optional(path, value, out),
+        ("recurse", []) => super::path::recurse_paths(path, value, out),
         ("recurse", [f]) => recurse_paths_with(ctx, f, env, (path, value), out),
         ("first", [f]) => {
             let id = ctx.fresh_id();
@@ -620,36 +607,7 @@ pub fn call_paths<'p>(
                 }
             })
         }),
-        _ => {
-            let mut first = None;
-            call(ctx, n, args, env, value, &mut |v| {
-                if first.is_none() {
-                    first = Some(v);
-                }
-                Ok(())
-            })?;
-            match first {
-                None => Ok(()),
-                Some(v) => Err(err(format!("invalid path against: {}", describe(&v)))),
-            }
-        }
-    }
-}
-
-fn recurse_paths_optional(path: Vec<Val>, value: Val, out: PathOut) -> Res {
-    out((path.clone(), value.clone()))?;
-    match &value {
-        Val::Arr(items) => items.iter().enumerate().try_for_each(|(i, x)| {
-            let mut p = path.clone();
-            p.push(Val::Int(i as i64));
-            recurse_paths_optional(p, x.clone(), out)
-        }),
-        Val::Obj(m) => m.iter().try_for_each(|(k, x)| {
-            let mut p = path.clone();
-            p.push(Val::Str(k.clone()));
-            recurse_paths_optional(p, x.clone(), out)
-        }),
-        _ => Ok(()),
+        _ => super::path::not_a_path(&mut |out| call(ctx, n, args, env, value.clone(), out)),
     }
 }
 

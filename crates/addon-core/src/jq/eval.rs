@@ -126,6 +126,13 @@ impl<'p> Env<'p> {
     }
 }
 
+/// What a call of a definition in scope, a prelude function or a parameter refers to.
+pub enum Callee<'p> {
+    Def(&'p FuncDef, Env<'p>),
+    Closure(&'p Ast, Env<'p>),
+    Value(Val),
+}
+
 /// The state of one program run.
 pub struct Ctx<'p> {
     pub prelude: &'p [FuncDef],
@@ -658,35 +665,50 @@ impl<'p> Ctx<'p> {
     ) -> Res {
         match target {
             Target::Native(n) => builtins::call(self, n, args, env, input, out),
-            Target::Prelude(i) => {
-                let def = &self.prelude[i];
-                self.call_def(def, Env::default(), args, env, input, out)
-            }
-            Target::Local => match env.func_frame(name, args.len()) {
-                Some(frame) => match &*frame {
-                    Frame::Func(def, _) => {
-                        let defenv = Env(Some(frame.clone()));
-                        self.call_def(def, defenv, args, env, input, out)
-                    }
-                    Frame::Closure(_, body, cenv, _) => self.eval(body, cenv, input, out),
-                    Frame::ValueFn(_, v, _) => out(v.clone()),
-                    _ => Err(err(format!("function not defined: {name}/{}", args.len()))),
-                },
-                None => Err(err(format!("function not defined: {name}/{}", args.len()))),
+            _ => match self.callee(name, args.len(), target, env)? {
+                Callee::Def(def, defenv) => {
+                    self.bind_params(def, defenv, args, env, &input, &mut |this, env| {
+                        this.eval(&def.body, &env, input.clone(), out)
+                    })
+                }
+                Callee::Closure(body, cenv) => self.eval(body, &cenv, input, out),
+                Callee::Value(v) => out(v),
             },
         }
     }
 
-    /// Calls a definition: filter parameters become closures over the caller's environment,
-    /// `$x` parameters are bound to each output of their argument in turn.
-    pub fn call_def(
+    /// The definition, closure or `$x` value a non-native call refers to.
+    pub fn callee(
+        &self,
+        name: &str,
+        arity: usize,
+        target: Target,
+        env: &Env<'p>,
+    ) -> Result<Callee<'p>, Flow> {
+        let undefined = || err(format!("function not defined: {name}/{arity}"));
+        if let Target::Prelude(i) = target {
+            return Ok(Callee::Def(&self.prelude[i], Env::default()));
+        }
+        let frame = env.func_frame(name, arity).ok_or_else(undefined)?;
+        match &*frame {
+            Frame::Func(def, _) => Ok(Callee::Def(def, Env(Some(frame.clone())))),
+            Frame::Closure(_, body, cenv, _) => Ok(Callee::Closure(body, cenv.clone())),
+            Frame::ValueFn(_, v, _) => Ok(Callee::Value(v.clone())),
+            _ => Err(undefined()),
+        }
+    }
+
+    /// Binds a definition's parameters: filter parameters become closures over the caller's
+    /// environment, `$x` parameters each output of their argument in turn (the last varying
+    /// slowest); `f` runs once per binding.
+    pub fn bind_params(
         &self,
         def: &'p FuncDef,
         defenv: Env<'p>,
         args: &'p [Ast],
         caller: &Env<'p>,
-        input: Val,
-        out: Out,
+        input: &Val,
+        f: &mut dyn FnMut(&Self, Env<'p>) -> Res,
     ) -> Res {
         let mut env = defenv;
         let mut values = Vec::new();
@@ -699,9 +721,7 @@ impl<'p> Ctx<'p> {
                 }
             }
         }
-        self.bind_values(&values, env, caller, &input, &mut |this, env| {
-            this.eval(&def.body, &env, input.clone(), out)
-        })
+        self.bind_values(&values, env, caller, input, f)
     }
 
     fn bind_values(

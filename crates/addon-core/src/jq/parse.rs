@@ -426,33 +426,26 @@ impl Parser<'_> {
     fn pattern(&mut self) -> Res<Pattern> {
         match self.next() {
             Some(Tok::Var(name)) => Ok(Pattern::Var(name.into())),
-            Some(Tok::Op("[")) => {
-                let mut items = Vec::new();
-                loop {
-                    items.push(self.pattern()?);
-                    if !self.eat_op(",") {
-                        break;
-                    }
-                }
-                self.expect_op("]")?;
-                Ok(Pattern::Array(items))
-            }
-            Some(Tok::Op("{")) => {
-                let mut entries = Vec::new();
-                loop {
-                    entries.push(self.object_pattern_entry()?);
-                    if !self.eat_op(",") {
-                        break;
-                    }
-                }
-                self.expect_op("}")?;
-                Ok(Pattern::Object(entries))
-            }
+            Some(Tok::Op("[")) => Ok(Pattern::Array(self.list("]", Self::pattern)?)),
+            Some(Tok::Op("{")) => Ok(Pattern::Object(self.list("}", Self::object_pattern_entry)?)),
             _ => {
                 self.pos = self.pos.saturating_sub(1);
                 Err(self.error("expected a pattern"))
             }
         }
+    }
+
+    /// Items separated by `,` up to `close` (consumed).
+    fn list<T>(&mut self, close: &str, item: fn(&mut Self) -> Res<T>) -> Res<Vec<T>> {
+        let mut items = Vec::new();
+        loop {
+            items.push(item(self)?);
+            if !self.eat_op(",") {
+                break;
+            }
+        }
+        self.expect_op(close)?;
+        Ok(items)
     }
 
     fn object_pattern_entry(&mut self) -> Res<(ObjKey, Pattern)> {

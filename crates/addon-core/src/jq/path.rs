@@ -2,7 +2,7 @@
 
 use super::ast::{Ast, Target};
 use super::builtins;
-use super::eval::{Ctx, Env, Flow, Frame, Res, err, push_defs};
+use super::eval::{Callee, Ctx, Env, Flow, Frame, Res, err, push_defs};
 use super::ops;
 use super::value::Val;
 
@@ -60,6 +60,19 @@ pub fn modify<'p>(
     } else {
         ops::delpaths(&acc, &deleted)
     }
+}
+
+/// Runs an expression that makes values, not paths: no output is fine (`empty`), a value is
+/// an invalid path.
+pub fn not_a_path(run: &mut dyn FnMut(&mut dyn FnMut(Val) -> Res) -> Res) -> Res {
+    let mut first = None;
+    run(&mut |v| {
+        if first.is_none() {
+            first = Some(v);
+        }
+        Ok(())
+    })?;
+    first.map_or(Ok(()), |v| Err(invalid_path(&v)))
 }
 
 fn invalid_path(v: &Val) -> Flow {
@@ -181,25 +194,12 @@ fn paths_inner<'p>(ctx: &Ctx<'p>, ast: &'p Ast, env: &Env<'p>, cur: PathVal, out
             call_paths(ctx, name, args, *target, env, (path, value), out)
         }
         Ast::Lit(super::ast::Lit::Null) => out((path, Val::Null)),
-        _ => {
-            // A value that is not a path: gojq accepts it only when it is `null`-like
-            // `empty`; anything else is an invalid path.
-            let mut first = None;
-            ctx.eval(ast, env, value, &mut |v| {
-                if first.is_none() {
-                    first = Some(v);
-                }
-                Ok(())
-            })?;
-            match first {
-                None => Ok(()),
-                Some(v) => Err(invalid_path(&v)),
-            }
-        }
+        _ => not_a_path(&mut |out| ctx.eval(ast, env, value.clone(), out)),
     }
 }
 
-fn recurse_paths(path: Vec<Val>, value: Val, out: PathOut) -> Res {
+/// `..` (and `recurse`) in path mode: the value, then every value inside it, depth first.
+pub fn recurse_paths(path: Vec<Val>, value: Val, out: PathOut) -> Res {
     out((path.clone(), value.clone()))?;
     match &value {
         Val::Arr(items) => items.iter().enumerate().try_for_each(|(i, x)| {
@@ -244,76 +244,17 @@ fn call_paths<'p>(
     cur: PathVal,
     out: PathOut,
 ) -> Res {
-    match target {
-        Target::Native(n) => builtins::call_paths(ctx, n, args, env, cur, out),
-        Target::Prelude(i) => {
-            let def = &ctx.prelude[i];
-            def_paths(ctx, def, Env::default(), args, env, cur, out)
-        }
-        Target::Local => match env_func(env, name, args.len()) {
-            Some(frame) => match &*frame {
-                Frame::Func(def, _) => {
-                    let defenv = Env(Some(frame.clone()));
-                    def_paths(ctx, def, defenv, args, env, cur, out)
-                }
-                Frame::Closure(_, body, cenv, _) => eval_paths(ctx, body, cenv, cur, out),
-                Frame::ValueFn(_, v, _) => Err(invalid_path(v)),
-                _ => Err(err(format!("function not defined: {name}/{}", args.len()))),
-            },
-            None => Err(err(format!("function not defined: {name}/{}", args.len()))),
-        },
+    if let Target::Native(n) = target {
+        return builtins::call_paths(ctx, n, args, env, cur, out);
     }
-}
-
-fn env_func<'p>(env: &Env<'p>, name: &str, arity: usize) -> Option<std::rc::Rc<Frame<'p>>> {
-    env.func_frame(name, arity)
-}
-
-fn def_paths<'p>(
-    ctx: &Ctx<'p>,
-    def: &'p super::ast::FuncDef,
-    defenv: Env<'p>,
-    args: &'p [Ast],
-    caller: &Env<'p>,
-    cur: PathVal,
-    out: PathOut,
-) -> Res {
-    let mut env = defenv;
-    let mut values = Vec::new();
-    for (param, arg) in def.params.iter().zip(args) {
-        match param.strip_prefix('$') {
-            Some(var) => values.push((var, arg)),
-            None => {
-                let caller = caller.clone();
-                env = env.push(|next| Frame::Closure(param, arg, caller, next));
-            }
+    match ctx.callee(name, args.len(), target, env)? {
+        Callee::Def(def, defenv) => {
+            let input = cur.1.clone();
+            ctx.bind_params(def, defenv, args, env, &input, &mut |ctx, env| {
+                eval_paths(ctx, &def.body, &env, cur.clone(), out)
+            })
         }
+        Callee::Closure(body, cenv) => eval_paths(ctx, body, &cenv, cur, out),
+        Callee::Value(v) => Err(invalid_path(&v)),
     }
-    bind_values_paths(
-        ctx,
-        &values,
-        env,
-        caller,
-        &cur.1.clone(),
-        &mut |ctx, env| eval_paths(ctx, &def.body, &env, cur.clone(), out),
-    )
-}
-
-fn bind_values_paths<'p>(
-    ctx: &Ctx<'p>,
-    values: &[(&'p str, &'p Ast)],
-    env: Env<'p>,
-    caller: &Env<'p>,
-    input: &Val,
-    f: &mut dyn FnMut(&Ctx<'p>, Env<'p>) -> Res,
-) -> Res {
-    let Some(((name, arg), rest)) = values.split_last() else {
-        return f(ctx, env);
-    };
-    ctx.eval(arg, caller, input.clone(), &mut |v| {
-        let env = env
-            .bind(name, v.clone())
-            .push(|next| Frame::ValueFn(name, v, next));
-        bind_values_paths(ctx, rest, env, caller, input, f)
-    })
 }
