@@ -85,30 +85,16 @@ async fn expand_list(
     result
 }
 
-/// As the Go operator, only executables without an extension are asked; a script is asked only
-/// when it can print the answer itself (its text has `Found`), so plain shell hooks are never
-/// run with arguments they do not expect.
+/// As the Go operator, every executable file without an extension is asked `hook list`; one
+/// that does not answer in the batch format (or fails, or times out) stays a plain hook.
 fn may_be_batch(path: &Path) -> bool {
-    use std::io::Read;
-    if path.extension().is_some() {
-        return false;
-    }
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    // a compiled batch binary is told by its first bytes; only a script's text is searched
-    let mut head = Vec::new();
-    let mut reader = file.take(MAX_SCRIPT_SCAN);
-    if reader.by_ref().take(2).read_to_end(&mut head).is_err() || head != b"#!" {
-        return !head.is_empty();
-    }
-    reader.read_to_end(&mut head).is_ok() && head.windows(5).any(|w| w == b"Found")
+    use std::os::unix::fs::PermissionsExt;
+    path.extension().is_none()
+        && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// How much of a script is searched for `Found` (a batch hook's answer to `hook list`).
-const MAX_SCRIPT_SCAN: u64 = 1 << 20;
-
-/// `<hook> hook list` (with an empty environment, as upstream) answers `Found N items`.
+/// `<hook> hook list` (with an empty environment, as upstream, and the `--config` time limit)
+/// answers `Found N items`.
 async fn lists_hooks(hook: &HookFile, options: &ConfigRunOptions) -> bool {
     let spec = spec(hook, &["hook", "list"], options, true);
     match process::run(&spec, &log(hook, "hook list")).await {
@@ -117,14 +103,13 @@ async fn lists_hooks(hook: &HookFile, options: &ConfigRunOptions) -> bool {
     }
 }
 
+/// Upstream's `Found ([1-9]|[1-9]\d|[1-9]\d\d|[1-9]\d\d\d) items`, anywhere in the output.
 fn says_found(stdout: &str) -> bool {
-    stdout.lines().any(|line| {
-        let Some(rest) = line.trim().strip_prefix("Found ") else {
-            return false;
-        };
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let count_ok = !digits.starts_with('0') && (1..=4).contains(&digits.len());
-        count_ok && rest[digits.len()..].starts_with(" items")
+    stdout.match_indices("Found ").any(|(at, _)| {
+        let rest = &stdout[at + "Found ".len()..];
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        let count_ok = !rest.starts_with('0') && (1..=4).contains(&digits);
+        count_ok && rest[digits..].starts_with(" items")
     })
 }
 
