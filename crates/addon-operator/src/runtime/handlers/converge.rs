@@ -129,6 +129,9 @@ async fn run_script(
     if let Some(warning) = verdict.warning {
         tracing::warn!(module = %module, "{warning}");
     }
+    if !verdict.enabled && !answer.reason.is_empty() {
+        tracing::info!(module = %module, reason = %answer.reason, "disabled by its enabled script");
+    }
     Ok(verdict.enabled)
 }
 
