@@ -163,10 +163,10 @@ fn revert_level(generation: u64) {
         return;
     };
     let from = setting.current().to_string();
-    if let Some(to) = setting.expire(generation) {
-        if control.filter.reload(EnvFilter::new(&to)).is_ok() {
-            tracing::info!(from = %from, to = %to, "temporary log level expired");
-        }
+    if let Some(to) = setting.expire(generation)
+        && control.filter.reload(EnvFilter::new(&to)).is_ok()
+    {
+        tracing::info!(from = %from, to = %to, "temporary log level expired");
     }
 }
 
