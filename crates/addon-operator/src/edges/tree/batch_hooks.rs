@@ -93,10 +93,16 @@ fn may_be_batch(path: &Path) -> bool {
         && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// `<hook> hook list` (with an empty environment, as upstream, and the `--config` time limit)
-/// answers `Found N items`.
+/// The longest a `hook list` probe may take (the `--config` time limit when shorter): a batch
+/// executable answers at once, and a plain hook that does real work when called so must not
+/// hold startup for the whole hook time limit.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `<hook> hook list` (with an empty environment, as upstream, and a time limit) answers
+/// `Found N items`.
 async fn lists_hooks(hook: &HookFile, options: &ConfigRunOptions) -> bool {
-    let spec = spec(hook, &["hook", "list"], options, true);
+    let mut spec = spec(hook, &["hook", "list"], options, true);
+    spec.timeout = spec.timeout.min(PROBE_TIMEOUT);
     match process::run(&spec, &log(hook, "hook list")).await {
         Ok(output) if output.succeeded() => says_found(&output.stdout),
         _ => false,
@@ -392,6 +398,57 @@ fn pick(value: &Value, keys: &[&str]) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn script(dir: &Path, name: &str, text: &str) -> HookFile {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        HookFile {
+            name: HookName::new(name).unwrap(),
+            path,
+            working_dir: dir.to_path_buf(),
+            args: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_plain_hook_that_hangs_or_fails_on_hook_list_stays_a_plain_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = ConfigRunOptions::new(std::time::Duration::from_millis(300));
+        options.kill_grace = std::time::Duration::from_millis(100);
+        let hangs = script(
+            dir.path(),
+            "hangs",
+            "#!/bin/sh
+exec sleep 30
+",
+        );
+        let fails = script(
+            dir.path(),
+            "fails",
+            "#!/bin/sh
+echo 'Found 1 items'; exit 1
+",
+        );
+        let answers = script(
+            dir.path(),
+            "answers",
+            "#!/bin/sh
+echo \"$(printf Fou)nd 3 items\"\n",
+        );
+        assert!(may_be_batch(&hangs.path));
+        assert!(!lists_hooks(&hangs, &options).await);
+        assert!(!lists_hooks(&fails, &options).await);
+        assert!(lists_hooks(&answers, &options).await);
+        let with_extension = script(
+            dir.path(),
+            "plain.sh",
+            "#!/bin/sh
+",
+        );
+        assert!(!may_be_batch(&with_extension.path));
+    }
 
     #[test]
     fn the_answer_to_hook_list_is_recognised() {
