@@ -417,36 +417,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut options = ConfigRunOptions::new(std::time::Duration::from_millis(300));
         options.kill_grace = std::time::Duration::from_millis(100);
-        let hangs = script(
-            dir.path(),
-            "hangs",
-            "#!/bin/sh
-exec sleep 30
-",
-        );
+        // an unbounded probe would wait for the hour
+        let hangs = script(dir.path(), "hangs", "#!/bin/sh\nexec sleep 3600\n");
         let fails = script(
             dir.path(),
             "fails",
-            "#!/bin/sh
-echo 'Found 1 items'; exit 1
-",
+            "#!/bin/sh\necho 'Found 1 items'; exit 1\n",
         );
         let answers = script(
             dir.path(),
             "answers",
-            "#!/bin/sh
-echo \"$(printf Fou)nd 3 items\"\n",
+            "#!/bin/sh\necho \"$(printf Fou)nd 3 items\"\n",
         );
         assert!(may_be_batch(&hangs.path));
         assert!(!lists_hooks(&hangs, &options).await);
         assert!(!lists_hooks(&fails, &options).await);
         assert!(lists_hooks(&answers, &options).await);
-        let with_extension = script(
-            dir.path(),
-            "plain.sh",
-            "#!/bin/sh
-",
-        );
+        let with_extension = script(dir.path(), "plain.sh", "#!/bin/sh\n");
         assert!(!may_be_batch(&with_extension.path));
     }
 
