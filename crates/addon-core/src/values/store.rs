@@ -335,6 +335,12 @@ impl ValuesStore {
         }
     }
 
+    /// Checksum of the global values hooks and the config made, without what the operator adds
+    /// (`discovery.apiVersions`): a converge that installed CRDs has not changed them.
+    pub fn global_checksum_without_discovery(&self) -> String {
+        checksum(&self.global_values_with(&self.config, &self.global_patches))
+    }
+
     /// Checksum of a scope's merged values.
     pub fn checksum(&self, scope: &Scope) -> Result<String, ValuesError> {
         Ok(checksum(&self.scope_values(scope)?))

@@ -231,4 +231,13 @@ async fn module_crds_are_labelled_and_listed_in_global_discovery_api_versions() 
         .expect("helm upgrade ran");
     let values = addon_core::yaml::parse(&upgrade).unwrap();
     assert_eq!(values["global"]["discovery"]["apiVersions"], expected);
+    // the new apiVersions do not start a second converge (the module would run again)
+    assert_eq!(
+        op.runs(),
+        [
+            "ensure crds web",
+            "helm upgrade web",
+            "run web/hooks/after afterHelm"
+        ]
+    );
 }

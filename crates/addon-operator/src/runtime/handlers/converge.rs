@@ -137,7 +137,9 @@ async fn run_script(
 
 /// Global values and dynamic enable flags, as one checksum.
 pub fn global_checksum(st: &State) -> String {
-    let values = st.store.checksum(&Scope::Global).unwrap_or_default();
+    // CRDs a module run installed change `global.discovery.apiVersions`, not what afterAll
+    // hooks or the config did: that must not start another converge
+    let values = st.store.global_checksum_without_discovery();
     format!("{values}:{:?}", st.store.dynamic_enabled())
 }
 
