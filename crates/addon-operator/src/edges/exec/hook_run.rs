@@ -327,6 +327,7 @@ pub async fn run_hook(
         hook: hook.to_string(),
         module: module_of(&invocation.owner).to_string(),
         binding: invocation.binding.to_string(),
+        quiet: false,
     };
     let process = process::run_notifying(&spec, &log, cancel, || wake_pool(settings))
         .await
@@ -431,6 +432,7 @@ pub async fn run_enabled_script(
         hook: "enabled".to_string(),
         module: invocation.module.to_string(),
         binding: String::new(),
+        quiet: false,
     };
     let process = process::run_notifying(&spec, &log, cancel, || wake_pool(settings))
         .await

@@ -4,7 +4,6 @@
 use addon_core::enablement::{self, Candidate, EnablementPass, Step};
 use addon_core::lifecycle::{self, ConvergeFacts, Discovered};
 use addon_core::names::ModuleName;
-use addon_core::values::patch::Scope;
 
 use crate::edges::metrics::ModuleInfo;
 use crate::runtime::Shared;
