@@ -45,10 +45,12 @@ pub struct FlagLayers {
 }
 
 impl FlagLayers {
-    /// Enabled by configuration: the last flag set (common, module file, config, dynamic) is
-    /// `true`, and the module's section is not `false`. No flag at all ⇒ disabled.
+    /// Enabled by configuration: the last flag set is `true`, and the module's section is not
+    /// `false`. No flag at all ⇒ disabled. The layers apply in the order of the Go operator's
+    /// extenders: static (common, module file), dynamic (global hooks), then the config, so a
+    /// config flag beats a global hook's dynamic flag.
     pub fn enabled(&self) -> bool {
-        let flag = [self.common, self.module_file, self.config, self.dynamic]
+        let flag = [self.common, self.module_file, self.dynamic, self.config]
             .into_iter()
             .flatten()
             .last();
@@ -297,12 +299,19 @@ mod tests {
             ..Default::default()
         };
         assert!(config_true_wins.enabled());
-        let dynamic_false_wins = FlagLayers {
+        let dynamic_false_beats_files = FlagLayers {
+            common: Some(true),
+            module_file: Some(true),
+            dynamic: Some(false),
+            ..Default::default()
+        };
+        assert!(!dynamic_false_beats_files.enabled());
+        let config_true_beats_dynamic = FlagLayers {
             config: Some(true),
             dynamic: Some(false),
             ..Default::default()
         };
-        assert!(!dynamic_false_wins.enabled());
+        assert!(config_true_beats_dynamic.enabled());
     }
 
     #[test]

@@ -21,3 +21,4 @@ pub mod setup;
 pub mod values;
 pub mod words;
 pub mod yaml;
+pub mod yaml_splice;

@@ -94,3 +94,32 @@ fn dynamic_disable_of_a_parent_disables_its_dependents_in_reverse_order() {
     assert_eq!(names(&p.to_delete), ["zeta", "delta", "gamma", "alpha"]);
     assert!(p.newly_enabled.is_empty() && p.to_purge.is_empty());
 }
+
+/// Upstream's extenders run static, dynamic (global hooks), ConfigMap, `enabled` script: the
+/// config's `*Enabled` is applied after a global hook's dynamic flag, so the config wins.
+#[test]
+fn config_enabled_flag_beats_a_global_hooks_dynamic_flag() {
+    let mut store = store();
+    let hook = HookRef::global(HookName::new("hooks/disable-alpha").unwrap());
+    let patch = ValuesPatch::parse(
+        &hook,
+        PatchKind::Values,
+        r#"[{"op":"add","path":"/alphaEnabled","value":false},
+            {"op":"add","path":"/betaEnabled","value":true},
+            {"op":"add","path":"/gammaEnabled","value":false}]"#,
+    )
+    .unwrap();
+    store.apply_values_patch(&hook, &patch).unwrap();
+    let text = "alphaEnabled: true\nbetaEnabled: false\n";
+    let config = addon_core::config::Config::from_file("config.yaml", text).unwrap();
+    store.set_config(config);
+    let alpha = store.flag_layers(&m("alpha")).unwrap();
+    assert_eq!(alpha.dynamic, Some(false));
+    assert!(
+        alpha.enabled(),
+        "config alphaEnabled: true must beat the dynamic false"
+    );
+    assert!(!store.flag_layers(&m("beta")).unwrap().enabled());
+    // Without a config flag the dynamic flag still beats the values files.
+    assert!(!store.flag_layers(&m("gamma")).unwrap().enabled());
+}

@@ -58,7 +58,8 @@ impl FakeHooks {
     }
 
     /// Sets how hooks answer. For `enabled` scripts the `values_patch` text of the answer is used
-    /// as the `$MODULE_ENABLED_RESULT` content.
+    /// as the `$MODULE_ENABLED_RESULT` content, the `config_values_patch` text as
+    /// `$MODULE_ENABLED_REASON`.
     pub fn respond(
         &self,
         f: impl Fn(&HookCall) -> Result<HookOutputs, HookFailure> + Send + Sync + 'static,
@@ -119,6 +120,7 @@ impl HookExecutor for FakeHooks {
         let result = self.call(call).map(|out| EnabledAnswer {
             result_file: out.values_patch,
             stdout_last_line: String::new(),
+            reason: out.config_values_patch,
         });
         Box::pin(async move { result })
     }

@@ -5,7 +5,9 @@ mod args;
 #[cfg(test)]
 mod captured;
 pub mod json;
+pub mod level;
 pub mod sink;
+pub mod text;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -48,7 +50,7 @@ impl LogError {
 
 struct Control {
     filter: reload::Handle<EnvFilter, Registry>,
-    level: Mutex<String>,
+    level: Mutex<level::LevelSetting>,
     sink: Sink,
 }
 
@@ -71,7 +73,7 @@ pub fn init(args: &LogArgs) {
         .is_ok()
     {
         PROXY_HOOK_JSON.store(args.log_proxy_hook_json, Ordering::Relaxed);
-        let level = Mutex::new(args.log_level.clone());
+        let level = Mutex::new(level::LevelSetting::new(&args.log_level));
         let _ = CONTROL.set(Control {
             filter: handle,
             level,
@@ -91,13 +93,13 @@ fn output_layer(args: &LogArgs, sink: Sink) -> Box<dyn Layer<Base> + Send + Sync
                 with_time: !no_time,
             })
             .boxed(),
-        (LogType::Text, true) => layer.with_ansi(stderr_is_terminal()).without_time().boxed(),
-        (LogType::Text, false) => layer.with_ansi(stderr_is_terminal()).boxed(),
+        (LogType::Text, no_time) => layer
+            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+            .event_format(text::ReadableText {
+                with_time: !no_time,
+            })
+            .boxed(),
     }
-}
-
-fn stderr_is_terminal() -> bool {
-    std::io::IsTerminal::is_terminal(&std::io::stderr())
 }
 
 /// Waits (boundedly) until queued log lines are written; `main` calls it before exiting.
@@ -110,11 +112,13 @@ pub fn flush() {
 /// The level in force (`None` before [`init`]).
 pub fn level() -> Option<String> {
     let control = CONTROL.get()?;
-    control.level.lock().ok().map(|l| l.clone())
+    control.level.lock().ok().map(|l| l.current().to_string())
 }
 
-/// Changes the level of the running process (debug API `log.level`).
-pub fn set_level(level: &str) -> Result<(), LogError> {
+/// Changes the level of the running process (debug API `log.level`), as upstream's runtime
+/// config: for `duration` when given, for 30 minutes when the level is `debug`, else until the
+/// next change. A temporary level reverts by itself (a timer on the tokio runtime).
+pub fn set_level(level: &str, duration: Option<Duration>) -> Result<(), LogError> {
     let level = level.trim().to_ascii_lowercase();
     if !LEVELS.contains(&level.as_str()) {
         return Err(LogError::UnknownLevel(level));
@@ -124,11 +128,46 @@ pub fn set_level(level: &str) -> Result<(), LogError> {
         .filter
         .reload(EnvFilter::new(&level))
         .map_err(LogError::Reload)?;
-    if let Ok(mut current) = control.level.lock() {
-        tracing::info!(from = %current, to = %level, "log level changed");
-        *current = level;
+    let Ok(mut setting) = control.level.lock() else {
+        return Ok(());
+    };
+    let from = setting.current().to_string();
+    let expiry = setting.set(&level, duration);
+    match expiry {
+        Some(expiry) => {
+            tracing::info!(from = %from, to = %level, revert_after = ?expiry.after, "log level changed");
+            schedule_revert(expiry);
+        }
+        None => tracing::info!(from = %from, to = %level, "log level changed"),
     }
     Ok(())
+}
+
+/// Reverts a temporary level after its time, when a tokio runtime runs (the operator's).
+fn schedule_revert(expiry: level::Expiry) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        tokio::time::sleep(expiry.after).await;
+        revert_level(expiry.generation);
+    });
+}
+
+/// Ends the temporary level `generation` if it is still in force.
+fn revert_level(generation: u64) {
+    let Some(control) = CONTROL.get() else {
+        return;
+    };
+    let Ok(mut setting) = control.level.lock() else {
+        return;
+    };
+    let from = setting.current().to_string();
+    if let Some(to) = setting.expire(generation)
+        && control.filter.reload(EnvFilter::new(&to)).is_ok()
+    {
+        tracing::info!(from = %from, to = %to, "temporary log level expired");
+    }
 }
 
 /// Where a hook output line came from.
@@ -247,7 +286,7 @@ mod tests {
 
     #[test]
     fn unknown_levels_are_refused_before_touching_the_filter() {
-        let err = set_level("verbose").unwrap_err();
+        let err = set_level("verbose", None).unwrap_err();
         assert_eq!(err.category(), "log_level");
         assert!(err.to_string().contains("'verbose'"), "{err}");
     }

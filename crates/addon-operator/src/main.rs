@@ -2,6 +2,8 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use addon_operator::cli::debug;
 use addon_operator::cli::debug::ModuleCommand;
 use addon_operator::cli::{Cli, Command, HookCommand};
@@ -45,6 +47,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         },
         Command::Raw(args) => debug::run_cli(&args.socket.debug_unix_socket, &args.path),
         Command::JqSandbox(args) => addon_operator::edges::jq::run_child(args.memory_limit_bytes),
+        Command::HelmPostRender => post_render(),
         Command::Debug(args) => args.run(),
         Command::Version => print(&format!(
             "addon-operator {}\n",
@@ -53,6 +56,28 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Completion { shell } => print(&addon_operator::cli::completion(shell)),
         Command::Man => print(&addon_operator::cli::man_page()?),
     }
+}
+
+/// Helm's post-renderer: manifests on stdin, the same with the release labels on stdout.
+fn post_render() -> anyhow::Result<ExitCode> {
+    use addon_operator::edges::helm::post_render;
+    use std::io::{Read, Write};
+    let mut input = String::new();
+    std::io::stdin()
+        .take(post_render::MAX_MANIFEST_BYTES + 1)
+        .read_to_string(&mut input)
+        .context("read the rendered manifests from stdin")?;
+    if input.len() as u64 > post_render::MAX_MANIFEST_BYTES {
+        anyhow::bail!(
+            "the rendered manifests exceed {} bytes",
+            post_render::MAX_MANIFEST_BYTES
+        );
+    }
+    let output = post_render::add_labels(&input, post_render::RELEASE_LABELS)?;
+    std::io::stdout()
+        .write_all(output.as_bytes())
+        .context("write the labelled manifests to stdout")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Writes `text` to stdout; a closed stdout (`| head`) is not an error.

@@ -104,6 +104,9 @@ pub struct ValuesStore {
     modules: Vec<ModuleEntry>,
     config: Config,
     dynamic_enabled: BTreeMap<ModuleName, bool>,
+    /// `group/version/Kind` of every CRD the modules' `crds/` installed
+    /// (`global.discovery.apiVersions`).
+    discovered_api_versions: std::collections::BTreeSet<String>,
 }
 
 impl Default for ValuesStore {
@@ -125,7 +128,45 @@ impl ValuesStore {
             modules: Vec::new(),
             config: Config::empty(),
             dynamic_enabled: BTreeMap::new(),
+            discovered_api_versions: std::collections::BTreeSet::new(),
         }
+    }
+
+    /// Adds the `group/version/Kind` of CRDs a module's `crds/` installed; they appear, sorted,
+    /// as `global.discovery.apiVersions` in global values (as upstream's ModuleEnsureCRDs
+    /// writes them). Returns whether the list changed.
+    pub fn add_discovered_api_versions(
+        &mut self,
+        versions: impl IntoIterator<Item = String>,
+    ) -> bool {
+        let before = self.discovered_api_versions.len();
+        self.discovered_api_versions.extend(versions);
+        self.discovered_api_versions.len() != before
+    }
+
+    /// `global` values with `discovery.apiVersions` set when CRDs were installed.
+    fn with_discovery(&self, mut global: Value) -> Value {
+        if self.discovered_api_versions.is_empty() {
+            return global;
+        }
+        let list: Vec<Value> = self
+            .discovered_api_versions
+            .iter()
+            .cloned()
+            .map(Value::String)
+            .collect();
+        if let Value::Object(map) = &mut global {
+            let discovery = map
+                .entry("discovery")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !discovery.is_object() {
+                *discovery = Value::Object(Map::new());
+            }
+            if let Value::Object(d) = discovery {
+                d.insert("apiVersions".to_string(), Value::Array(list));
+            }
+        }
+        global
     }
 
     /// Adds `<modules dir>/values.yaml`; call once per modules directory, in order.
@@ -270,7 +311,7 @@ impl ValuesStore {
     /// Merged global values: `global` of the static files, of the config, schema defaults, then
     /// values patches of global hooks.
     pub fn global_values(&self) -> Value {
-        self.global_values_with(&self.config, &self.global_patches)
+        self.with_discovery(self.global_values_with(&self.config, &self.global_patches))
     }
 
     /// A module's config values: its config section plus config-schema defaults.
@@ -292,6 +333,12 @@ impl ValuesStore {
             Scope::Global => Ok(self.global_values()),
             Scope::Module(m) => self.module_values(m),
         }
+    }
+
+    /// Checksum of the global values hooks and the config made, without what the operator adds
+    /// (`discovery.apiVersions`): a converge that installed CRDs has not changed them.
+    pub fn global_checksum_without_discovery(&self) -> String {
+        checksum(&self.global_values_with(&self.config, &self.global_patches))
     }
 
     /// Checksum of a scope's merged values.
@@ -364,7 +411,7 @@ impl ValuesStore {
     /// the global and module schemas with `x-required-for-helm`.
     pub fn helm_values(&self, module: &ModuleName) -> Result<Value, ValuesError> {
         let m = self.module(module)?;
-        let global = self.global_values();
+        let global = self.global_values_with(&self.config, &self.global_patches);
         let values = self.module_values_with(m, &self.config, &m.patches);
         let errors: Vec<SchemaError> = [
             self.global_schemas.validate_helm(&global),
@@ -377,7 +424,7 @@ impl ValuesStore {
             return Err(ValuesError::Validate { errors });
         }
         Ok(document([
-            ("global".into(), global),
+            ("global".into(), self.with_discovery(global)),
             (module.values_key(), values),
         ]))
     }

@@ -219,10 +219,14 @@ pub struct DebugArgs {
 
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum DebugCommand {
-    /// Show the log level, or set it (error, warn, info, debug, trace) until the next restart
+    /// Show the log level, or set it (error, warn, info, debug, trace); `debug` reverts after
+    /// 30 minutes, any level given a duration reverts after it
     LogLevel {
         /// The new level; without it the current one is printed
         level: Option<String>,
+        /// How long the new level lasts (`10m`, `1h`); `debug` defaults to 30m
+        #[arg(requires = "level", value_parser = crate::cli::support::parse_duration)]
+        duration: Option<std::time::Duration>,
     },
     /// Runtime settings that `log-level` changes, e.g. `log.level`
     Config {
@@ -236,9 +240,15 @@ impl DebugArgs {
     pub fn run(&self) -> anyhow::Result<ExitCode> {
         let socket = &self.socket.debug_unix_socket;
         match &self.command {
-            DebugCommand::LogLevel { level: None } => print_log_level(socket),
-            DebugCommand::LogLevel { level: Some(level) } => {
-                let route = format!("/config/set?name=log.level&value={}", level.trim());
+            DebugCommand::LogLevel { level: None, .. } => print_log_level(socket),
+            DebugCommand::LogLevel {
+                level: Some(level),
+                duration,
+            } => {
+                let mut route = format!("/config/set?name=log.level&value={}", level.trim());
+                if let Some(duration) = duration {
+                    route.push_str(&format!("&duration={}ms", duration.as_millis()));
+                }
                 run_request(socket, hyper::Method::POST, &route)
             }
             DebugCommand::Config { output } => {

@@ -91,6 +91,9 @@ pub enum Command {
     /// Evaluate jq filters for the operator (its sandbox child process; internal)
     #[command(hide = true)]
     JqSandbox(JqSandboxArgs),
+    /// Label helm's rendered manifests `heritage: addon-operator` (helm's post-renderer; internal)
+    #[command(hide = true, name = "helm-post-render")]
+    HelmPostRender,
     /// Print a shell completion script: `source <(addon-operator completion bash)`
     Completion {
         #[arg(value_enum)]

@@ -26,6 +26,7 @@ use crate::edges::exec::inherited_env;
 use crate::edges::exec::tmp_pool::TmpPool;
 use crate::edges::helm::Helm;
 use crate::edges::helm::binary::{BinaryHelm, HelmSettings};
+use crate::edges::helm::post_render::PostRenderer;
 use crate::edges::helm::template::TemplateHelm;
 use crate::edges::http::{StartupStatus, StatusSource};
 use crate::edges::jq::{JqRunner, SandboxSettings};
@@ -184,6 +185,7 @@ fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
             .filter(|interval| !interval.is_zero()),
         record_history: false,
         kept_releases: Vec::new(),
+        crd_extra_labels: args.upstream.crd_labels(),
         leadership: None,
         metrics: Some(Arc::clone(metrics)),
         jq: jq_runner(args),
@@ -373,6 +375,9 @@ async fn edges(
     helm_settings.timeout = args.upstream.helm_timeout;
     helm_settings.kubeconfig = kubeconfig;
     helm_settings.extra_env = extra_env;
+    helm_settings.post_renderer = Some(PostRenderer::of_binary(
+        std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe")),
+    ));
     let helm = BinaryHelm::new(helm_settings)
         .await
         .context("prepare helm")?;

@@ -2,6 +2,7 @@
 //! and the flags of features this operator does not have (accepted, logged once as no-ops), plus
 //! the `SHELL_OPERATOR_*` fallbacks and the in-cluster namespace default.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -63,7 +64,8 @@ pub struct UpstreamArgs {
         default_value = ""
     )]
     pub applied_module_extenders: String,
-    /// Accepted for compatibility, no effect: modules' crds/ directories are not installed
+    /// Labels put on the CRDs of modules' crds/ (`key=value,...`); `heritage=addon-operator`
+    /// is added unless `heritage` is given
     #[arg(
         long,
         env = "ADDON_OPERATOR_CRD_EXTRA_LABELS",
@@ -103,6 +105,27 @@ pub struct UpstreamArgs {
 }
 
 impl UpstreamArgs {
+    /// `--crd-extra-labels` as labels, as upstream reads it (a label selector's `key=value`
+    /// and `key==value` terms; others ignored), with `heritage=addon-operator` unless
+    /// `heritage` is given.
+    pub fn crd_labels(&self) -> BTreeMap<String, String> {
+        let mut labels: BTreeMap<String, String> = self
+            .crd_extra_labels
+            .split(',')
+            .filter_map(|term| {
+                let (key, value) = term.split_once('=')?;
+                let value = value.strip_prefix('=').unwrap_or(value);
+                let key = key.trim();
+                (!key.is_empty() && !key.ends_with('!'))
+                    .then(|| (key.to_string(), value.trim().to_string()))
+            })
+            .collect();
+        labels
+            .entry("heritage".to_string())
+            .or_insert_with(|| "addon-operator".to_string());
+        labels
+    }
+
     /// The flags given a value other than their default, though they change nothing here.
     pub fn without_effect(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
@@ -139,10 +162,6 @@ impl UpstreamArgs {
         note(
             !self.applied_module_extenders.is_empty(),
             "--applied-module-extenders",
-        );
-        note(
-            self.crd_extra_labels != "heritage=addon-operator",
-            "--crd-extra-labels",
         );
         note(self.crd_filters != "doc-,_", "--crd-filters");
         note(self.admission_server_enabled, "--admission-server-enabled");
@@ -272,7 +291,14 @@ mod tests {
         .unwrap();
         assert_eq!(cli.upstream.helm_timeout, Duration::from_secs(300));
         assert_eq!(cli.upstream.helm_history_max, 0);
-        assert_eq!(cli.upstream.without_effect().len(), 17);
+        assert_eq!(cli.upstream.without_effect().len(), 16);
+        assert_eq!(
+            cli.upstream.crd_labels(),
+            BTreeMap::from([
+                ("heritage".to_string(), "addon-operator".to_string()),
+                ("team".to_string(), "x".to_string()),
+            ])
+        );
         assert!(cli.upstream.strict_check_values_mode_enabled);
     }
 

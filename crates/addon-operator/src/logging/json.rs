@@ -51,7 +51,7 @@ where
     }
 }
 
-fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
@@ -86,7 +86,7 @@ pub fn record(level: &str, mut fields: Map<String, Value>, time: Option<String>)
 
 /// Collects an event's fields as JSON values.
 #[derive(Default)]
-struct Fields(Map<String, Value>);
+pub(crate) struct Fields(pub(crate) Map<String, Value>);
 
 impl Visit for Fields {
     fn record_str(&mut self, field: &Field, value: &str) {

@@ -71,11 +71,13 @@ pub struct HookSuccess {
     pub usage: ResourceUsage,
 }
 
-/// The answer of an `enabled` script: the `$MODULE_ENABLED_RESULT` content and the last stdout line.
+/// The answer of an `enabled` script: the `$MODULE_ENABLED_RESULT` content, the last stdout
+/// line, and the `$MODULE_ENABLED_REASON` content (why it said `false`, as upstream reads it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EnabledAnswer {
     pub result_file: String,
     pub stdout_last_line: String,
+    pub reason: String,
 }
 
 /// Runs hooks and `enabled` scripts.

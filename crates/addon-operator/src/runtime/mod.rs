@@ -54,6 +54,9 @@ pub struct RuntimeSettings {
     pub record_history: bool,
     /// Helm releases never purged (`--helm-ignore-release`, the operator's own release).
     pub kept_releases: Vec<String>,
+    /// Labels put on every CRD of the modules' `crds/` (`--crd-extra-labels`; upstream's
+    /// default `heritage=addon-operator`).
+    pub crd_extra_labels: BTreeMap<String, String>,
     /// With `--ha`: whether this replica leads; checked before every task start.
     pub leadership: Option<Arc<crate::edges::kube::leader::Leadership>>,
     /// The registry to record into when it is shared (with the HTTP server that starts before the
@@ -71,6 +74,10 @@ impl Default for RuntimeSettings {
             resource_monitor_interval: None,
             record_history: false,
             kept_releases: Vec::new(),
+            crd_extra_labels: BTreeMap::from([(
+                "heritage".to_string(),
+                "addon-operator".to_string(),
+            )]),
             leadership: None,
             metrics: None,
             jq: JqRunner::default(),
@@ -484,6 +491,7 @@ fn initial_state(
         history: settings.record_history.then(Vec::new),
         rate_limits: BTreeMap::new(),
         kept_releases: settings.kept_releases.clone(),
+        crd_extra_labels: settings.crd_extra_labels.clone(),
         leadership: settings.leadership.clone(),
         crds_applied: BTreeMap::new(),
         startup_purge_done: false,

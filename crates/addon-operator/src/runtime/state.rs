@@ -106,6 +106,8 @@ pub struct State {
     pub kept_releases: Vec<String>,
     /// The startup purge of releases without a module was planned.
     pub startup_purge_done: bool,
+    /// Labels put on every CRD of the modules' `crds/` (`--crd-extra-labels`).
+    pub crd_extra_labels: BTreeMap<String, String>,
     /// Checksum of the `crds/` files each module last created or updated.
     pub crds_applied: BTreeMap<ModuleName, String>,
     /// With `--ha`: no task starts while this replica does not lead.

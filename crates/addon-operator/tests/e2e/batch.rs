@@ -23,18 +23,21 @@ CFG
 ;;
 "hook run")
   echo "run $3 $(jq -c '[.[].binding]' "$BINDING_CONTEXT_PATH") $(jq -r '.web.fromBatch // "-"' "$VALUES_PATH")" >> "$HOOK_LOG"
+  echo "env $3 MODULE_NAME=${MODULE_NAME-unset} APPLICATION_NAME=${APPLICATION_NAME-unset}" >> "$HOOK_LOG"
   if [ "$3" = 0 ]; then echo '[{"op":"add","path":"/web/fromBatch","value":"yes"}]' > "$VALUES_JSON_PATCH_PATH"; fi ;;
 "hook ready") echo "ready $(jq -c '[.[].binding]' "$BINDING_CONTEXT_PATH")" >> "$HOOK_LOG" ;;
 *) exit 1 ;;
 esac
 "#;
 
-/// A global batch executable: `beforeHelm` of a global batch hook is its `beforeAll`.
+/// A global batch executable: `beforeHelm` of a global batch hook is its `beforeAll`. Its text
+/// does not hold the answer `Found ...` (it is built at run time, as a wrapper's would be): every
+/// executable without an extension is asked, as upstream asks.
 const GLOBAL_BATCH: &str = r#"#!/bin/sh
 case "$1 $2" in
-"hook list") echo 'Found 1 items:' ;;
+"hook list") echo "$(printf 'Fou')nd 1 items:" ;;
 "hook config") echo '[{"configVersion":"v1","metadata":{"name":"g"},"beforeHelm":3}]' ;;
-"hook run") echo "global $3 $(jq -c '[.[].binding]' "$BINDING_CONTEXT_PATH")" >> "$HOOK_LOG" ;;
+"hook run") echo "global $3 $(jq -c '[.[].binding]' "$BINDING_CONTEXT_PATH") MODULE_NAME=$MODULE_NAME" >> "$HOOK_LOG" ;;
 *) exit 1 ;;
 esac
 "#;
@@ -128,7 +131,8 @@ fn start_runs_batch_hooks_with_their_contexts_and_patches() {
         .unwrap();
     let _running = Running(child);
     let wanted = [
-        "global 0 [\"beforeAll\"]",
+        "global 0 [\"beforeAll\"] MODULE_NAME=global",
+        "env 0 MODULE_NAME=web APPLICATION_NAME=",
         "run 0 [\"onStartup\"] -",
         "run 1 [\"beforeHelm\"] yes",
         "ready [\"probe\"]",

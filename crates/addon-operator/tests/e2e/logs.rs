@@ -182,6 +182,32 @@ fn no_time_leaves_the_time_out_and_steady_state_prints_one_line_per_task() {
     );
 }
 
+/// Text logs a person can read: one line per event, the hook's own output line right after
+/// the level, each field once (span and event fields are not repeated), no empty fields.
+#[test]
+fn text_logs_put_the_hook_line_first_and_each_field_once() {
+    if !require_tool("bash") {
+        return;
+    }
+    let root = chatty_tree(1);
+    let args = ["--log-type", "text", "--log-no-time"];
+    let (mut child, mut stderr) = spawn_reading_stderr(root.path(), &args);
+    let mut lines = read_until(&mut stderr, |l| l.contains("plain line 1"));
+    let hook_line = lines.last().unwrap().clone();
+    lines.extend(read_until(&mut stderr, |l| l.starts_with(" INFO ready")));
+    sigterm(&child);
+    assert!(exit_within(&mut child, Duration::from_secs(10)).is_some());
+    assert!(hook_line.starts_with(" INFO plain line 1 "), "{hook_line}");
+    assert_eq!(hook_line.matches("hook=chatty").count(), 1, "{hook_line}");
+    assert!(hook_line.contains(" output=stdout"), "{hook_line}");
+    for line in &lines {
+        assert!(!line.contains("=\"\""), "an empty field: {line}");
+        assert!(!line.contains("module= "), "an empty field: {line}");
+    }
+    let ready = lines.last().unwrap();
+    assert!(ready.starts_with(" INFO ready modules=0"), "{ready}");
+}
+
 /// How the operator's stdio is broken in [`broken_output_never_hangs_or_crashes`].
 #[derive(Debug, Clone, Copy)]
 enum Broken {
@@ -289,6 +315,16 @@ fn the_log_level_changes_at_run_time_through_the_debug_socket() {
     read_until(&mut stderr, |l| {
         l.contains(r#""level":"debug""#) && l.contains("task started")
     });
+    // a level given a duration reverts by itself, as upstream's `config set log.level`
+    assert_eq!(debug(&["trace", "1s"]), "log.level set to trace\n");
+    let reverted = read_until(&mut stderr, |l| l.contains("temporary log level expired"));
+    assert!(
+        reverted
+            .last()
+            .is_some_and(|l| l.contains(r#""to":"info""#)),
+        "{reverted:?}"
+    );
+    assert_eq!(debug(&[]), "info\n");
     sigterm(&child);
     assert!(exit_within(&mut child, Duration::from_secs(10)).is_some());
 }

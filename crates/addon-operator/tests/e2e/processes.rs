@@ -8,12 +8,14 @@ use std::time::{Duration, Instant};
 
 use crate::support::{binary, path_with_tools, require_tool, wait_for, write};
 
-/// A global `onStartup` hook in plain sh that runs `body` (with `$OUT` = the test's dir).
+/// A global `onStartup` hook in plain sh that runs `body` (with `$OUT` = the test's dir). Like
+/// every executable without an extension it is asked `hook list` first (as upstream asks); it
+/// answers nothing, so the probe leaves no processes behind.
 fn tree(body: &str) -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     let r = root.path();
     let hook = format!(
-        "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{{\"configVersion\":\"v1\",\"onStartup\":1}}'; exit 0; fi\n{body}\n"
+        "#!/bin/sh\n[ \"$1\" = hook ] && exit 0\nif [ \"$1\" = --config ]; then echo '{{\"configVersion\":\"v1\",\"onStartup\":1}}'; exit 0; fi\n{body}\n"
     );
     write(&r.join("global-hooks/hook"), &hook, true);
     write(&r.join("modules/.keep"), "", false);

@@ -278,3 +278,149 @@ fn env_value<'a>(env: &'a Value, name: &str) -> Option<&'a str> {
     let var = env.as_array()?.iter().find(|e| e["name"] == name)?;
     var["value"].as_str()
 }
+
+/// `helm` (from .tools/bin) against `cluster`, with private helm directories under `home`.
+fn helm(kubeconfig: &Path, home: &Path, args: &[&str]) -> String {
+    let out = Command::new("helm")
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env("HOME", home)
+        .env("HELM_CACHE_HOME", home.join("helm/cache"))
+        .env("HELM_CONFIG_HOME", home.join("helm/config"))
+        .env("HELM_DATA_HOME", home.join("helm/data"))
+        .env("PATH", path_with_tools())
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "helm {args:?}: {stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+const CHART: &str = "deploy/helm/addon-operator";
+
+/// The chart, installed by `helm install` with its defaults, makes what deploy/base makes: the
+/// same least-privilege RBAC, the locked-down pod with probes, the config ConfigMap from values,
+/// the metrics Service; with `ha.enabled` two replicas with leader election; extra RBAC rules and
+/// the optional objects come from values.
+#[test]
+fn the_helm_chart_installs_with_default_values_and_with_ha() {
+    if !require_tool("kubectl") || !require_tool("helm") {
+        return;
+    }
+    let ns = ["-n", "addon-operator"];
+    for ha in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = Cluster::start(dir.path());
+        let (kc, home) = (cluster.kubeconfig.as_path(), dir.path());
+        let mut args = vec![
+            "install",
+            "addon-operator",
+            CHART,
+            "-n",
+            "addon-operator",
+            "--create-namespace",
+            "--set-json",
+            r#"config.values={"global":{"clusterName":"kind"},"echoServerEnabled":true}"#,
+            "--set-json",
+            r#"rbac.moduleRules=[{"apiGroups":["apps"],"resources":["deployments"],"verbs":["get","list","watch","create","update","patch","delete"]}]"#,
+        ];
+        if ha {
+            args.extend(["--set", "ha.enabled=true"]);
+        }
+        helm(kc, home, &args);
+        check_rbac(kc, home);
+        let modules = get(kc, home, &["clusterrole", "addon-operator-modules"]);
+        assert_eq!(modules["rules"][0]["resources"][0], "deployments");
+        let config = get(kc, home, &["configmap", "addon-operator", ns[0], ns[1]]);
+        let global = addon_core::yaml::parse(config["data"]["global"].as_str().unwrap()).unwrap();
+        assert_eq!(global, serde_json::json!({"clusterName": "kind"}));
+        assert_eq!(config["data"]["echoServerEnabled"], "true");
+        let service = get(kc, home, &["service", "addon-operator", ns[0], ns[1]]);
+        assert_eq!(service["spec"]["ports"][0]["port"], 9650);
+        let deployment = get(kc, home, &["deployment", "addon-operator", ns[0], ns[1]]);
+        let pod = &deployment["spec"]["template"]["spec"];
+        check_pod(pod);
+        let env = &pod["containers"][0]["env"];
+        assert_eq!(
+            env_value(env, "ADDON_OPERATOR_CONFIG_MAP"),
+            Some("addon-operator")
+        );
+        if ha {
+            assert_eq!(deployment["spec"]["replicas"], 2);
+            assert_eq!(env_value(env, "ADDON_OPERATOR_HA"), Some("true"));
+            assert_eq!(deployment["spec"]["strategy"]["type"], "RollingUpdate");
+        } else {
+            assert_eq!(deployment["spec"]["replicas"], 1);
+            assert_eq!(env_value(env, "ADDON_OPERATOR_HA"), None);
+            assert_eq!(deployment["spec"]["strategy"]["type"], "Recreate");
+        }
+        // the pod's controller names the release, so the operator never purges its own release
+        let release = &deployment["metadata"]["annotations"]["meta.helm.sh/release-name"];
+        assert_eq!(release, "addon-operator");
+    }
+}
+
+/// `helm template` output (with every optional object but the ServiceMonitor, whose CRD the
+/// emulator does not have) passes `kubectl apply --dry-run=server`, which creates nothing; a
+/// second replica without HA is refused at render time.
+#[test]
+fn helm_template_output_passes_kubectl_dry_run() {
+    if !require_tool("kubectl") || !require_tool("helm") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(dir.path());
+    let (kc, home) = (cluster.kubeconfig.as_path(), dir.path());
+    kubectl(kc, home, &["create", "namespace", "addon-operator"]);
+    let rendered = helm(
+        kc,
+        home,
+        &[
+            "template",
+            "addon-operator",
+            CHART,
+            "-n",
+            "addon-operator",
+            "--set",
+            "ha.enabled=true,webhook.enabled=true,webhook.certsSecret=webhook-tls",
+        ],
+    );
+    assert!(
+        rendered.contains("name: addon-operator-webhook"),
+        "{rendered}"
+    );
+    let file = dir.path().join("rendered.yaml");
+    std::fs::write(&file, &rendered).unwrap();
+    let applied = kubectl(
+        kc,
+        home,
+        &[
+            "apply",
+            "--dry-run=server",
+            "--validate=false",
+            "-f",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        applied.contains("deployment.apps/addon-operator created (server dry run)"),
+        "{applied}"
+    );
+    let listed = kubectl(
+        kc,
+        home,
+        &["get", "deployments", "-n", "addon-operator", "-o", "name"],
+    );
+    assert_eq!(listed.trim(), "", "a dry run creates nothing");
+    let refused = Command::new("helm")
+        .args(["template", "x", CHART, "--set", "replicas=2"])
+        .env("HOME", home)
+        .env("PATH", path_with_tools())
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("needs ha.enabled=true"));
+}

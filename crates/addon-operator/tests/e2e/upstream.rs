@@ -305,3 +305,63 @@ fn shell_operator_variables_and_helm_flags_are_honoured() {
     let metrics = http_get(port, "/metrics").unwrap_or_default();
     assert!(metrics.contains("shellop_"), "{metrics}");
 }
+
+/// Upstream's `pkg/values/validation/testdata`: `test-schema-ok.yaml` names its other files as
+/// `$ref: testdata/...`, relative to the working directory of the Go test. As the global
+/// schema, with the operator started in the directory above `testdata/`, it loads and its
+/// referenced schemas (a whole file, and a fragment with local references) validate the config.
+#[test]
+fn upstream_validation_testdata_loads_with_refs_relative_to_the_working_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let testdata = upstream("values_validation/testdata");
+    for name in [
+        "test-schema-ok-project.yaml",
+        "test-schema-ok-project-2.yaml",
+    ] {
+        std::fs::create_dir_all(root.join("testdata")).unwrap();
+        std::fs::copy(testdata.join(name), root.join("testdata").join(name)).unwrap();
+    }
+    let openapi = root.join("global-hooks/openapi");
+    std::fs::create_dir_all(&openapi).unwrap();
+    std::fs::create_dir_all(root.join("modules")).unwrap();
+    std::fs::copy(
+        testdata.join("test-schema-ok.yaml"),
+        openapi.join("config-values.yaml"),
+    )
+    .unwrap();
+    let check = |config: &str| -> Value {
+        std::fs::write(root.join("config.yaml"), config).unwrap();
+        let out = std::process::Command::new(crate::support::binary())
+            .args([
+                "check",
+                "--working-dir",
+                ".",
+                "--config-file",
+                "config.yaml",
+            ])
+            .args(["-o", "json"])
+            .current_dir(root)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}): {}\nstderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    };
+    let good = "global:\n  clusterName: laptop\n  externalProjects:\n    project: {name: a, version: 1}\n  fragmentedProjects:\n    archive:\n    - {name: b, version: 2, description: old}\n";
+    let report = check(good);
+    assert_eq!(report["errors"], json!([]), "{report:#}");
+    assert_eq!(
+        report["values"]["global"]["externalProjects"]["project"]["version"],
+        1
+    );
+    // the referenced schemas are in force: a string where the fragment says number
+    let bad = good.replace("version: 2", "version: two");
+    let report = check(&bad);
+    let errors = report["errors"].to_string();
+    assert!(errors.contains("fragmentedProjects"), "{report:#}");
+}

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use addon_operator::edges::helm::UpgradeRequest;
 use addon_operator::edges::helm::binary::{BinaryHelm, HelmSettings};
+use addon_operator::edges::helm::post_render::PostRenderer;
 use addon_operator_testkit::wait::wait_for_async;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DeleteParams, PostParams};
@@ -68,6 +69,10 @@ impl Env {
         let mut settings = HelmSettings::new(binary, NS.into(), dir.path().join("tmp"));
         settings.kubeconfig = Some(kubeconfig);
         settings.extra_env = vec![("HELM_DRIVER".into(), driver.into())];
+        // as `start` does: the operator's own binary labels the release objects
+        settings.post_renderer = Some(PostRenderer::of_binary(PathBuf::from(env!(
+            "CARGO_BIN_EXE_addon-operator"
+        ))));
         let helm = BinaryHelm::new(settings).await.expect("helm edge starts");
         let client = client_for(&emu.kubeconfig_yaml()).await;
         Some(Self {
@@ -228,6 +233,8 @@ const TEMPLATES: &str = r#"apiVersion: v1
 kind: ConfigMap
 metadata:
   name: {{ .Release.Name }}-config
+  labels:
+    tier: config # the chart's own label
 data:
   greeting: {{ .Values.web.greeting | quote }}
 ---

@@ -16,8 +16,14 @@ pub async fn installs_a_module_and_upgrades_only_when_the_checksum_changes(env: 
 
     let cm = env.config_map("web-config").expect("config map installed");
     assert_eq!(cm["data"]["greeting"], "hello");
+    // upstream's post-renderer: `heritage: addon-operator` on every object, the chart's kept
+    let labels = &cm["metadata"]["labels"];
+    assert_eq!(labels["heritage"], "addon-operator", "{labels}");
+    assert_eq!(labels["tier"], "config", "{labels}");
     let deploy = env.deployment("web").expect("deployment installed");
     assert_eq!(deploy["spec"]["replicas"], 2);
+    assert_eq!(deploy["metadata"]["labels"]["heritage"], "addon-operator");
+    assert_eq!(deploy["metadata"]["labels"]["app"], "web");
     assert_eq!(env.helm.releases().await.unwrap(), ["web"]);
     assert!(
         !env.helm.should_upgrade(&req).await.unwrap(),

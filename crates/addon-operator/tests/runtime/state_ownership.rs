@@ -174,3 +174,70 @@ async fn crds_of_a_module_are_applied_before_its_hooks_and_release() {
         "{runs:?}"
     );
 }
+
+const VERSIONED_CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.example.com
+  labels: {owner: web}
+spec:
+  group: example.com
+  names: {kind: CronTab, plural: crontabs}
+  versions:
+  - {name: v1, served: true, storage: true}
+  - {name: v1beta1, served: true, storage: false}
+";
+
+/// As upstream's ModuleEnsureCRDs: the CRDs carry `--crd-extra-labels` (default
+/// `heritage=addon-operator`) over their own labels, and their `group/version/Kind`s appear,
+/// sorted, in `global.discovery.apiVersions` of the module's hooks and Helm values.
+#[tokio::test(start_paused = true)]
+async fn module_crds_are_labelled_and_listed_in_global_discovery_api_versions() {
+    let dir = tree(&[
+        ("modules/values.yaml", "webEnabled: true\n"),
+        ("modules/010-web/Chart.yaml", "name: web\nversion: 0.1.0\n"),
+        ("modules/010-web/crds/crontab.yaml", VERSIONED_CRD),
+        (
+            "modules/010-web/hooks/after",
+            "configVersion: v1\nafterHelm: 1\n",
+        ),
+    ]);
+    let hooks = FakeHooks::new();
+    let helm = FakeHelm::new();
+    let op = start(dir, "", hooks.clone(), helm.clone()).await;
+    op.settle().await;
+    let applied = op.kube.applied();
+    let KubeOperation::Create { object, .. } = &applied[0] else {
+        panic!("not a create: {:?}", applied[0]);
+    };
+    assert_eq!(
+        object["metadata"]["labels"],
+        serde_json::json!({"owner": "web", "heritage": "addon-operator"})
+    );
+    let expected = serde_json::json!(["example.com/v1/CronTab", "example.com/v1beta1/CronTab"]);
+    let after = hooks
+        .calls()
+        .into_iter()
+        .find(|c| c.name == "web/hooks/after")
+        .expect("afterHelm ran");
+    assert_eq!(after.values["global"]["discovery"]["apiVersions"], expected);
+    let upgrade = helm
+        .calls()
+        .into_iter()
+        .find_map(|c| match c {
+            addon_operator_testkit::HelmCall::Upgrade { values_yaml, .. } => Some(values_yaml),
+            _ => None,
+        })
+        .expect("helm upgrade ran");
+    let values = addon_core::yaml::parse(&upgrade).unwrap();
+    assert_eq!(values["global"]["discovery"]["apiVersions"], expected);
+    // the new apiVersions do not start a second converge (the module would run again)
+    assert_eq!(
+        op.runs(),
+        [
+            "ensure crds web",
+            "helm upgrade web",
+            "run web/hooks/after afterHelm"
+        ]
+    );
+}

@@ -307,6 +307,9 @@ pub async fn run_hook(
         path_env("KUBERNETES_PATCH_PATH", &kube_patch),
         path_env("WORKING_DIR", invocation.working_dir),
     ];
+    if !invocation.hook_args.is_empty() {
+        env.extend(batch_env(&invocation.owner));
+    }
     let mut launch = launch(invocation.hook_path, invocation.working_dir);
     launch.args.extend(invocation.hook_args.iter().cloned());
     env.extend(launch.env);
@@ -324,6 +327,7 @@ pub async fn run_hook(
         hook: hook.to_string(),
         module: module_of(&invocation.owner).to_string(),
         binding: invocation.binding.to_string(),
+        quiet: false,
     };
     let process = process::run_notifying(&spec, &log, cancel, || wake_pool(settings))
         .await
@@ -359,6 +363,20 @@ fn wake_pool(settings: &HookRunSettings) {
     if let Some(pool) = &settings.pool {
         pool.wake();
     }
+}
+
+/// What upstream's batch hook kind adds to a run's environment: `MODULE_NAME` (`global` for
+/// global hooks) and the (empty, for modules) `APPLICATION_NAME` and `APPLICATION_NAMESPACE`.
+fn batch_env(owner: &HookOwner) -> [(String, String); 3] {
+    let module = match owner {
+        HookOwner::Global => "global",
+        HookOwner::Module(module) => module,
+    };
+    [
+        ("MODULE_NAME".to_string(), module.to_string()),
+        ("APPLICATION_NAME".to_string(), String::new()),
+        ("APPLICATION_NAMESPACE".to_string(), String::new()),
+    ]
 }
 
 fn module_of(owner: &HookOwner) -> &str {
@@ -414,6 +432,7 @@ pub async fn run_enabled_script(
         hook: "enabled".to_string(),
         module: invocation.module.to_string(),
         binding: String::new(),
+        quiet: false,
     };
     let process = process::run_notifying(&spec, &log, cancel, || wake_pool(settings))
         .await

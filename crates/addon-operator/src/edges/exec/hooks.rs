@@ -101,6 +101,7 @@ impl HookExecutor for ProcessHooks {
             Ok(EnabledAnswer {
                 result_file: out.result.unwrap_or_default(),
                 stdout_last_line: out.stdout_last_line.unwrap_or_default(),
+                reason: out.reason.unwrap_or_default().trim().to_string(),
             })
         })
     }

@@ -58,6 +58,8 @@ pub struct LogFields {
     pub hook: String,
     pub module: String,
     pub binding: String,
+    /// Log the process's lines at debug, not info (a probe whose output is only its answer).
+    pub quiet: bool,
 }
 
 /// How the process ended.
@@ -597,6 +599,17 @@ fn keep_tail(tail: &mut Vec<u8>, line: &[u8]) {
 fn log_line(log: &LogFields, stream: &'static str, line: &Line) {
     let text = String::from_utf8_lossy(&line.bytes);
     let text = text.trim_end_matches(['\n', '\r']);
+    if log.quiet {
+        let (hook, binding) = (&log.hook, &log.binding);
+        tracing::debug!(
+            hook,
+            binding,
+            output = stream,
+            "{}",
+            &text[..text.len().min(MAX_LOG_LINE)]
+        );
+        return;
+    }
     let (text, cut) = match text.char_indices().nth(MAX_LOG_LINE) {
         Some((cut, _)) => (&text[..cut], text.len() - cut),
         None => (text, 0),

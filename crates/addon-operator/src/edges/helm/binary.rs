@@ -29,6 +29,7 @@ use self::kube_cache::KubeCache;
 use self::release::{ReleaseState, is_in_progress, is_not_found, names_from_list_json};
 use self::storage::StorageWatch;
 pub use self::version::HelmVersion;
+use super::post_render::{PostRenderError, PostRenderer};
 use super::{Drift, Helm, HelmError, UpgradeRequest};
 
 /// How to run helm; build with [`HelmSettings::new`] and adjust the public fields.
@@ -54,6 +55,9 @@ pub struct HelmSettings {
     /// Where helm's private discovery cache (`KUBECACHEDIR`) is made, the first usable one
     /// wins: RAM (`/dev/shm`) by default; `<tmp_dir>/helm/kube-cache` when none is usable.
     pub kube_cache_parents: Vec<PathBuf>,
+    /// The post-renderer that labels every release object (`heritage: addon-operator`, as
+    /// upstream); `None` installs the chart's objects as rendered.
+    pub post_renderer: Option<PostRenderer>,
 }
 
 impl HelmSettings {
@@ -69,6 +73,7 @@ impl HelmSettings {
             query_timeout: Duration::from_secs(60),
             extra_env: Vec::new(),
             kube_cache_parents: kube_cache::RAM_DIRS.iter().map(PathBuf::from).collect(),
+            post_renderer: None,
         }
     }
 }
@@ -88,6 +93,8 @@ pub enum BinaryHelmError {
     Unsupported { version: String },
     #[error("cannot build the Kubernetes client of the helm edge")]
     Cluster(#[from] ClusterError),
+    #[error("cannot set up helm's post-renderer")]
+    PostRenderer(#[source] PostRenderError),
 }
 
 impl BinaryHelmError {
@@ -97,6 +104,7 @@ impl BinaryHelmError {
             Self::Version { .. } => "helm_version",
             Self::Unsupported { .. } => "helm_unsupported",
             Self::Cluster(e) => e.category(),
+            Self::PostRenderer(e) => e.category(),
         }
     }
 }
@@ -151,6 +159,15 @@ impl BinaryHelm {
             &settings.extra_env,
         );
         let version = detect_version(&runner, settings.query_timeout).await?;
+        if let Some(renderer) = &settings.post_renderer
+            && version.major >= 4
+        {
+            // helm 4 runs post-renderers only as plugins; HELM_DATA_HOME is private to us
+            let plugins = settings.tmp_dir.join("helm").join("data").join("plugins");
+            renderer
+                .write_plugin(&plugins)
+                .map_err(BinaryHelmError::PostRenderer)?;
+        }
         let client = cluster::client(settings.kubeconfig.as_deref()).await?;
         let driver = runner.driver();
         let namespace = non_empty_namespace(&settings.namespace);
@@ -469,12 +486,15 @@ impl BinaryHelm {
             &req.checksum,
         )
         .map_err(|e| write_failed(release, "values file", &e))?;
-        let argv = argv::upgrade(
+        let mut argv = argv::upgrade(
             self.target(),
             release,
             chart.path(),
             &[files.values.path(), files.checksum.path()],
         );
+        if let Some(renderer) = &self.settings.post_renderer {
+            argv.extend(argv::post_renderer(self.version, renderer));
+        }
         let out = self.run("upgrade", release, &argv, self.long_limit()).await;
         self.refresh(release).await;
         out

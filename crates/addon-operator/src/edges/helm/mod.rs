@@ -4,6 +4,7 @@
 pub mod binary;
 pub mod chart_files;
 pub mod helmignore;
+pub mod post_render;
 pub mod template;
 
 use std::path::PathBuf;

@@ -34,7 +34,7 @@ pub const ROUTES: &[&str] = &[
     "/hook/list.{json|yaml|text}",
     "/hook/{name}/snapshots.{json|yaml|text}?module={module}",
     "/config/list.{json|yaml|text}",
-    "POST /config/set?name=log.level&value={error|warn|info|debug|trace}",
+    "POST /config/set?name=log.level&value={error|warn|info|debug|trace}[&duration=10m]",
 ];
 
 /// An answer of the debug API.
@@ -97,7 +97,8 @@ pub fn handle(status: &dyn StatusSource, path: &str, query: &HashMap<String, Str
     .unwrap_or_else(|| Reply::not_found(format!("no route {path}")))
 }
 
-/// Answers `POST path?query`: `/config/set?name=log.level&value=debug` changes the log level.
+/// Answers `POST path?query`: `/config/set?name=log.level&value=debug` changes the log level
+/// (`debug` for 30 minutes; `&duration=10m` makes any level temporary, as upstream).
 pub fn handle_post(path: &str, query: &HashMap<String, String>) -> Reply {
     if path.trim_end_matches('/') != "/config/set" {
         return Reply::not_found(format!("no route POST {path}"));
@@ -111,7 +112,14 @@ pub fn handle_post(path: &str, query: &HashMap<String, String>) -> Reply {
             format!("Error: unknown runtime setting '{name}' (known: log.level)"),
         );
     }
-    match crate::logging::set_level(value) {
+    let duration = match query.get("duration").map(|d| d.trim()) {
+        None | Some("") => None,
+        Some(text) => match addon_core::hook_config::parse_go_duration(text) {
+            Ok(duration) => Some(duration),
+            Err(e) => return Reply::text(400, format!("Error: parse duration: {e}")),
+        },
+    };
+    match crate::logging::set_level(value, duration) {
         Ok(()) => Reply::text(
             200,
             format!("log.level set to {}", value.trim().to_ascii_lowercase()),

@@ -85,46 +85,37 @@ async fn expand_list(
     result
 }
 
-/// As the Go operator, only executables without an extension are asked; a script is asked only
-/// when it can print the answer itself (its text has `Found`), so plain shell hooks are never
-/// run with arguments they do not expect.
+/// As the Go operator, every executable file without an extension is asked `hook list`; one
+/// that does not answer in the batch format (or fails, or times out) stays a plain hook.
 fn may_be_batch(path: &Path) -> bool {
-    use std::io::Read;
-    if path.extension().is_some() {
-        return false;
-    }
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    // a compiled batch binary is told by its first bytes; only a script's text is searched
-    let mut head = Vec::new();
-    let mut reader = file.take(MAX_SCRIPT_SCAN);
-    if reader.by_ref().take(2).read_to_end(&mut head).is_err() || head != b"#!" {
-        return !head.is_empty();
-    }
-    reader.read_to_end(&mut head).is_ok() && head.windows(5).any(|w| w == b"Found")
+    use std::os::unix::fs::PermissionsExt;
+    path.extension().is_none()
+        && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// How much of a script is searched for `Found` (a batch hook's answer to `hook list`).
-const MAX_SCRIPT_SCAN: u64 = 1 << 20;
+/// The longest a `hook list` probe may take (the `--config` time limit when shorter): a batch
+/// executable answers at once, and a plain hook that does real work when called so must not
+/// hold startup for the whole hook time limit.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// `<hook> hook list` (with an empty environment, as upstream) answers `Found N items`.
+/// `<hook> hook list` (with an empty environment, as upstream, and a time limit) answers
+/// `Found N items`.
 async fn lists_hooks(hook: &HookFile, options: &ConfigRunOptions) -> bool {
-    let spec = spec(hook, &["hook", "list"], options, true);
+    let mut spec = spec(hook, &["hook", "list"], options, true);
+    spec.timeout = spec.timeout.min(PROBE_TIMEOUT);
     match process::run(&spec, &log(hook, "hook list")).await {
         Ok(output) if output.succeeded() => says_found(&output.stdout),
         _ => false,
     }
 }
 
+/// Upstream's `Found ([1-9]|[1-9]\d|[1-9]\d\d|[1-9]\d\d\d) items`, anywhere in the output.
 fn says_found(stdout: &str) -> bool {
-    stdout.lines().any(|line| {
-        let Some(rest) = line.trim().strip_prefix("Found ") else {
-            return false;
-        };
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let count_ok = !digits.starts_with('0') && (1..=4).contains(&digits.len());
-        count_ok && rest[digits.len()..].starts_with(" items")
+    stdout.match_indices("Found ").any(|(at, _)| {
+        let rest = &stdout[at + "Found ".len()..];
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        let count_ok = !rest.starts_with('0') && (1..=4).contains(&digits);
+        count_ok && rest[digits..].starts_with(" items")
     })
 }
 
@@ -211,6 +202,8 @@ fn log(hook: &HookFile, binding: &str) -> LogFields {
         hook: hook.name.to_string(),
         module: String::new(),
         binding: binding.to_string(),
+        // a plain hook asked `hook list` prints what it prints when misused: upstream drops it
+        quiet: binding == "hook list",
     }
 }
 
@@ -407,6 +400,44 @@ fn pick(value: &Value, keys: &[&str]) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn script(dir: &Path, name: &str, text: &str) -> HookFile {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        HookFile {
+            name: HookName::new(name).unwrap(),
+            path,
+            working_dir: dir.to_path_buf(),
+            args: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_plain_hook_that_hangs_or_fails_on_hook_list_stays_a_plain_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = ConfigRunOptions::new(std::time::Duration::from_millis(300));
+        options.kill_grace = std::time::Duration::from_millis(100);
+        // an unbounded probe would wait for the hour
+        let hangs = script(dir.path(), "hangs", "#!/bin/sh\nexec sleep 3600\n");
+        let fails = script(
+            dir.path(),
+            "fails",
+            "#!/bin/sh\necho 'Found 1 items'; exit 1\n",
+        );
+        let answers = script(
+            dir.path(),
+            "answers",
+            "#!/bin/sh\necho \"$(printf Fou)nd 3 items\"\n",
+        );
+        assert!(may_be_batch(&hangs.path));
+        assert!(!lists_hooks(&hangs, &options).await);
+        assert!(!lists_hooks(&fails, &options).await);
+        assert!(lists_hooks(&answers, &options).await);
+        let with_extension = script(dir.path(), "plain.sh", "#!/bin/sh\n");
+        assert!(!may_be_batch(&with_extension.path));
+    }
 
     #[test]
     fn the_answer_to_hook_list_is_recognised() {

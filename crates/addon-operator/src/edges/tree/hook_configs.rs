@@ -88,6 +88,7 @@ pub async fn fetch_one(
         hook: hook.name.to_string(),
         module: module.to_string(),
         binding: "--config".to_string(),
+        quiet: false,
     };
     let name = hook.name.to_string();
     let output = process::run(&spec, &log)

@@ -7,7 +7,7 @@ pub mod dirs;
 pub mod hook_configs;
 pub mod runnable;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -17,6 +17,7 @@ use addon_core::discovery::{
     hook_name_for,
 };
 use addon_core::names::{HookName, parse_module_dir_name};
+use addon_core::schema::refs;
 
 /// Where to look.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,10 +227,62 @@ fn load_module(
 
 fn load_openapi(dir: &Path, errors: &mut Vec<LoadError>) -> OpenApiFiles {
     let openapi = dir.join("openapi");
-    OpenApiFiles {
+    let mut files = OpenApiFiles {
         config_values: read_optional(&openapi.join("config-values.yaml"), errors),
         values: read_optional(&openapi.join("values.yaml"), errors),
         ref_files: read_ref_files(&openapi, errors),
+    };
+    if let Ok(cwd) = std::env::current_dir() {
+        read_working_dir_refs(&cwd, &mut files, errors);
+    }
+    files
+}
+
+/// Reads the files that `$ref`s name relative to the process's working directory `cwd` (as the
+/// Go operator resolves them) when they are not beside the referencing file: only files inside
+/// `cwd`, at most [`MAX_REF_FILES`] in all, each adding its own references.
+fn read_working_dir_refs(cwd: &Path, files: &mut OpenApiFiles, errors: &mut Vec<LoadError>) {
+    let Ok(root) = cwd.canonicalize() else {
+        return;
+    };
+    let mut queue: Vec<(String, String)> = files
+        .config_values
+        .iter()
+        .map(|f| ("config-values.yaml".to_string(), f.text.clone()))
+        .chain(
+            files
+                .values
+                .iter()
+                .map(|f| ("values.yaml".to_string(), f.text.clone())),
+        )
+        .chain(files.ref_files.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .collect();
+    let mut tried: BTreeSet<String> = BTreeSet::new();
+    while let Some((name, text)) = queue.pop() {
+        let Ok(doc) = addon_core::yaml::parse(&text) else {
+            continue;
+        };
+        let known = |key: &str| files.ref_files.contains_key(key) || tried.contains(key);
+        let wants = refs::working_dir_wants(&name, &doc, &known);
+        for key in wants {
+            tried.insert(key.clone());
+            if files.ref_files.len() >= MAX_REF_FILES {
+                return;
+            }
+            let rel = key.strip_prefix(refs::WORKING_DIR).unwrap_or(&key);
+            let inside = root
+                .join(rel)
+                .canonicalize()
+                .ok()
+                .filter(|p| p.starts_with(&root) && p.is_file());
+            let Some(path) = inside else {
+                continue;
+            };
+            if let Some(file) = read_optional(&path, errors) {
+                queue.push((key.clone(), file.text.clone()));
+                files.ref_files.insert(key, file.text);
+            }
+        }
     }
 }
 

@@ -4,7 +4,6 @@
 use addon_core::enablement::{self, Candidate, EnablementPass, Step};
 use addon_core::lifecycle::{self, ConvergeFacts, Discovered};
 use addon_core::names::ModuleName;
-use addon_core::values::patch::Scope;
 
 use crate::edges::metrics::ModuleInfo;
 use crate::runtime::Shared;
@@ -129,12 +128,17 @@ async fn run_script(
     if let Some(warning) = verdict.warning {
         tracing::warn!(module = %module, "{warning}");
     }
+    if !verdict.enabled && !answer.reason.is_empty() {
+        tracing::info!(module = %module, reason = %answer.reason, "disabled by its enabled script");
+    }
     Ok(verdict.enabled)
 }
 
 /// Global values and dynamic enable flags, as one checksum.
 pub fn global_checksum(st: &State) -> String {
-    let values = st.store.checksum(&Scope::Global).unwrap_or_default();
+    // CRDs a module run installed change `global.discovery.apiVersions`, not what afterAll
+    // hooks or the config did: that must not start another converge
+    let values = st.store.global_checksum_without_discovery();
     format!("{values}:{:?}", st.store.dynamic_enabled())
 }
 

@@ -117,7 +117,14 @@ async fn ensure_crds(
         .iter()
         .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
         .collect();
-    let ops: Vec<KubeOperation> = crds.objects.into_iter().flat_map(crd_operations).collect();
+    let api_versions: Vec<String> = crds.objects.iter().flat_map(crd_api_versions).collect();
+    let labels = shared.lock().crd_extra_labels.clone();
+    let ops: Vec<KubeOperation> = crds
+        .objects
+        .into_iter()
+        .map(|crd| with_labels(crd, &labels))
+        .flat_map(crd_operations)
+        .collect();
     shared.lock().record(|| format!("ensure crds {module}"));
     shared
         .edges
@@ -131,11 +138,52 @@ async fn ensure_crds(
         .wait_crds_established(&names)
         .await
         .map_err(ModuleError::WaitCrds)?;
-    shared
-        .lock()
-        .crds_applied
-        .insert(module.clone(), crds.checksum);
+    let mut st = shared.lock();
+    st.crds_applied.insert(module.clone(), crds.checksum);
+    st.store.add_discovered_api_versions(api_versions);
     Ok(())
+}
+
+/// The CRD with `labels` (`--crd-extra-labels`) over its own, as upstream's installer overlays
+/// them.
+fn with_labels(
+    mut crd: serde_json::Value,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> serde_json::Value {
+    if labels.is_empty() {
+        return crd;
+    }
+    let Some(meta) = crd.get_mut("metadata").and_then(|m| m.as_object_mut()) else {
+        return crd;
+    };
+    let own = meta
+        .entry("labels")
+        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    if !own.is_object() {
+        *own = serde_json::Value::Object(serde_json::Map::new());
+    }
+    if let Some(own) = own.as_object_mut() {
+        for (key, value) in labels {
+            own.insert(key.clone(), serde_json::Value::from(value.as_str()));
+        }
+    }
+    crd
+}
+
+/// `group/version/Kind` of each version of a CRD, as upstream lists them in
+/// `global.discovery.apiVersions`.
+fn crd_api_versions(crd: &serde_json::Value) -> Vec<String> {
+    let spec = &crd["spec"];
+    let (Some(group), Some(kind)) = (spec["group"].as_str(), spec["names"]["kind"].as_str()) else {
+        return Vec::new();
+    };
+    spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["name"].as_str())
+        .map(|version| format!("{group}/{version}/{kind}"))
+        .collect()
 }
 
 /// Creates a CRD of `crds/` when it is missing, else merge-patches only what the file sets (its

@@ -114,12 +114,35 @@ fn a_file_that_does_not_parse_is_not_written() {
     assert!(matches!(err, SpliceError::Parse(_)), "{err}");
 }
 
+/// Issue 27: a hook's patch of `global.counter` must not drop the comments inside `global`.
 #[test]
-fn key_lines_are_recognised_in_their_usual_spellings() {
-    assert_eq!(key_of("global:\n").as_deref(), Some("global"));
-    assert_eq!(key_of("web: {a: 1}\n").as_deref(), Some("web"));
-    assert_eq!(key_of("\"quoted\": 1\n").as_deref(), Some("quoted"));
-    assert_eq!(key_of("url:http://x\n"), None);
-    assert_eq!(key_of("- item\n"), None);
-    assert_eq!(key_of("---\n"), None);
+fn a_nested_change_keeps_the_comments_before_inside_and_after_the_changed_key() {
+    let text = "\
+global:
+  # the cluster's name
+  clusterName: laptop   # keep this
+
+  # the counter a hook bumps
+  counter: 1
+  # after the counter
+  zone: 'eu-1'
+";
+    let out = patch_text(
+        text,
+        &change(&[(
+            "global",
+            Some(json!({"clusterName": "laptop", "counter": 2, "zone": "eu-1"})),
+        )]),
+    )
+    .unwrap();
+    assert_eq!(out, text.replace("  counter: 1\n", "  counter: 2\n"));
+    let added = patch_text(
+        text,
+        &change(&[(
+            "global",
+            Some(json!({"clusterName": "laptop", "counter": 1, "zone": "eu-1", "new": "x"})),
+        )]),
+    )
+    .unwrap();
+    assert_eq!(added, format!("{text}  new: x\n"));
 }

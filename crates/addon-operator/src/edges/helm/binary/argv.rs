@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::command::{args, go_duration};
 use super::version::HelmVersion;
+use crate::edges::helm::post_render::{PLUGIN_NAME, PostRenderer};
 
 /// What every mutating command line needs besides the release.
 #[derive(Debug, Clone, Copy)]
@@ -54,6 +55,20 @@ pub(crate) fn upgrade(
         go_duration(target.timeout),
     ]));
     argv.extend(target.version.upgrade_flags());
+    argv
+}
+
+/// The flags that make `helm upgrade` run `renderer`: helm 3 runs a program, helm 4 a
+/// `postrenderer/v1` plugin by name ([`PostRenderer::write_plugin`] wrote it).
+pub(crate) fn post_renderer(version: HelmVersion, renderer: &PostRenderer) -> Vec<OsString> {
+    if version.major >= 4 {
+        return args(["--post-renderer", PLUGIN_NAME]);
+    }
+    let mut argv: Vec<OsString> = vec!["--post-renderer".into(), renderer.program.clone().into()];
+    for arg in &renderer.args {
+        argv.push("--post-renderer-args".into());
+        argv.push(arg.into());
+    }
     argv
 }
 
