@@ -157,7 +157,7 @@ static CORE: &[(&str, usize, Kind)] = &[
     ("range", 3, Kind::Filter),
     ("recurse", 0, Kind::Filter),
     ("recurse", 1, Kind::Filter),
-    ("getpath", 1, Kind::V1(|v, p| getpath(v, p))),
+    ("getpath", 1, Kind::V1(getpath)),
     ("setpath", 2, Kind::V2(setpath)),
     ("delpaths", 1, Kind::V1(delpaths)),
     ("length", 0, Kind::V0(length)),

@@ -124,10 +124,7 @@ impl Parser<'_> {
 
     fn binary(&mut self, min_prec: u8) -> Res<Ast> {
         let mut lhs = self.operand()?;
-        loop {
-            let Some((prec, right_assoc)) = self.peek().and_then(binop_prec) else {
-                break;
-            };
+        while let Some((prec, right_assoc)) = self.peek().and_then(binop_prec) {
             if prec < min_prec {
                 break;
             }

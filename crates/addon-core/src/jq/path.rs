@@ -2,13 +2,17 @@
 
 use super::ast::{Ast, Target};
 use super::builtins;
-use super::eval::{Callee, Ctx, Env, Flow, Frame, Res, err, push_defs};
+use super::eval::{Callee, Ctx, Env, Flow, Frame, Out, Res, err, push_defs};
 use super::ops;
 use super::value::Val;
 
 /// A path with the value found at it.
 pub type PathVal = (Vec<Val>, Val);
 pub type PathOut<'a> = &'a mut dyn FnMut(PathVal) -> Res;
+/// An update of `|=`: runs on the value at a path and passes its outputs on.
+pub type Updater<'a, 'p> = &'a mut dyn FnMut(&Ctx<'p>, Val, Out) -> Res;
+/// An evaluation in value mode, given where its outputs go.
+pub type ValueRun<'a> = &'a mut dyn FnMut(Out) -> Res;
 
 /// Every path `f` selects in `input`.
 pub fn collect<'p>(
@@ -32,7 +36,7 @@ pub fn modify<'p>(
     f: &'p Ast,
     env: &Env<'p>,
     input: Val,
-    g: &mut dyn FnMut(&Ctx<'p>, Val, &mut dyn FnMut(Val) -> Res) -> Res,
+    g: Updater<'_, 'p>,
 ) -> Result<Val, Flow> {
     let paths = collect(ctx, f, env, input.clone())?;
     let mut acc = input;
@@ -64,7 +68,7 @@ pub fn modify<'p>(
 
 /// Runs an expression that makes values, not paths: no output is fine (`empty`), a value is
 /// an invalid path.
-pub fn not_a_path(run: &mut dyn FnMut(&mut dyn FnMut(Val) -> Res) -> Res) -> Res {
+pub fn not_a_path(run: ValueRun) -> Res {
     let mut first = None;
     run(&mut |v| {
         if first.is_none() {

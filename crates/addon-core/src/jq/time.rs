@@ -26,11 +26,7 @@ fn time_to_array(t: &DateTime<Utc>) -> Val {
         Val::Int(i64::from(t.day())),
         Val::Int(i64::from(t.hour())),
         Val::Int(i64::from(t.minute())),
-        if seconds.fract() == 0.0 {
-            Val::Float(seconds)
-        } else {
-            Val::Float(seconds)
-        },
+        Val::Float(seconds),
         Val::Int(i64::from(t.weekday().num_days_from_sunday())),
         Val::Int(i64::from(t.ordinal0())),
     ])
