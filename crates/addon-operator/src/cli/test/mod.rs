@@ -168,6 +168,7 @@ async fn run_one(
     let case = &file.file.cases[index];
     let actual = match target::resolve(file, index, inputs.found, configs) {
         Ok(target) => run::run_case(inputs, case, &target).await,
+        Err(spec::SpecError::Invalid { message, .. }) => Err(message),
         Err(e) => Err(e.to_string()),
     };
     let actual = match actual {
