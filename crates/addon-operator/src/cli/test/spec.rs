@@ -186,10 +186,7 @@ pub fn load(path: &Path, shown: &str) -> Result<LoadedFile, SpecError> {
         file: file.clone(),
         source,
     })?;
-    let parsed = parse(&text).map_err(|message| SpecError::Parse {
-        file: file.clone(),
-        message,
-    })?;
+    let parsed = parse(&text).map_err(|message| parse_error(&file, &message))?;
     let loaded = LoadedFile {
         path: path.to_path_buf(),
         shown: file,
@@ -203,6 +200,29 @@ pub fn load(path: &Path, shown: &str) -> Result<LoadedFile, SpecError> {
 /// Parses the text of a test file (the message has the line and column of a mistake).
 pub fn parse(text: &str) -> Result<TestFile, String> {
     serde_saphyr::from_str::<TestFile>(text).map_err(|e| e.to_string())
+}
+
+/// The parser's message as `file:line: what` when it names a line (its first line only: the
+/// rest is a drawing of the text around it).
+fn parse_error(file: &str, message: &str) -> SpecError {
+    let first = message.lines().next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let located = first.strip_prefix("line ").and_then(|rest| {
+        let (line, rest) = rest.split_once(" column ")?;
+        let (column, what) = rest.split_once(": ")?;
+        Some((line.parse().ok()?, column, what))
+    });
+    match located {
+        Some((line, column, what)) => SpecError::Invalid {
+            file: file.to_string(),
+            line,
+            message: format!("{what} (column {column})"),
+        },
+        None => SpecError::Parse {
+            file: file.to_string(),
+            message: first.to_string(),
+        },
+    }
 }
 
 /// Case names are non-empty and unique in their file.
@@ -306,6 +326,17 @@ cases:
         let err = parse("cases:\n- name: a\n  binding: onStartup\n  expekt: {}\n").unwrap_err();
         assert!(err.contains("expekt"), "{err}");
         assert!(err.contains('4'), "the line is named: {err}");
+    }
+
+    #[test]
+    fn a_parse_error_names_the_file_and_line_on_one_line() {
+        let message = parse("cases:\n- name: a\n  bindin: x\n").unwrap_err();
+        let err = parse_error("h.test.yaml", &message).to_string();
+        assert!(
+            err.starts_with("h.test.yaml:3: unknown field `bindin`"),
+            "{err}"
+        );
+        assert!(!err.contains('\n'), "{err}");
     }
 
     #[test]
