@@ -348,13 +348,16 @@ fn a_test_file_with_a_mistake_is_reported_with_its_file_and_line() {
 }
 
 #[test]
-fn the_demo_tree_ships_passing_tests() {
+fn the_examples_ship_passing_tests() {
     if !require_tool("jq") {
         return;
     }
-    let (code, stdout, stderr) = test(&demo_dir(), &["--format", "tap"]);
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
-    assert!(stdout.starts_with("TAP version 13\n"), "{stdout}");
-    assert!(!stdout.contains("not ok"), "{stdout}");
-    assert!(stdout.matches("\nok ").count() >= 9, "{stdout}");
+    let crds = demo_dir().join("../crds");
+    for (tree, cases) in [(demo_dir(), 9), (crds, 3)] {
+        let (code, stdout, stderr) = test(&tree, &["--format", "tap"]);
+        assert_eq!(code, 0, "{stdout}\n{stderr}");
+        assert!(stdout.starts_with("TAP version 13\n"), "{stdout}");
+        assert!(!stdout.contains("not ok"), "{stdout}");
+        assert_eq!(stdout.matches("\nok ").count(), cases, "{stdout}");
+    }
 }
