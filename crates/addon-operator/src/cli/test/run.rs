@@ -347,3 +347,96 @@ fn enabled_before(
         .map(|m| m.name.clone())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use addon_core::hook_config::HookScope;
+    use serde_json::json;
+
+    fn config() -> HookConfig {
+        let text = "configVersion: v1\nkubernetes:\n- name: pods\n  kind: Pod\n- name: nodes\n  kind: Node\n  group: g\n- name: zones\n  kind: Zone\n  group: g\n";
+        let name = HookName::new("hooks/h").unwrap();
+        addon_core::hook_config::parse(&name, HookScope::Global, text).unwrap()
+    }
+
+    fn pod(name: &str) -> Value {
+        json!({"kind": "Pod", "metadata": {"name": name, "namespace": "d"}})
+    }
+
+    fn names(snapshots: &Snapshots, binding: &str) -> Vec<String> {
+        snapshots[binding]
+            .iter()
+            .map(|i| i.id.name.clone())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn an_event_is_applied_to_the_snapshot_of_its_binding() {
+        let mut case = Case {
+            event: Some(EventKind::Added),
+            object: Some(pod("b")),
+            snapshots: [("pods".to_string(), vec![pod("a")])].into(),
+            ..Case::default()
+        };
+        let (added, event) = snapshots(&case, &config(), "pods").await.unwrap();
+        assert_eq!(names(&added, "pods"), ["a", "b"]);
+        let (watch, item) = event.unwrap();
+        assert_eq!((watch, item.id.name.as_str()), (WatchEvent::Added, "b"));
+        case.event = Some(EventKind::Deleted);
+        case.object = Some(pod("a"));
+        let (after, _) = snapshots(&case, &config(), "pods").await.unwrap();
+        assert!(names(&after, "pods").is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_event_the_hook_would_not_see_is_refused() {
+        let case = Case {
+            event: Some(EventKind::Deleted),
+            object: Some(pod("gone")),
+            ..Case::default()
+        };
+        let err = snapshots(&case, &config(), "pods").await.unwrap_err();
+        assert!(err.contains("the operator would not run it"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_grouped_binding_sees_the_groups_snapshots() {
+        let node = json!({"kind": "Node", "metadata": {"name": "n1"}});
+        let case = Case {
+            snapshots: [("nodes".to_string(), vec![node])].into(),
+            ..Case::default()
+        };
+        let (held, event) = snapshots(&case, &config(), "zones").await.unwrap();
+        let context = binding_context(&config(), "zones", &held, None).unwrap();
+        let rendered = render(&[context]);
+        assert!(event.is_none());
+        assert_eq!(rendered[0]["type"], "Group");
+        assert_eq!(
+            rendered[0]["snapshots"]["nodes"][0]["object"]["metadata"]["name"],
+            "n1"
+        );
+        assert_eq!(rendered[0]["snapshots"]["zones"], json!([]));
+    }
+
+    #[test]
+    fn the_enabled_script_sees_the_modules_enabled_before_it() {
+        let mut found = Discovered::default();
+        for (order, name) in [(1, "a"), (2, "b"), (3, "c")] {
+            found.modules.push(addon_core::discovery::ModuleSource {
+                name: ModuleName::new(name).unwrap(),
+                order,
+                path: std::path::PathBuf::from(name),
+                modules_dir: None,
+                values_yaml: None,
+                enabled_script: None,
+                openapi: Default::default(),
+                has_chart: false,
+                hooks: Vec::new(),
+            });
+        }
+        let enabled = [ModuleName::new("a").unwrap(), ModuleName::new("c").unwrap()];
+        let before = enabled_before(&found, &enabled, &ModuleName::new("c").unwrap());
+        assert_eq!(before, [ModuleName::new("a").unwrap()]);
+    }
+}
