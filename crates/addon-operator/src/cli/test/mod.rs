@@ -158,14 +158,18 @@ async fn run_one(
     configs: &BTreeMap<PathBuf, HookConfig>,
     update: bool,
 ) -> (CaseResult, Option<Expect>) {
+    let case = file.file.cases.get(index);
     let mut result = CaseResult {
         file: file.shown.clone(),
         line: file.case_line(index),
-        name: file.file.cases[index].name.clone(),
+        name: case.map_or_else(String::new, |c| c.name.clone()),
         outcome: Outcome::Failed,
         diff: Vec::new(),
     };
-    let case = &file.file.cases[index];
+    let Some(case) = case else {
+        result.diff.push(format!("no case {index}"));
+        return (result, None);
+    };
     let actual = match target::resolve(file, index, inputs.found, configs) {
         Ok(target) => run::run_case(inputs, case, &target).await,
         Err(spec::SpecError::Invalid { message, .. }) => Err(message),
