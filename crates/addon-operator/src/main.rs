@@ -39,6 +39,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
         },
         Command::Start(args) => addon_operator::cli::start::run_cli(&args),
+        Command::Test(args) => addon_operator::cli::test::run_cli(&args),
         Command::Queue(args) => debug::run_cli(&args.socket.debug_unix_socket, &args.route()),
         Command::Global(args) => debug::run_cli(&args.socket.debug_unix_socket, &args.route()),
         Command::Module(args) => match &args.command {

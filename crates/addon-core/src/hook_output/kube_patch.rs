@@ -190,16 +190,8 @@ const FIELDS: &[&str] = &[
 /// Parses the file: a stream of JSON documents, else a YAML multi-document stream. A document
 /// that is an array holds several operations. Empty and `null` documents are skipped.
 pub fn parse(text: &str) -> Result<Vec<KubeOperation>, KubePatchError> {
-    let documents = read_documents(text)?;
-    let mut ops = Vec::new();
-    for doc in documents {
-        match doc {
-            Value::Null => {}
-            Value::Array(items) => ops.extend(items),
-            other => ops.push(other),
-        }
-    }
-    ops.iter()
+    documents(text)?
+        .iter()
         .enumerate()
         .map(|(index, op)| {
             parse_operation(op).map_err(|(operation, reason)| KubePatchError::ValidateOperation {
@@ -209,6 +201,19 @@ pub fn parse(text: &str) -> Result<Vec<KubeOperation>, KubePatchError> {
             })
         })
         .collect()
+}
+
+/// The operations of the file as written, one JSON value each, unchecked (see [`parse`]).
+pub fn documents(text: &str) -> Result<Vec<Value>, KubePatchError> {
+    let mut ops = Vec::new();
+    for doc in read_documents(text)? {
+        match doc {
+            Value::Null => {}
+            Value::Array(items) => ops.extend(items),
+            other => ops.push(other),
+        }
+    }
+    Ok(ops)
 }
 
 fn read_documents(text: &str) -> Result<Vec<Value>, KubePatchError> {

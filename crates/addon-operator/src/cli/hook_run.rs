@@ -9,7 +9,9 @@ use addon_core::binding_context::{
     BindingContext, ContextBuilder, ObjectAndFilterResult, Snapshots, render,
 };
 use addon_core::discovery::HookFile;
-use addon_core::hook_config::{BindingType, HookConfig};
+use addon_core::hook_config::{
+    BindingType, FilteredObject, HookConfig, KubernetesBinding, WatchEvent,
+};
 use addon_core::monitor::MonitorCache;
 use addon_core::names::ModuleName;
 use addon_core::values::patch::HookRef;
@@ -107,7 +109,7 @@ async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn find_hook<'a>(
+pub(crate) fn find_hook<'a>(
     found: &'a addon_core::discovery::Discovered,
     module: Option<&ModuleName>,
     name: &str,
@@ -119,15 +121,30 @@ fn find_hook<'a>(
     hooks.iter().find(|h| h.name.as_str() == name)
 }
 
-/// The binding context of `binding`: a lifecycle binding type, or a schedule or kubernetes
-/// binding by name (`objects` are the Synchronization objects of a kubernetes binding).
+/// The binding context of `binding` for `hook run`: `objects` are the Synchronization objects
+/// of a kubernetes binding.
 async fn contexts(
     config: &HookConfig,
     binding: &str,
     objects: Option<&Path>,
 ) -> Result<Vec<BindingContext>, String> {
-    let empty = Snapshots::new();
-    let builder = ContextBuilder::new(config, &empty);
+    let mut snapshots = Snapshots::new();
+    if let (Some(path), Some(kube)) = (objects, config.kubernetes_binding(binding)) {
+        snapshots.insert(kube.name.clone(), read_objects(path, kube).await?);
+    }
+    Ok(vec![binding_context(config, binding, &snapshots, None)?])
+}
+
+/// The context the operator gives `binding`: a lifecycle binding type, or a schedule or
+/// kubernetes binding by name, with the current `snapshots` of the hook's kubernetes bindings.
+/// A kubernetes binding gets a Synchronization of its snapshot, or the watch `event`.
+pub(crate) fn binding_context(
+    config: &HookConfig,
+    binding: &str,
+    snapshots: &Snapshots,
+    event: Option<(WatchEvent, &ObjectAndFilterResult)>,
+) -> Result<BindingContext, String> {
+    let builder = ContextBuilder::new(config, snapshots);
     if let Some(kind) = BindingType::ORDERED
         .into_iter()
         .find(|t| t.as_str() == binding)
@@ -135,33 +152,31 @@ async fn contexts(
         if config.order(kind).is_none() {
             return Err(format!("the hook has no '{binding}' binding"));
         }
-        return Ok(vec![builder.ordered(kind)]);
+        return Ok(builder.ordered(kind));
     }
     if let Some(schedule) = config.schedules.iter().find(|s| s.name == binding) {
-        return Ok(vec![builder.schedule(schedule)]);
+        return Ok(builder.schedule(schedule));
     }
-    let Some(kube) = config.kubernetes.iter().find(|k| k.name == binding) else {
+    let Some(kube) = config.kubernetes_binding(binding) else {
         let known: Vec<String> = config.binding_summary();
         return Err(format!(
             "the hook has no binding '{binding}' (it has: {})",
             known.join(", ")
         ));
     };
-    let items = match objects {
-        Some(path) => read_objects(path, kube).await?,
-        None => Vec::new(),
-    };
-    let mut snapshots = Snapshots::new();
-    snapshots.insert(kube.name.clone(), items.clone());
-    let ctx = ContextBuilder::new(config, &snapshots).synchronization(kube, &items);
-    Ok(vec![ctx])
+    Ok(match event {
+        Some((event, object)) => builder.event(kube, event, object),
+        None => {
+            let items = snapshots.get(binding).map(Vec::as_slice).unwrap_or(&[]);
+            builder.synchronization(kube, items)
+        }
+    })
 }
 
-/// The objects of `path` as the binding's monitor would hold them (filter results, full objects
-/// only when the binding keeps them), filtered in the jq sandbox with the default bounds.
+/// The objects of `path` as the binding's monitor would hold them.
 async fn read_objects(
     path: &Path,
-    binding: &addon_core::hook_config::KubernetesBinding,
+    binding: &KubernetesBinding,
 ) -> Result<Vec<ObjectAndFilterResult>, String> {
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
@@ -169,18 +184,35 @@ async fn read_objects(
     let Value::Array(objects) = value else {
         return Err(format!("{}: expected a list of objects", path.display()));
     };
+    Ok(monitor_cache(binding, objects).await?.items())
+}
+
+/// A monitor's cache holding `objects` (filter results, full objects only when the binding
+/// keeps them), filtered in the jq sandbox with the default bounds.
+pub(crate) async fn monitor_cache(
+    binding: &KubernetesBinding,
+    objects: Vec<Value>,
+) -> Result<MonitorCache, String> {
+    let filtered = filter(binding, &objects).await?;
+    let mut cache = MonitorCache::new(binding);
+    cache.reset_filtered(objects.into_iter().zip(filtered).collect());
+    Ok(cache)
+}
+
+/// `objects` as `binding` sees them, filtered in the jq sandbox with the default bounds.
+pub(crate) async fn filter(
+    binding: &KubernetesBinding,
+    objects: &[Value],
+) -> Result<Vec<FilteredObject>, String> {
     let jq = JqRunner::sandbox(SandboxSettings::for_current_exe(
         DEFAULT_TIMEOUT,
         DEFAULT_MEMORY_LIMIT_BYTES,
     ));
-    let filtered = jq.filter_objects(binding, &objects).await;
-    let filtered = filtered.map_err(|e| e.to_string())?;
-    let mut cache = MonitorCache::new(binding);
-    cache.reset_filtered(objects.into_iter().zip(filtered).collect());
-    Ok(cache.items())
+    let filtered = jq.filter_objects(binding, objects).await;
+    filtered.map_err(|e| format!("jqFilter of binding '{}': {e}", binding.name))
 }
 
-fn hook_values(
+pub(crate) fn hook_values(
     store: &ValuesStore,
     module: Option<&ModuleName>,
     enabled: &[ModuleName],
@@ -201,9 +233,7 @@ fn report(
     enabled: &[ModuleName],
     outputs: &HookOutputs,
 ) -> Result<Value, String> {
-    let read = ReadOutputs::parse(hook, outputs).map_err(|e| error_chain(&e))?;
-    read.apply_patches(store, hook)
-        .map_err(|e| error_chain(&e))?;
+    let read = apply_outputs(store, hook, outputs)?;
     let after = hook_values(store, module, enabled)?;
     let warnings: Vec<&String> = read.warnings().collect();
     Ok(json!({
@@ -216,6 +246,19 @@ fn report(
         "values": after.values,
         "warnings": warnings,
     }))
+}
+
+/// Reads a successful run's outputs and applies its config and values patches to `store`, as
+/// the runtime does.
+pub(crate) fn apply_outputs(
+    store: &mut ValuesStore,
+    hook: &HookRef,
+    outputs: &HookOutputs,
+) -> Result<ReadOutputs, String> {
+    let read = ReadOutputs::parse(hook, outputs).map_err(|e| error_chain(&e))?;
+    read.apply_patches(store, hook)
+        .map_err(|e| error_chain(&e))?;
+    Ok(read)
 }
 
 #[derive(Debug, Clone, clap::Args)]

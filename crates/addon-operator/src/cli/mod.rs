@@ -6,6 +6,7 @@ pub mod hook_run;
 pub mod render;
 pub mod start;
 pub mod support;
+pub mod test;
 pub mod upstream_flags;
 
 use clap::{Parser, Subcommand};
@@ -86,6 +87,9 @@ pub enum Command {
     /// Run one hook locally with a binding context, on the tree's values, and print what it
     /// changed (for module authors; no running operator needed)
     Hook(HookArgs),
+    /// Run the tree's declarative hook tests (`*.test.yaml`) without a cluster; exit 1 when a
+    /// case fails
+    Test(Box<crate::cli::test::TestArgs>),
     /// Print the version, git commit and build date.
     Version,
     /// Evaluate jq filters for the operator (its sandbox child process; internal)

@@ -20,4 +20,5 @@ mod ship;
 mod start;
 mod startup_faults;
 mod support;
+mod test_cmd;
 mod upstream;

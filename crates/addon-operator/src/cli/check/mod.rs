@@ -41,6 +41,10 @@ pub fn run_cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
 /// Builds the report for a tree.
 pub async fn run(args: &CheckArgs) -> CheckReport {
     let dirs = dirs::resolve(&args.dirs, &|name| std::env::var(name).ok());
+    let test_paths: Vec<PathBuf> = std::iter::once(dirs.global_hooks_dir.clone())
+        .chain(dirs.modules_dirs.iter().cloned())
+        .filter(|d| d.is_dir())
+        .collect();
     let (mut found, load_errors) = loader::load(&LoaderConfig {
         modules_dirs: dirs.modules_dirs,
         global_hooks_dir: dirs.global_hooks_dir,
@@ -53,6 +57,8 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
     };
     let configs = HookConfigs::fetch(&mut found, &ConfigRunOptions::new(args.hook_timeout)).await;
     report.errors.extend(configs.errors.iter().cloned());
+    let tests = crate::cli::test::check_files(&test_paths, &found, &configs.by_path);
+    report.errors.extend(tests);
     report.global_hooks = found
         .global
         .hooks

@@ -85,7 +85,7 @@ impl ValuesStage {
                     enabled_so_far,
                 }) => {
                     let verdict = self
-                        .run_script(found, &module, &enabled_so_far, settings)
+                        .run_script(found, &module, &enabled_so_far, settings, &[])
                         .await;
                     if let Err(e) = pass.accept_verdict(&module, verdict) {
                         self.errors.push(e.to_string());
@@ -100,13 +100,15 @@ impl ValuesStage {
         }
     }
 
-    /// Runs one `enabled` script; a failure is recorded and counts as "disabled".
-    async fn run_script(
+    /// Runs one `enabled` script with `extra_env`; a failure is recorded and counts as
+    /// "disabled".
+    pub async fn run_script(
         &mut self,
         found: &Discovered,
         module: &ModuleName,
         enabled_so_far: &[ModuleName],
         settings: &HookRunSettings,
+        extra_env: &[(String, String)],
     ) -> bool {
         let (Some(script), Ok(values)) = (
             module_script(found, module),
@@ -119,7 +121,7 @@ impl ValuesStage {
             script_path: script,
             config_values: &values.config_values,
             values: &values.values,
-            extra_env: &[],
+            extra_env,
         };
         let run =
             hook_run::run_enabled_script(settings, &invocation, &CancellationToken::new()).await;
