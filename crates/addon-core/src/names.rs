@@ -219,6 +219,8 @@ pub struct QueueName(String);
 
 impl QueueName {
     pub const MAIN: &'static str = "main";
+    /// The names of the lanes of parallel module runs start so (upstream's names).
+    pub const PARALLEL_PREFIX: &'static str = "parallel_queue_";
 
     pub fn new(name: &str) -> Result<Self, NameError> {
         if name.is_empty() {
@@ -233,6 +235,16 @@ impl QueueName {
 
     pub fn is_main(&self) -> bool {
         self.0 == Self::MAIN
+    }
+
+    /// The `index`th lane of parallel module runs (upstream's `parallel_queue_<i>`).
+    pub fn parallel(index: usize) -> Self {
+        Self(format!("{}{index}", Self::PARALLEL_PREFIX))
+    }
+
+    /// Whether this is a lane of parallel module runs.
+    pub fn is_parallel(&self) -> bool {
+        self.0.starts_with(Self::PARALLEL_PREFIX)
     }
 
     pub fn as_str(&self) -> &str {

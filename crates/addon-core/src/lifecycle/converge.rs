@@ -6,6 +6,7 @@ use crate::enablement;
 use crate::hook_config::BindingType;
 use crate::names::ModuleName;
 
+use super::group::{PlannedRun, runs_by_order};
 use super::hooks::{HookDef, hooks_with_kubernetes, lifecycle_tasks};
 use super::{Change, Decision, QueueEdit, Task};
 
@@ -42,6 +43,8 @@ pub fn start_converge(global_hooks: &[HookDef]) -> Decision {
 pub struct Discovered<'a> {
     /// Every module, in module order.
     pub module_order: &'a [ModuleName],
+    /// The ORDER of each module of `module_order`, index by index.
+    pub orders: &'a [u32],
     /// The modules enabled now (flags and `enabled` scripts), in order.
     pub enabled: &'a [ModuleName],
     /// The Helm releases that exist.
@@ -61,11 +64,13 @@ pub struct ConvergeFacts<'a> {
     pub startup_purge_done: bool,
     /// The checksum of global values and dynamic flags now (compared after afterAll).
     pub global_checksum: &'a str,
+    /// The lanes of parallel module runs (`--parallel-module-runs`; 1 runs one by one).
+    pub parallel_module_runs: usize,
 }
 
 /// Steps 4–8 as tasks at the head of `main`: deletes of disabled modules (step 6, reverse
-/// order), runs of enabled modules (step 5; with onStartup when newly enabled or not started),
-/// purges of releases without a module (step 7, first discovery only), afterAll hooks (step 8)
+/// order), runs of enabled modules (step 5; with onStartup when newly enabled or not started;
+/// the modules of one ORDER side by side when there are lanes, see [`runs_by_order`]), purges of releases without a module (step 7, first discovery only), afterAll hooks (step 8)
 /// and the closing check.
 pub fn discovered(
     found: Discovered<'_>,
@@ -83,11 +88,20 @@ pub fn discovered(
         .into_iter()
         .map(|module| Task::ModuleDelete { module })
         .collect();
-    head.extend(plan.to_run.into_iter().map(|module| Task::ModuleRun {
+    let order_of = |module: &ModuleName| {
+        let index = found.module_order.iter().position(|m| m == module);
+        index
+            .and_then(|i| found.orders.get(i))
+            .copied()
+            .unwrap_or(0)
+    };
+    let runs = plan.to_run.into_iter().map(|module| PlannedRun {
         startup: plan.newly_enabled.contains(&module) || !facts.started.contains(&module),
+        order: order_of(&module),
         module,
-        reason: "converge",
-    }));
+    });
+    let runs = runs_by_order(runs.collect(), facts.parallel_module_runs, "converge");
+    head.extend(runs);
     let mut changes = vec![Change::Enabled(found.enabled.to_vec())];
     if !facts.startup_purge_done {
         changes.push(Change::StartupPurgeDone);

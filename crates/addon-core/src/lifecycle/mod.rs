@@ -3,6 +3,7 @@
 //! executes a [`Decision`]; it decides nothing itself.
 
 mod converge;
+mod group;
 mod hooks;
 mod module;
 mod reactions;
@@ -12,6 +13,7 @@ mod task;
 mod tests;
 
 pub use converge::{ConvergeFacts, Discovered, converge_done, discovered, start_converge, startup};
+pub use group::{GroupStep, PlannedRun, group_step, lanes, runs_by_order};
 pub use hooks::{HookDef, HookEffect, hooks_by_order, hooks_with_kubernetes, lifecycle_tasks};
 pub use module::{
     DeletePhase, RunPhase, module_delete_finished, module_delete_phases, module_run_finished,
@@ -22,7 +24,7 @@ pub use reactions::{
     watch_event_runs,
 };
 pub use sync::{global_kubernetes_enabled, synchronization_run, synchronization_runs};
-pub use task::{HookTask, Origin, Task};
+pub use task::{GroupMember, HookTask, Origin, Task};
 
 use crate::names::{ModuleName, QueueName};
 use crate::queue::QueueSet;
@@ -46,14 +48,27 @@ impl View<'_> {
             .is_some_and(|q| q.iter().any(|t| matches(&t.task)))
     }
 
-    /// A run of an enabled `module` (without onStartup) for `reason`, unless one is in `main`.
+    /// A run of an enabled `module` (without onStartup) for `reason`, unless one is in `main`
+    /// (a run of its own, or a group that has not started yet and holds it: a running group
+    /// may have run the module already).
     pub fn module_run_if_not_queued(
         &self,
         module: &ModuleName,
         reason: &'static str,
     ) -> Option<Task> {
-        let queued =
-            self.in_main(|t| matches!(t, Task::ModuleRun { module: m, .. } if m == module));
+        let running = self
+            .queues
+            .get(&QueueName::main())
+            .and_then(|q| q.running());
+        let queued = self.queues.get(&QueueName::main()).is_some_and(|q| {
+            q.iter().any(|t| match &t.task {
+                Task::ModuleRun { module: m, .. } => m == module,
+                Task::ModuleGroup { members, .. } => {
+                    Some(t.id) != running && members.iter().any(|g| &g.module == module)
+                }
+                _ => false,
+            })
+        });
         (self.enabled.contains(module) && !queued).then(|| Task::ModuleRun {
             module: module.clone(),
             startup: false,
@@ -111,10 +126,12 @@ pub enum QueueEdit {
     CancelMainRetryDelay,
     /// Converges waiting in `main`: the converge that starts covers them.
     DropQueuedConverges,
-    /// The pending steps of a converge in progress in `main` (module runs, discovery, the
-    /// closing marker, beforeAll and afterAll runs); a new converge redoes them. Deletes stay.
+    /// The pending steps of a converge in progress in `main` (module runs and groups, discovery,
+    /// the closing marker, beforeAll and afterAll runs); a new converge redoes them. Deletes
+    /// stay, and so does a running group (its members finish; only disabled ones are dropped).
     DropConvergeSteps,
-    /// Runs and hook runs of these modules, from every queue (a failing head included).
+    /// Runs and hook runs of these modules, from every queue (a failing head included) and from
+    /// the members of a running group that have not started yet.
     DropRunsOf(Vec<ModuleName>),
 }
 
@@ -131,7 +148,10 @@ impl QueueEdit {
             QueueEdit::CancelMainRetryDelay => false,
             QueueEdit::DropQueuedConverges => matches!(task, Task::Converge { .. }),
             QueueEdit::DropConvergeSteps => match task {
-                Task::ModuleRun { .. } | Task::DiscoverModules | Task::ConvergeDone { .. } => true,
+                Task::ModuleRun { .. }
+                | Task::ModuleGroup { .. }
+                | Task::DiscoverModules
+                | Task::ConvergeDone { .. } => true,
                 Task::Hook(h) => {
                     matches!(h.binding, BindingType::BeforeAll | BindingType::AfterAll)
                 }

@@ -47,8 +47,13 @@ pub fn module_run_phases(enabled: bool, startup: bool, has_chart: bool) -> Optio
 }
 
 /// End of step 5: the module is started; when afterHelm hooks changed its values, it runs again
-/// (without onStartup) from the end of `main`.
-pub fn module_run_finished(module: &ModuleName, after_helm_changed_values: bool) -> Decision {
+/// (without onStartup): from the end of `main`, or, for a member of a group running in a
+/// parallel `lane`, at the head of that lane (the member is done after that run, as upstream).
+pub fn module_run_finished(
+    module: &ModuleName,
+    after_helm_changed_values: bool,
+    lane: bool,
+) -> Decision {
     let mut decision = Decision {
         changes: vec![Change::ModuleStarted(module.clone())],
         ..Decision::nothing()
@@ -59,7 +64,11 @@ pub fn module_run_finished(module: &ModuleName, after_helm_changed_values: bool)
             startup: false,
             reason: "afterHelm hooks changed module values",
         };
-        decision.tail.push((QueueName::main(), again));
+        if lane {
+            decision.head.push(again);
+        } else {
+            decision.tail.push((QueueName::main(), again));
+        }
     }
     decision
 }

@@ -24,6 +24,25 @@ pub struct HookTask {
     pub origin: Origin,
 }
 
+/// A module of a [`Task::ModuleGroup`]: its run is a `ModuleRun` in a parallel lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMember {
+    pub module: ModuleName,
+    /// The run starts the module (onStartup, Synchronization).
+    pub startup: bool,
+}
+
+impl GroupMember {
+    /// The member's run, as it goes to a lane.
+    pub fn run(&self, reason: &'static str) -> Task {
+        Task::ModuleRun {
+            module: self.module.clone(),
+            startup: self.startup,
+            reason,
+        }
+    }
+}
+
 /// A unit of work in a queue.
 #[derive(Debug, Clone)]
 pub enum Task {
@@ -41,6 +60,13 @@ pub enum Task {
     ModuleRun {
         module: ModuleName,
         startup: bool,
+        reason: &'static str,
+    },
+    /// Run the enabled modules of one ORDER side by side (upstream's ParallelModuleRun): each
+    /// member is a `ModuleRun` in a parallel lane; the task is done when every member is.
+    ModuleGroup {
+        order: u32,
+        members: Vec<GroupMember>,
         reason: &'static str,
     },
     /// Delete a disabled module's release and run its afterDeleteHelm hooks.
@@ -69,6 +95,7 @@ impl Task {
             Task::DiscoverModules => "DiscoverModules",
             Task::ConvergeDone { .. } => "ConvergeDone",
             Task::ModuleRun { .. } => "ModuleRun",
+            Task::ModuleGroup { .. } => "ParallelModuleRun",
             Task::ModuleDelete { .. } => "ModuleDelete",
             Task::ModulePurge { .. } => "ModulePurge",
         }
@@ -99,6 +126,20 @@ impl QueueTask for Task {
             } => {
                 let startup = if *startup { ":startup" } else { "" };
                 format!("{kind}:{module}{startup}:{reason}")
+            }
+            Task::ModuleGroup {
+                order,
+                members,
+                reason,
+            } => {
+                let names: Vec<String> = members
+                    .iter()
+                    .map(|m| {
+                        let startup = if m.startup { "(startup)" } else { "" };
+                        format!("{}{startup}", m.module)
+                    })
+                    .collect();
+                format!("{kind}:order {order}:{}:{reason}", names.join(","))
             }
             Task::ModuleDelete { module } => format!("{kind}:{module}"),
             Task::ModulePurge { release } => format!("{kind}:{release}"),

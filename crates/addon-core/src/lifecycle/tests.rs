@@ -289,11 +289,37 @@ fn discover_with(
     kept: &[&str],
     startup_purge_done: bool,
 ) -> Decision {
+    // each module has an ORDER of its own: no two run side by side
+    let orders: Vec<u32> = (1..=order.len() as u32).collect();
+    discover_in_lanes(
+        order,
+        &orders,
+        enabled,
+        releases,
+        before,
+        kept,
+        startup_purge_done,
+        4,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn discover_in_lanes(
+    order: &[&str],
+    orders: &[u32],
+    enabled: &[&str],
+    releases: &[&str],
+    before: &[&str],
+    kept: &[&str],
+    startup_purge_done: bool,
+    lanes: usize,
+) -> Decision {
     let strings = |names: &[&str]| -> Vec<String> { names.iter().map(|n| n.to_string()).collect() };
     let (order, enabled, before) = (mods(order), mods(enabled), mods(before));
     let (releases, kept) = (strings(releases), strings(kept));
     let found = Discovered {
         module_order: &order,
+        orders,
         enabled: &enabled,
         releases: &releases,
         kept_releases: &kept,
@@ -303,6 +329,7 @@ fn discover_with(
         started: &before,
         startup_purge_done,
         global_checksum: "sum-before-afterAll",
+        parallel_module_runs: lanes,
     };
     discovered(found, facts, &global_hooks())
 }
@@ -323,12 +350,12 @@ fn module_run_step_5() {
         },
         Row {
             step: "5: a module run finished: the module is started, nothing more",
-            decide: || module_run_finished(&m("a"), false),
+            decide: || module_run_finished(&m("a"), false, false),
             expected: &["change ModuleStarted a"],
         },
         Row {
             step: "5: afterHelm changed the module's values: 'module run' again from the tail",
-            decide: || module_run_finished(&m("a"), true),
+            decide: || module_run_finished(&m("a"), true, false),
             expected: &[
                 "tail main ModuleRun:a:afterHelm hooks changed module values",
                 "change ModuleStarted a",
@@ -845,4 +872,199 @@ fn config_edit_drops_the_pending_steps_of_a_converge_but_keeps_deletes() {
     }
     assert!(QueueEdit::DropRunsOf(Vec::new()).every_queue());
     assert!(!QueueEdit::DropConvergeSteps.every_queue());
+}
+
+/// Modules a, b, c of ORDER 1, d of ORDER 2, e and f of ORDER 3: every one enabled, a, b, d
+/// started before.
+fn discover_groups(lanes: usize) -> Decision {
+    let all = ["a", "b", "c", "d", "e", "f"];
+    let orders = [1, 1, 1, 2, 3, 3];
+    discover_in_lanes(&all, &orders, &all, &[], &["a", "b", "d"], &[], true, lanes)
+}
+
+#[test]
+fn modules_of_one_order_run_side_by_side_step_5() {
+    check(&[
+        Row {
+            step: "5: with lanes, each ORDER of two modules or more is one group; a lone ORDER runs in main",
+            decide: || discover_groups(4),
+            expected: &[
+                "head ParallelModuleRun:order 1:a,b,c(startup):converge",
+                "head ModuleRun:d:converge",
+                "head ParallelModuleRun:order 3:e(startup),f(startup):converge",
+                "head GlobalHookRun:afterAll:watch-a.sh:afterAll",
+                "head ConvergeDone",
+                "change Enabled [a, b, c, d, e, f]",
+            ],
+        },
+        Row {
+            step: "5: --parallel-module-runs 1 is the one-by-one plan of the seeds",
+            decide: || discover_groups(1),
+            expected: &[
+                "head ModuleRun:a:converge",
+                "head ModuleRun:b:converge",
+                "head ModuleRun:c:startup:converge",
+                "head ModuleRun:d:converge",
+                "head ModuleRun:e:startup:converge",
+                "head ModuleRun:f:startup:converge",
+                "head GlobalHookRun:afterAll:watch-a.sh:afterAll",
+                "head ConvergeDone",
+                "change Enabled [a, b, c, d, e, f]",
+            ],
+        },
+        Row {
+            step: "6+5: deletes come first, then the groups of the enabled modules",
+            decide: || {
+                let all = ["a", "b", "c"];
+                discover_in_lanes(&all, &[1, 1, 1], &["a", "c"], &[], &all, &[], true, 2)
+            },
+            expected: &[
+                "head ModuleDelete:b",
+                "head ParallelModuleRun:order 1:a,c:converge",
+                "head GlobalHookRun:afterAll:watch-a.sh:afterAll",
+                "head ConvergeDone",
+                "change Enabled [a, c]",
+            ],
+        },
+        Row {
+            step: "5: afterHelm changed the values of a group member: it runs again in its lane first",
+            decide: || module_run_finished(&m("a"), true, true),
+            expected: &[
+                "head ModuleRun:a:afterHelm hooks changed module values",
+                "change ModuleStarted a",
+            ],
+        },
+    ]);
+}
+
+fn member(module: &str) -> GroupMember {
+    GroupMember {
+        module: m(module),
+        startup: false,
+    }
+}
+
+/// Lanes 0..3 of which `busy` hold a task, and what the group does with `pending` members.
+fn step(busy: &[usize], pending: &[&str]) -> (GroupStep, Vec<String>) {
+    let lanes = lanes(3);
+    let mut set = queues(vec![]);
+    for lane in &lanes {
+        set.ensure(lane.clone());
+    }
+    for index in busy {
+        set.push_back(&lanes[*index], run("x")).unwrap();
+    }
+    let mut pending: std::collections::VecDeque<GroupMember> =
+        pending.iter().map(|p| member(p)).collect();
+    let got = group_step(&set, &lanes, &mut pending, "converge");
+    let left = pending.iter().map(|p| p.module.to_string()).collect();
+    (got, left)
+}
+
+fn dispatched(pairs: &[(usize, &str)]) -> GroupStep {
+    GroupStep::Dispatch(
+        pairs
+            .iter()
+            .map(|(lane, module)| (QueueName::parallel(*lane), run(module)))
+            .collect(),
+    )
+}
+
+#[test]
+fn a_running_group_fills_idle_lanes_and_finishes_when_all_are_empty() {
+    let descriptions = |s: &GroupStep| match s {
+        GroupStep::Dispatch(tasks) => tasks
+            .iter()
+            .map(|(q, t)| format!("{q} {}", t.description()))
+            .collect(),
+        other => vec![format!("{other:?}")],
+    };
+    type StepRow<'a> = (
+        &'a str,
+        &'a [usize],
+        &'a [&'a str],
+        GroupStep,
+        &'a [&'a str],
+    );
+    let rows: [StepRow<'_>; 5] = [
+        (
+            "members go to the idle lanes in module order; the rest wait",
+            &[],
+            &["a", "b", "c", "d"],
+            dispatched(&[(0, "a"), (1, "b"), (2, "c")]),
+            &["d"],
+        ),
+        (
+            "a lane held by a failing member is skipped: the others take the members",
+            &[0],
+            &["d", "e"],
+            dispatched(&[(1, "d"), (2, "e")]),
+            &[],
+        ),
+        (
+            "every lane busy: wait",
+            &[0, 1, 2],
+            &["d"],
+            GroupStep::Wait,
+            &["d"],
+        ),
+        (
+            "nothing pending but a member still in a lane (a retry, a re-run): wait",
+            &[2],
+            &[],
+            GroupStep::Wait,
+            &[],
+        ),
+        (
+            "nothing pending and every lane empty: the group is done",
+            &[],
+            &[],
+            GroupStep::Finished,
+            &[],
+        ),
+    ];
+    for (name, busy, pending, expected, left) in rows {
+        let (got, got_left) = step(busy, pending);
+        assert_eq!(descriptions(&got), descriptions(&expected), "{name}");
+        assert_eq!(got_left, left, "{name}");
+    }
+    assert!(lanes(1).is_empty(), "one run at a time needs no lane");
+    assert_eq!(lanes(2), [QueueName::parallel(0), QueueName::parallel(1)]);
+    assert!(QueueName::parallel(7).is_parallel() && !QueueName::main().is_parallel());
+}
+
+#[test]
+fn a_group_that_has_not_started_counts_as_a_queued_run_of_its_members() {
+    let group = Task::ModuleGroup {
+        order: 1,
+        members: vec![member("a"), member("b")],
+        reason: "converge",
+    };
+    let queued = with_view(&["a", "b", "c"], true, vec![group.clone()], |v| {
+        config_edited(v, &edit(false, &[], &["a", "c"]), &[])
+    });
+    assert_eq!(
+        lines(&queued),
+        [
+            "edit CancelMainRetryDelay",
+            "tail main ModuleRun:c:config changed"
+        ]
+    );
+    let enabled = mods(&["a", "b"]);
+    let mut set = queues(vec![group.clone()]);
+    if let Ok(main) = set.get_mut(&QueueName::main()) {
+        main.start_head();
+    }
+    let view = View {
+        enabled: &enabled,
+        first_converge_done: true,
+        queues: &set,
+    };
+    assert!(
+        view.module_run_if_not_queued(&m("a"), "config changed")
+            .is_some(),
+        "a running group may have run the module before the edit: it runs again after"
+    );
+    assert!(QueueEdit::DropConvergeSteps.removes(&group));
+    assert!(!QueueEdit::DropRunsOf(mods(&["a"])).removes(&group));
 }
