@@ -31,12 +31,24 @@ pub struct HookCall {
 }
 
 type Responder = dyn Fn(&HookCall) -> Result<HookOutputs, HookFailure> + Send + Sync;
+type Timing = dyn Fn(&HookCall) -> std::time::Duration + Send + Sync;
 
-/// Hooks that record every call and answer with `responder` (default: succeed, no output).
+/// One hook run in (paused) time: when it began and when it answered.
+#[derive(Debug, Clone)]
+pub struct HookSpan {
+    pub name: String,
+    pub start: tokio::time::Instant,
+    pub end: tokio::time::Instant,
+}
+
+/// Hooks that record every call and answer with `responder` (default: succeed, no output, at
+/// once; `take_time` makes runs last).
 #[derive(Clone)]
 pub struct FakeHooks {
     calls: Arc<Mutex<Vec<HookCall>>>,
     responder: Arc<Mutex<Arc<Responder>>>,
+    duration: Arc<Mutex<Option<Arc<Timing>>>>,
+    spans: Arc<Mutex<Vec<HookSpan>>>,
 }
 
 impl Default for FakeHooks {
@@ -44,6 +56,8 @@ impl Default for FakeHooks {
         Self {
             calls: Arc::default(),
             responder: Arc::new(Mutex::new(Arc::new(|_| Ok(HookOutputs::default())))),
+            duration: Arc::default(),
+            spans: Arc::default(),
         }
     }
 }
@@ -65,6 +79,16 @@ impl FakeHooks {
         f: impl Fn(&HookCall) -> Result<HookOutputs, HookFailure> + Send + Sync + 'static,
     ) {
         *lock(&self.responder) = Arc::new(f);
+    }
+
+    /// Sets how long each hook run takes (tokio time: tests pause it).
+    pub fn take_time(&self, f: impl Fn(&HookCall) -> std::time::Duration + Send + Sync + 'static) {
+        *lock(&self.duration) = Some(Arc::new(f));
+    }
+
+    /// Every finished hook run with its start and end, in the order they ended.
+    pub fn spans(&self) -> Vec<HookSpan> {
+        lock(&self.spans).clone()
     }
 
     pub fn calls(&self) -> Vec<HookCall> {
@@ -98,11 +122,21 @@ impl HookExecutor for FakeHooks {
             config_values: req.values.config_values.clone(),
             values: req.values.values.clone(),
         };
+        let duration = lock(&self.duration).as_ref().map(|f| f(&call));
+        let (name, start) = (call.name.clone(), tokio::time::Instant::now());
+        let spans = Arc::clone(&self.spans);
         let result = self.call(call).map(|outputs| HookSuccess {
             outputs,
             ..Default::default()
         });
-        Box::pin(async move { result })
+        Box::pin(async move {
+            if let Some(duration) = duration {
+                tokio::time::sleep(duration).await;
+            }
+            let end = tokio::time::Instant::now();
+            lock(&spans).push(HookSpan { name, start, end });
+            result
+        })
     }
 
     fn run_enabled<'a>(

@@ -10,5 +10,5 @@ pub mod scenario;
 pub mod tools;
 pub mod wait;
 
-pub use edges_fake::{FakeHooks, FakeKube, HookCall};
+pub use edges_fake::{FakeHooks, FakeKube, HookCall, HookSpan};
 pub use helm::{FakeHelm, HelmCall};

@@ -94,6 +94,37 @@ pub async fn start_keeping(
     helm: FakeHelm,
     kept_releases: &[&str],
 ) -> Op {
+    let settings = RuntimeSettings {
+        kept_releases: kept_releases.iter().map(|r| r.to_string()).collect(),
+        ..RuntimeSettings::default()
+    };
+    start_with(dir, config, hooks, helm, settings).await
+}
+
+/// [`start`] with `--parallel-module-runs runs`.
+pub async fn start_parallel(
+    dir: tempfile::TempDir,
+    config: &str,
+    hooks: FakeHooks,
+    helm: FakeHelm,
+    runs: usize,
+) -> Op {
+    let settings = RuntimeSettings {
+        parallel_module_runs: runs,
+        ..RuntimeSettings::default()
+    };
+    start_with(dir, config, hooks, helm, settings).await
+}
+
+/// [`start`] with `settings` (the retry delays, the history and the resource monitor are the
+/// scenarios' own).
+async fn start_with(
+    dir: tempfile::TempDir,
+    config: &str,
+    hooks: FakeHooks,
+    helm: FakeHelm,
+    settings: RuntimeSettings,
+) -> Op {
     let found = load(dir.path());
     let configs = configs(&found);
     let config = Arc::new(MemoryConfig::new(
@@ -115,8 +146,7 @@ pub async fn start_keeping(
         },
         record_history: true,
         resource_monitor_interval: Some(Duration::from_secs(300)),
-        kept_releases: kept_releases.iter().map(|r| r.to_string()).collect(),
-        ..RuntimeSettings::default()
+        ..settings
     };
     let clock = Arc::new(TokioClock::starting_at(chrono::DateTime::UNIX_EPOCH));
     let runtime = Runtime::build_with_clock(&found, &configs, edges, kube_events, settings, clock)

@@ -189,6 +189,7 @@ fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
         leadership: None,
         metrics: Some(Arc::clone(metrics)),
         jq: jq_runner(args),
+        parallel_module_runs: usize::try_from(args.parallel_module_runs).unwrap_or(1),
     }
 }
 
@@ -539,6 +540,15 @@ pub struct StartArgs {
     /// Longest retry delay of a failed task
     #[arg(long, env = "ADDON_OPERATOR_RETRY_MAX_DELAY", default_value = "30s", value_parser = parse_duration)]
     pub retry_max_delay: std::time::Duration,
+    /// How many modules of one ORDER run at once, each in a parallel queue (modules without a
+    /// number all have --unnumbered-modules-order); 1 runs every module one after another
+    #[arg(
+        long,
+        env = "ADDON_OPERATOR_PARALLEL_MODULE_RUNS",
+        default_value_t = crate::runtime::DEFAULT_PARALLEL_MODULE_RUNS as u64,
+        value_parser = clap::value_parser!(u64).range(1..=64)
+    )]
+    pub parallel_module_runs: u64,
     /// How often each module's release is checked for drift (objects missing from the cluster,
     /// a failed release); a drifted module runs again. 0 turns the check off
     #[arg(long, env = "ADDON_OPERATOR_RESOURCES_MONITOR_INTERVAL", default_value = "4m30s", value_parser = parse_duration)]

@@ -67,6 +67,15 @@ pub(super) fn enqueue_locked(
 
 fn edit_queues(st: &mut State, edits: &[QueueEdit]) {
     for edit in edits {
+        if let (QueueEdit::DropRunsOf(modules), Some(pending)) = (edit, &mut st.group_pending) {
+            pending.retain(|member| {
+                let dropped = modules.contains(&member.module);
+                if dropped {
+                    tracing::info!(module = %member.module, "dropped from its parallel run: the module is disabled by the config");
+                }
+                !dropped
+            });
+        }
         let queues: Vec<QueueName> = if edit.every_queue() {
             st.queues.iter().map(|q| q.name().clone()).collect()
         } else {

@@ -64,7 +64,12 @@ pub struct RuntimeSettings {
     pub metrics: Option<Arc<Metrics>>,
     /// Where bindings' jqFilters run (the operator uses its jq sandbox).
     pub jq: JqRunner,
+    /// How many modules of one ORDER run at once (`--parallel-module-runs`; 1: one by one).
+    pub parallel_module_runs: usize,
 }
+
+/// `--parallel-module-runs` by default: see docs/running.md for the measurements behind it.
+pub const DEFAULT_PARALLEL_MODULE_RUNS: usize = 8;
 
 impl Default for RuntimeSettings {
     fn default() -> Self {
@@ -81,6 +86,7 @@ impl Default for RuntimeSettings {
             leadership: None,
             metrics: None,
             jq: JqRunner::default(),
+            parallel_module_runs: DEFAULT_PARALLEL_MODULE_RUNS,
         }
     }
 }
@@ -116,6 +122,8 @@ pub struct Shared {
     scheduler: Scheduler<ScheduleId>,
     config_writer: config_writer::ConfigWriter,
     pub(crate) jq: JqRunner,
+    /// Fires at shutdown: a group waiting for its lanes stops waiting.
+    stopping: CancellationToken,
 }
 
 impl Shared {
@@ -285,6 +293,7 @@ impl Runtime {
             scheduler,
             config_writer: config_writer::ConfigWriter::new(),
             jq: settings.jq.clone(),
+            stopping: CancellationToken::new(),
         });
         Ok(Self {
             shared,
@@ -352,6 +361,7 @@ impl Runtime {
             shutdown.clone(),
         ));
         shutdown.cancelled().await;
+        self.shared.stopping.cancel();
         self.shared.scheduler.stop_all();
         let drained = async { while tasks.join_next().await.is_some() {} };
         if tokio::time::timeout(SHUTDOWN_TIMEOUT, drained)
@@ -473,8 +483,9 @@ fn initial_state(
         queue_names.extend(def.config.schedules.iter().map(|s| s.queue.clone()));
         queue_names.extend(def.config.kubernetes.iter().map(|k| k.queue.clone()));
     }
+    let lanes = addon_core::lifecycle::lanes(settings.parallel_module_runs);
     let mut queues = QueueSet::new(settings.backoff);
-    for name in queue_names {
+    for name in queue_names.into_iter().chain(lanes.iter().cloned()) {
         queues.ensure(name);
     }
     State {
@@ -495,6 +506,9 @@ fn initial_state(
         leadership: settings.leadership.clone(),
         crds_applied: BTreeMap::new(),
         startup_purge_done: false,
+        parallel_module_runs: settings.parallel_module_runs.max(1),
+        lanes,
+        group_pending: None,
     }
 }
 

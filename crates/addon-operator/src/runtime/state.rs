@@ -112,6 +112,12 @@ pub struct State {
     pub crds_applied: BTreeMap<ModuleName, String>,
     /// With `--ha`: no task starts while this replica does not lead.
     pub leadership: Option<std::sync::Arc<crate::edges::kube::leader::Leadership>>,
+    /// `--parallel-module-runs`: how many modules of one ORDER run at once.
+    pub parallel_module_runs: usize,
+    /// The queues those runs go to (`parallel_queue_<i>`; none with one run at a time).
+    pub lanes: Vec<QueueName>,
+    /// The members of the running group (`ParallelModuleRun`) not yet in a lane.
+    pub group_pending: Option<std::collections::VecDeque<addon_core::lifecycle::GroupMember>>,
 }
 
 impl State {

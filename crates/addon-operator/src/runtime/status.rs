@@ -28,6 +28,7 @@ fn is_converge_task(task: &Task) -> bool {
             | Task::DiscoverModules
             | Task::ConvergeDone { .. }
             | Task::ModuleRun { .. }
+            | Task::ModuleGroup { .. }
             | Task::ModuleDelete { .. }
             | Task::ModulePurge { .. }
     )

@@ -7,5 +7,6 @@
 mod config_writer;
 mod failure_kinds;
 mod metrics;
+mod parallel;
 mod scenarios;
 mod state_ownership;

@@ -45,8 +45,12 @@ pub async fn discover(shared: &Shared) -> Outcome {
         .map(|(name, _)| name.clone())
         .collect();
     let checksum = global_checksum(&st);
+    let orders: Vec<u32> = (st.module_order.iter())
+        .map(|m| st.module(m).map_or(0, |s| s.source.order))
+        .collect();
     let found = Discovered {
         module_order: &st.module_order,
+        orders: &orders,
         enabled: &enabled,
         releases: &releases,
         kept_releases: &st.kept_releases,
@@ -56,6 +60,7 @@ pub async fn discover(shared: &Shared) -> Outcome {
         started: &started,
         startup_purge_done: st.startup_purge_done,
         global_checksum: &checksum,
+        parallel_module_runs: st.parallel_module_runs,
     };
     let decision = lifecycle::discovered(found, facts, &st.global_hooks);
     decisions::outcome(shared, st, decision)

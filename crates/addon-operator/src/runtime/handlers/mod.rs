@@ -2,6 +2,7 @@
 
 mod converge;
 mod global;
+mod group;
 pub(super) mod module;
 
 use addon_core::names::QueueName;
@@ -21,7 +22,12 @@ pub async fn handle(shared: &Shared, queue: &QueueName, task: &Task) -> Outcome 
             module,
             startup,
             reason,
-        } => module::run(shared, module, *startup, reason).await,
+        } => module::run(shared, queue, module, *startup, reason).await,
+        Task::ModuleGroup {
+            order,
+            members,
+            reason,
+        } => group::run(shared, *order, members, reason).await,
         Task::ModuleDelete { module } => module::delete(shared, module).await,
         Task::ModulePurge { release } => module::purge(shared, release).await,
     }

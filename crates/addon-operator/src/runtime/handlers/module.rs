@@ -23,18 +23,43 @@ use crate::runtime::hooks::{self, RunContext};
 use crate::runtime::state::{HookDef, ModuleState, hooks_by_order, hooks_with_kubernetes};
 use crate::runtime::task::{HookTask, Outcome, Task};
 
-/// Runs a module as one task, retried as a whole on any failure.
-pub async fn run(shared: &Shared, module: &ModuleName, startup: bool, reason: &str) -> Outcome {
+/// Runs a module as one task from `queue` (`main`, or a parallel lane of a group), retried as a
+/// whole on any failure.
+pub async fn run(
+    shared: &Shared,
+    queue: &QueueName,
+    module: &ModuleName,
+    startup: bool,
+    reason: &str,
+) -> Outcome {
     let started = tokio::time::Instant::now();
-    let outcome = run_steps(shared, module, startup, reason).await;
+    let outcome = run_steps(shared, queue, module, startup, reason).await;
     let success = matches!(outcome, Outcome::Done { .. });
     shared
         .metrics
         .module_run(module.as_str(), reason, started.elapsed(), success);
+    if !success && queue.is_parallel() && disabled_by_config(shared, module) {
+        tracing::info!(module = %module, "module run failed after the config disabled the module: dropped from its parallel run, not retried");
+        return Outcome::done();
+    }
     outcome
 }
 
-async fn run_steps(shared: &Shared, module: &ModuleName, startup: bool, reason: &str) -> Outcome {
+/// Whether the module's `*Enabled` flags (static values and config) disable it now.
+fn disabled_by_config(shared: &Shared, module: &ModuleName) -> bool {
+    let st = shared.lock();
+    st.store
+        .flag_layers(module)
+        .is_ok_and(|flags| !flags.enabled())
+}
+
+async fn run_steps(
+    shared: &Shared,
+    queue: &QueueName,
+    module: &ModuleName,
+    startup: bool,
+    reason: &str,
+) -> Outcome {
     let Some(state) = shared.lock().module(module).cloned() else {
         return Outcome::Failed(unknown(module));
     };
@@ -47,14 +72,14 @@ async fn run_steps(shared: &Shared, module: &ModuleName, startup: bool, reason: 
     let steps = async {
         let mut changed = false;
         for phase in phases {
-            changed |= run_phase(shared, module, &state, phase, startup, reason).await?;
+            changed |= run_phase(shared, queue, module, &state, phase, startup, reason).await?;
         }
         Ok::<bool, ModuleError>(changed)
     };
     match steps.await {
         Err(source) => Outcome::Failed(failed(module, source)),
         Ok(changed) => {
-            let decision = lifecycle::module_run_finished(module, changed);
+            let decision = lifecycle::module_run_finished(module, changed, queue.is_parallel());
             decisions::outcome(shared, shared.lock(), decision)
         }
     }
@@ -63,6 +88,7 @@ async fn run_steps(shared: &Shared, module: &ModuleName, startup: bool, reason: 
 /// Runs one phase of a module run; `true` when afterHelm hooks changed the module's values.
 async fn run_phase(
     shared: &Shared,
+    queue: &QueueName,
     module: &ModuleName,
     state: &ModuleState,
     phase: RunPhase,
@@ -72,11 +98,15 @@ async fn run_phase(
     let hooks = &state.hooks;
     match phase {
         RunPhase::EnsureCrds => ensure_crds(shared, module, &state.source.path, startup).await?,
-        RunPhase::OnStartup => run_lifecycle(shared, module, hooks, BindingType::OnStartup).await?,
-        RunPhase::Synchronize => synchronize(shared, module, hooks).await?,
+        RunPhase::OnStartup => {
+            let at = lifecycle_run(queue);
+            run_lifecycle(shared, at, module, hooks, BindingType::OnStartup).await?
+        }
+        RunPhase::Synchronize => synchronize(shared, queue, module, hooks).await?,
         RunPhase::StartSchedules => shared.start_module_schedules(module),
         RunPhase::BeforeHelm => {
-            run_lifecycle(shared, module, hooks, BindingType::BeforeHelm).await?
+            let at = lifecycle_run(queue);
+            run_lifecycle(shared, at, module, hooks, BindingType::BeforeHelm).await?
         }
         RunPhase::Helm => {
             let helm_started = tokio::time::Instant::now();
@@ -86,7 +116,8 @@ async fn run_phase(
         }
         RunPhase::AfterHelm => {
             let before = module_checksum(shared, module);
-            run_lifecycle(shared, module, hooks, BindingType::AfterHelm).await?;
+            let at = lifecycle_run(queue);
+            run_lifecycle(shared, at, module, hooks, BindingType::AfterHelm).await?;
             return Ok(module_checksum(shared, module) != before);
         }
     }
@@ -225,9 +256,18 @@ fn module_checksum(shared: &Shared, module: &ModuleName) -> String {
         .unwrap_or_default()
 }
 
+/// A lifecycle hook run of a module task taken from `queue`.
+fn lifecycle_run(queue: &QueueName) -> RunContext<'_> {
+    RunContext {
+        queue,
+        allow_failure: false,
+    }
+}
+
 /// Runs the module's hooks that have `binding`, by ORDER, one after another.
 async fn run_lifecycle(
     shared: &Shared,
+    at: RunContext<'_>,
     module: &ModuleName,
     hooks: &[HookDef],
     binding: BindingType,
@@ -235,10 +275,6 @@ async fn run_lifecycle(
     for def in hooks_by_order(hooks, binding) {
         let snapshots = Snapshots::new();
         let ctx = ContextBuilder::new(&def.config, &snapshots).ordered(binding);
-        let at = RunContext {
-            queue: &QueueName::main(),
-            allow_failure: false,
-        };
         hooks::run(shared, at, Some(module), def.name(), binding, vec![ctx]).await?;
     }
     Ok(())
@@ -248,6 +284,7 @@ async fn run_lifecycle(
 /// runs the Synchronization of each.
 async fn synchronize(
     shared: &Shared,
+    queue: &QueueName,
     module: &ModuleName,
     hooks: &[HookDef],
 ) -> Result<(), ModuleError> {
@@ -261,7 +298,7 @@ async fn synchronize(
             let Some(Task::Hook(task)) = start_monitor(shared, &key).await? else {
                 continue;
             };
-            run_synchronization(shared, &key, task).await?;
+            run_synchronization(shared, queue, &key, task).await?;
         }
     }
     Ok(())
@@ -269,11 +306,12 @@ async fn synchronize(
 
 async fn run_synchronization(
     shared: &Shared,
+    queue: &QueueName,
     key: &MonitorKey,
     task: HookTask,
 ) -> Result<(), HookError> {
     let at = RunContext {
-        queue: &QueueName::main(),
+        queue,
         allow_failure: task.allow_failure,
     };
     let result = hooks::run(
@@ -397,16 +435,19 @@ async fn delete_phase(
     hooks: &[HookDef],
     phase: DeletePhase,
 ) -> Result<(), ModuleError> {
+    let main = QueueName::main();
     match phase {
         DeletePhase::BeforeDeleteHelm => {
-            run_lifecycle(shared, module, hooks, BindingType::BeforeDeleteHelm).await?
+            let at = lifecycle_run(&main);
+            run_lifecycle(shared, at, module, hooks, BindingType::BeforeDeleteHelm).await?
         }
         DeletePhase::Uninstall => {
             shared.lock().record(|| format!("helm uninstall {module}"));
             shared.edges.helm.uninstall(module.as_str()).await?
         }
         DeletePhase::AfterDeleteHelm => {
-            run_lifecycle(shared, module, hooks, BindingType::AfterDeleteHelm).await?
+            let at = lifecycle_run(&main);
+            run_lifecycle(shared, at, module, hooks, BindingType::AfterDeleteHelm).await?
         }
     }
     Ok(())
