@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# First converge of M hooks-only modules × 3 hooks (onStartup, beforeHelm, a schedule) and an
-# enabled script each: `addon-operator start` (local mode) from spawn to /readyz = 200, against a
-# bash script running the same 6×M processes one by one, in interleaved rounds.
+# First converge of M unnumbered (all of ORDER 1, so they run side by side) hooks-only modules ×
+# 3 hooks (onStartup, beforeHelm, a schedule) and an enabled script each: `addon-operator start`
+# (local mode) from spawn to /readyz = 200, against a bash script running the same 6×M processes
+# one by one, in interleaved rounds.
+# SLEEP=0.2: every beforeHelm hook sleeps that long, and the baseline is the same operator with
+# --parallel-module-runs 1 (e.g. SLEEP=0.2 bench/first-converge/run.sh 40 3).
 # Usage: bench/first-converge/run.sh [M=100] [ROUNDS=5] [TMP_DIR=/var/tmp]
 # OPERATORS=bin1,bin2 compares several operator builds in the same rounds (default: the build below).
 set -euo pipefail
@@ -15,4 +18,4 @@ echo "machine: $(nproc) cores, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/
 cargo_profile
 cargo build "${build_flags[@]}" -q -p addon-operator --bin addon-operator --example first_converge
 operators="${OPERATORS:-./target/$profile/addon-operator}"
-"./target/$profile/examples/first_converge" "$operators" "$modules" "$rounds" "$tmp_dir"
+"./target/$profile/examples/first_converge" "$operators" "$modules" "$rounds" "$tmp_dir" ${SLEEP:+"$SLEEP"}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# First converge of N modules with one-ConfigMap charts, against the same kube-emulator:
+# First converge of N unnumbered modules (all of ORDER 1: they run side by side) with one-ConfigMap
+# charts, against the same kube-emulator:
 #   baseline: a bash loop of `helm upgrade --install` x N (what a person would script);
 #   operator: `addon-operator start` from launch until /readyz says the startup converge is done.
 # Rounds are interleaved (baseline, operator, baseline, ...) so machine load hits both alike; each
@@ -47,7 +48,7 @@ ops() { if [ -n "${PROFILE:-}" ]; then cut -d' ' -f3 "$1"; else cut -d' ' -f1 "$
 mkdir -p "$work/tree/global-hooks" "$work/tree/modules"
 : > "$work/tree/modules/values.yaml"
 for i in $(seq -w 1 "$n"); do
-  m="$work/tree/modules/$i-mod$i"
+  m="$work/tree/modules/mod$i"
   mkdir -p "$m/templates"
   printf 'apiVersion: v2\nname: mod%s\nversion: 0.1.0\n' "$i" > "$m/Chart.yaml"
   printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  a: "1"\n' > "$m/templates/cm.yaml"
@@ -64,7 +65,7 @@ export HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" H
 baseline() { # $1: namespace
   local s; s=$(now)
   for i in $(seq -w 1 "$n"); do
-    "$work/helm-base" upgrade --install "mod$i" "$work/tree/modules/$i-mod$i" -n "$1" --create-namespace \
+    "$work/helm-base" upgrade --install "mod$i" "$work/tree/modules/mod$i" -n "$1" --create-namespace \
       --history-max 10 > /dev/null
   done
   echo "$(now) - $s" | bc

@@ -1,6 +1,8 @@
-//! Benchmark: the first converge of M hooks-only modules × 3 hooks through `addon-operator start`
-//! (local mode), from spawn to `/readyz` = 200, against the same processes run one by one by hand.
-//! Run with `bench/first-converge/run.sh [M] [ROUNDS]`.
+//! Benchmark: the first converge of M unnumbered (so all of ORDER 1) hooks-only modules × 3 hooks
+//! through `addon-operator start` (local mode), from spawn to `/readyz` = 200, against the same
+//! processes run one by one by hand; with SLEEP_S, each beforeHelm hook sleeps that long and the
+//! baseline is the same operator with `--parallel-module-runs 1`.
+//! Run with `bench/first-converge/run.sh [M] [ROUNDS]` (`SLEEP=0.2` for the sleeping hooks).
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -33,15 +35,23 @@ fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let operators: Vec<PathBuf> = args
         .next()
-        .context("usage: OPERATOR[,OPERATOR...] MODULES ROUNDS TMP_DIR")?
+        .context("usage: OPERATOR[,OPERATOR...] MODULES ROUNDS TMP_DIR [SLEEP_S]")?
         .split(',')
         .map(PathBuf::from)
         .collect();
     let modules: usize = args.next().context("MODULES")?.parse().context("MODULES")?;
     let rounds: usize = args.next().context("ROUNDS")?.parse().context("ROUNDS")?;
     let tmp_dir = PathBuf::from(args.next().context("TMP_DIR")?);
+    let sleep: Option<f64> = args
+        .next()
+        .map(|s| s.parse())
+        .transpose()
+        .context("SLEEP_S")?;
     let root = tempfile::tempdir()?;
-    let by_hand = write_tree(root.path(), modules)?;
+    let by_hand = write_tree(root.path(), modules, sleep)?;
+    if sleep.is_some() {
+        return one_by_one_against_parallel(&operators, root.path(), modules, rounds, &tmp_dir);
+    }
     let mut results = vec![("by hand".to_string(), Vec::new())];
     for operator in &operators {
         let name = operator.display().to_string();
@@ -61,14 +71,53 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes the tree; returns the by-hand script: every process the first converge starts
-/// (each hook's `--config`, each `enabled` script, each `onStartup` and `beforeHelm` hook).
-fn write_tree(root: &Path, modules: usize) -> anyhow::Result<String> {
+/// The sleeping hooks: the first operator with `--parallel-module-runs 1` (a wrapper script
+/// setting its env variable) against every operator with its default, in interleaved rounds.
+fn one_by_one_against_parallel(
+    operators: &[PathBuf],
+    root: &Path,
+    modules: usize,
+    rounds: usize,
+    tmp_dir: &Path,
+) -> anyhow::Result<()> {
+    let first = operators.first().context("no operator")?;
+    let wrapper = root.join("one-by-one");
+    let body = format!(
+        "#!/bin/sh\nADDON_OPERATOR_PARALLEL_MODULE_RUNS=1 exec '{}' \"$@\"\n",
+        std::fs::canonicalize(first)?.display()
+    );
+    executable(&wrapper, &body)?;
+    let mut all = vec![wrapper];
+    all.extend(operators.iter().cloned());
+    let mut results: Vec<(String, Vec<f64>)> = all
+        .iter()
+        .map(|o| (o.display().to_string(), Vec::new()))
+        .collect();
+    results[0].0 = "one by one (--parallel-module-runs 1)".to_string();
+    for round in 1..=rounds {
+        for (index, operator) in all.iter().enumerate() {
+            let tmp = tempfile::tempdir_in(tmp_dir)?;
+            let seconds = start_to_ready(operator, root, &tmp.path().join("ao"))?;
+            results[index].1.push(seconds);
+        }
+        eprintln!("round {round}/{rounds} done");
+    }
+    println!(
+        "{modules} unnumbered modules whose beforeHelm sleeps, {rounds} interleaved rounds; seconds from start to ready: median (min–max)"
+    );
+    print_rows(&results, 1.0, 3, "one by one / this");
+    Ok(())
+}
+
+/// Writes the tree (modules without a number: all of ORDER 1; with `sleep`, beforeHelm hooks
+/// sleep that many seconds); returns the by-hand script: every process the first converge
+/// starts (each hook's `--config`, each `enabled` script, each `onStartup` and `beforeHelm` hook).
+fn write_tree(root: &Path, modules: usize, sleep: Option<f64>) -> anyhow::Result<String> {
     std::fs::create_dir_all(root.join("global-hooks"))?;
     let mut values = String::new();
     let mut script = String::from("set -e\nexport MODULE_ENABLED_RESULT=\"$1/enabled-result\"\n");
     for index in 1..=modules {
-        let dir = root.join(format!("modules/{index:03}-mod{index:03}"));
+        let dir = root.join(format!("modules/mod{index:03}"));
         std::fs::create_dir_all(dir.join("hooks"))?;
         values.push_str(&format!("mod{index:03}Enabled: true\n"));
         let enabled = dir.join("enabled");
@@ -78,8 +127,13 @@ fn write_tree(root: &Path, modules: usize) -> anyhow::Result<String> {
         )?;
         for (name, config) in HOOKS {
             let hook = dir.join("hooks").join(name);
-            let body =
-                format!("#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{config}'; fi\nexit 0\n");
+            let run = match sleep {
+                Some(seconds) if name == "before" => format!("sleep {seconds}\n"),
+                _ => String::new(),
+            };
+            let body = format!(
+                "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{config}'; exit 0; fi\n{run}exit 0\n"
+            );
             executable(&hook, &body)?;
             script.push_str(&format!("'{}' --config > /dev/null\n", hook.display()));
         }
@@ -102,7 +156,7 @@ fn start_to_ready(operator: &Path, root: &Path, tmp_dir: &Path) -> anyhow::Resul
 
 fn report(results: &[(String, Vec<f64>)], modules: usize) {
     println!(
-        "{modules} modules × 3 hooks ({} processes), {} interleaved rounds; seconds: median (min–max)",
+        "{modules} unnumbered modules × 3 hooks ({} processes), {} interleaved rounds; seconds: median (min–max)",
         modules * 6,
         results[0].1.len()
     );

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use addon_core::names::{ModuleName, QueueName};
+use addon_core::names::ModuleName;
 use tokio_util::sync::CancellationToken;
 
 use super::handlers::module::upgrade_request;
@@ -39,14 +39,13 @@ fn idle_chart_modules(shared: &Shared) -> Vec<ModuleName> {
     if !st.first_converge_done {
         return Vec::new();
     }
-    let main = QueueName::main();
     st.enabled
         .iter()
         .filter(|m| {
             st.module(m)
                 .is_some_and(|s| s.source.has_chart && s.startup_done)
         })
-        .filter(|m| !st.is_queued(&main, |t| t.module() == Some(m)))
+        .filter(|m| !st.module_busy(m))
         .cloned()
         .collect()
 }

@@ -163,6 +163,19 @@ impl State {
             .is_some_and(|q| q.iter().any(|t| matches(&t.task)))
     }
 
+    /// Whether a task of `module` waits or runs in `main` (its own, or a group holding it) or in a
+    /// parallel lane.
+    pub fn module_busy(&self, module: &ModuleName) -> bool {
+        let of_module = |t: &Task| match t {
+            Task::ModuleGroup { members, .. } => members.iter().any(|m| &m.module == module),
+            other => other.module() == Some(module),
+        };
+        let main = QueueName::main();
+        std::iter::once(&main)
+            .chain(&self.lanes)
+            .any(|queue| self.is_queued(queue, of_module))
+    }
+
     /// Adds a line to the history when it is recorded; `line` is not called otherwise.
     pub fn record(&mut self, line: impl FnOnce() -> String) {
         if let Some(history) = &mut self.history {
