@@ -306,3 +306,30 @@ async fn values_and_config_patches_of_members_running_side_by_side_are_all_kept(
         );
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_config_edit_disabling_a_member_not_yet_in_a_lane_drops_it_from_the_group() {
+    let hooks = timed_hooks(Duration::from_secs(40), |_| false);
+    let op = start_parallel(two_orders(), "", hooks, FakeHelm::new(), 2).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let text = op.handle.queues_text();
+    assert!(
+        text.contains("ModuleRun:alpha")
+            && text.contains("ModuleRun:beta")
+            && !text.contains("ModuleRun:gamma"),
+        "two lanes: alpha and beta run, gamma waits in the group:\n{text}"
+    );
+    op.edit_config("gammaEnabled: \"false\"\n").await;
+    let spans = op.hooks.spans();
+    assert!(
+        spans_of(&spans, "gamma").is_empty(),
+        "gamma never ran: {spans:?}"
+    );
+    let alpha = spans_of(&spans, "alpha");
+    assert_eq!(
+        alpha[0].end - alpha[0].start,
+        Duration::from_secs(40),
+        "alpha went on"
+    );
+    assert_eq!(enabled(&op), ["alpha", "beta", "delta"]);
+}
