@@ -148,7 +148,7 @@ impl Shared {
         let started = std::time::Instant::now();
         if let Ok(q) = st.queues.get_mut(&queue) {
             let id = q.push_back(task);
-            st.queued_at.insert(id, self.now());
+            st.queued_at.insert((queue.clone(), id), self.now());
         }
         (self.metrics).queue_action(queue.as_str(), "AddLast", started.elapsed());
         self.notify.notify_waiters();
@@ -400,12 +400,12 @@ async fn publish_queue_lengths(shared: Arc<Shared>, stop: CancellationToken) {
 /// Length and head of every queue; forgets the queue times of tasks that left the queues
 /// without starting (dropped by a config edit, say).
 fn queue_snapshot(st: &mut State) -> (Vec<(String, usize)>, Vec<crate::edges::metrics::QueueHead>) {
-    let queued: BTreeSet<addon_core::queue::TaskId> = st
+    let queued: BTreeSet<(QueueName, addon_core::queue::TaskId)> = st
         .queues
         .iter()
-        .flat_map(|q| q.iter().map(|t| t.id))
+        .flat_map(|q| q.iter().map(|t| (q.name().clone(), t.id)))
         .collect();
-    st.queued_at.retain(|id, _| queued.contains(id));
+    st.queued_at.retain(|key, _| queued.contains(key));
     let lengths = st
         .queues
         .iter()

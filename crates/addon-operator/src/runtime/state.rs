@@ -97,7 +97,9 @@ pub struct State {
     pub converge_started: Option<tokio::time::Instant>,
     /// When each queued task was queued (or failed and began to wait for its retry), runtime
     /// clock; for `task_wait_in_queue_seconds_total`.
-    pub queued_at: std::collections::HashMap<addon_core::queue::TaskId, std::time::Duration>,
+    /// Keyed by queue and id: ids are unique within their queue only.
+    pub queued_at:
+        std::collections::HashMap<(QueueName, addon_core::queue::TaskId), std::time::Duration>,
     /// Every task start, in order (only when recording is on; for tests and debugging).
     pub history: Option<Vec<String>>,
     /// The execution rate limits of hooks with `settings.executionMinInterval`, made at first use.

@@ -106,7 +106,8 @@ fn pick(st: &mut State, metrics: &Metrics, queue: &QueueName, now: Duration) -> 
             if let Some(description) = description {
                 st.record(|| format!("start {description}"));
             }
-            let waited = st.queued_at.remove(&id).map(|at| now.saturating_sub(at));
+            let waited =
+                (st.queued_at.remove(&(queue.clone(), id))).map(|at| now.saturating_sub(at));
             if let Some(waited) = waited {
                 record_wait(metrics, &task, queue, waited);
             }
@@ -231,7 +232,8 @@ fn apply(
             if count > 0 {
                 metrics.queue_action(queue.as_str(), "AddFirst", started.elapsed());
             }
-            st.queued_at.extend(added.into_iter().map(|id| (id, now)));
+            let queued = added.into_iter().map(|id| ((queue.clone(), id), now));
+            st.queued_at.extend(queued);
             let duration_ms = elapsed.as_millis() as u64;
             tracing::info!(task = %task.description(), duration_ms, "task done");
             for (name, t) in tail {
@@ -243,7 +245,7 @@ fn apply(
             let (kind, message) = (failure.kind, failure.message.clone());
             (shared.metrics).task_failure(queue.as_str(), kind.as_str());
             let retry_at = q.fail(id, now, failure);
-            st.queued_at.insert(id, now);
+            st.queued_at.insert((queue.clone(), id), now);
             let delay = retry_at
                 .map(|at| at.saturating_sub(now))
                 .unwrap_or_default();

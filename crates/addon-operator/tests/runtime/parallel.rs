@@ -333,3 +333,24 @@ async fn a_config_edit_disabling_a_member_not_yet_in_a_lane_drops_it_from_the_gr
     );
     assert_eq!(enabled(&op), ["alpha", "beta", "delta"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn task_metrics_name_the_lane_and_the_module_of_each_member() {
+    let hooks = timed_hooks(Duration::from_secs(10), |_| false);
+    let op = start_parallel(two_orders(), "", hooks, FakeHelm::new(), 4).await;
+    op.settle().await;
+    let text = op.handle.metrics().encode();
+    for module in ["alpha", "beta", "gamma"] {
+        let lane_wait = format!(
+            r#"addon_operator_task_wait_in_queue_seconds_total{{module="{module}",hook="",binding="ModuleRun",queue="parallel_queue_"#
+        );
+        assert!(
+            text.contains(&lane_wait),
+            "{module} waited in a lane:\n{text}"
+        );
+    }
+    let delta = r#"addon_operator_task_wait_in_queue_seconds_total{module="delta",hook="",binding="ModuleRun",queue="main"}"#;
+    assert!(text.contains(delta), "a lone ORDER runs in main:\n{text}");
+    let group = r#"binding="ParallelModuleRun",queue="main"}"#;
+    assert!(text.contains(group), "the group waited in main:\n{text}");
+}
