@@ -404,3 +404,57 @@ fn missing_config_file_is_an_empty_config_and_the_first_config_patch_creates_it(
     let text = std::fs::read_to_string(op.path("config.yaml")).unwrap();
     assert!(text.contains("token: abc"), "{text}");
 }
+
+/// Two unnumbered modules (both of ORDER 1) whose beforeHelm hooks wait for each other: each
+/// marks that it started and waits (at most 20 s) for the other's mark, so both succeed only
+/// when their runs overlap.
+fn rendezvous_tree() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    write(
+        &r.join("modules/values.yaml"),
+        "leftEnabled: true\nrightEnabled: true\n",
+        false,
+    );
+    for (me, other) in [("left", "right"), ("right", "left")] {
+        let body = format!(
+            r#"touch "$SEEN_DIR/{me}.here"
+for _ in $(seq 400); do
+  if [[ -e "$SEEN_DIR/{other}.here" ]]; then echo "{me} met {other}" >> "$HOOK_LOG"; exit 0; fi
+  sleep 0.05
+done
+echo "{me} never met {other}" >&2
+exit 1"#
+        );
+        hook(
+            r,
+            &format!("modules/{me}/hooks/before"),
+            &format!("{me}-before"),
+            "configVersion: v1\nbeforeHelm: 1",
+            &body,
+        );
+    }
+    write(&r.join("config.yaml"), "", false);
+    root
+}
+
+/// With `--parallel-module-runs 1` the hooks never meet (checked when the test was written).
+#[test]
+fn unnumbered_modules_run_side_by_side_in_the_real_binary() {
+    if !require_tool("jq") {
+        return;
+    }
+    let op = Operator::start(rendezvous_tree(), &[]);
+    op.wait_for("both beforeHelm hooks to meet", |log| {
+        count(log, "left met right") == 1 && count(log, "right met left") == 1
+    });
+    op.wait_until("the ready log line", Duration::from_secs(30), || {
+        op.operator_log().contains(" ready modules=2")
+    });
+    let log = op.operator_log();
+    assert!(log.contains("parallel module run started"), "{log}");
+    assert!(
+        log.contains("parallel_queue_"),
+        "the lanes are in the log: {log}"
+    );
+}
