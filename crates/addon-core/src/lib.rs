@@ -19,5 +19,6 @@ pub mod quote;
 pub mod schema;
 pub mod setup;
 pub mod values;
+pub mod webhook;
 pub mod words;
 pub mod yaml;
