@@ -7,6 +7,7 @@ pub mod render;
 pub mod start;
 pub mod support;
 pub mod upstream_flags;
+pub mod webhook_flags;
 
 use clap::{Parser, Subcommand};
 

@@ -154,6 +154,12 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
             None => return Ok(ExitCode::SUCCESS),
         }
     }
+    let webhooks = args.webhooks.settings();
+    let handle = runtime.handle();
+    let started = crate::cli::webhook_flags::start_servers(&webhooks, &handle, &shutdown);
+    if let Err(problem) = started.await {
+        return Ok(fail("start", &[problem]));
+    }
     status.running(Arc::new(runtime.handle()));
     runtime.run(shutdown).await;
     if let Some((stop_holding, held)) = holding {
@@ -604,4 +610,6 @@ pub struct StartArgs {
     pub ha_lease_name: String,
     #[command(flatten)]
     pub http: crate::edges::http::HttpArgs,
+    #[command(flatten)]
+    pub webhooks: crate::cli::webhook_flags::WebhookArgs,
 }

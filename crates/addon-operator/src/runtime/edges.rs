@@ -32,6 +32,8 @@ pub struct HookRequest<'a> {
     pub binding: &'a str,
     pub binding_context: &'a Value,
     pub values: &'a HookValues,
+    /// A webhook run: the hook gets a response file (see `HookInvocation::webhook_response`).
+    pub webhook_response: bool,
 }
 
 /// A hook or `enabled` script that did not succeed.

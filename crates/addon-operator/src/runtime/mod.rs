@@ -17,6 +17,7 @@ pub mod startup_config;
 pub mod state;
 mod status;
 pub mod task;
+pub mod webhooks;
 mod worker;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -561,6 +562,25 @@ impl RuntimeHandle {
     /// The queues as JSON.
     pub fn queues_json(&self) -> serde_json::Value {
         self.queue_list(true).to_json()
+    }
+
+    /// Which webhook servers the tree's hooks need.
+    pub fn webhook_use(&self) -> webhooks::WebhookUse {
+        webhooks::webhook_use(&self.shared.lock())
+    }
+
+    /// Answers AdmissionReviews with the hooks of enabled modules and global hooks.
+    pub fn admission_answers(&self) -> Arc<dyn crate::edges::webhook::Answerer> {
+        Arc::new(webhooks::AdmissionAnswers {
+            shared: Arc::clone(&self.shared),
+        })
+    }
+
+    /// Answers ConversionReviews with the hooks of enabled modules and global hooks.
+    pub fn conversion_answers(&self) -> Arc<dyn crate::edges::webhook::Answerer> {
+        Arc::new(webhooks::ConversionAnswers {
+            shared: Arc::clone(&self.shared),
+        })
     }
 
     /// Merged values of `global` and every module.
