@@ -21,3 +21,6 @@ mod start;
 mod startup_faults;
 mod support;
 mod upstream;
+#[path = "../webhook/client.rs"]
+mod webhook_client;
+mod webhooks;

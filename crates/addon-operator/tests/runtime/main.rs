@@ -9,3 +9,4 @@ mod failure_kinds;
 mod metrics;
 mod scenarios;
 mod state_ownership;
+mod webhooks;
