@@ -17,6 +17,7 @@ use addon_operator::edges::exec::hook_run::HookOutputs;
 use addon_operator::edges::tree::{self as loader, LoaderConfig};
 use addon_operator::runtime::edges::Edges;
 use addon_operator::runtime::schedule::TokioClock;
+use addon_operator::runtime::webhook_objects::WebhookObjects;
 use addon_operator::runtime::{Runtime, RuntimeHandle, RuntimeSettings};
 use tokio_util::sync::CancellationToken;
 
@@ -94,6 +95,27 @@ pub async fn start_keeping(
     helm: FakeHelm,
     kept_releases: &[&str],
 ) -> Op {
+    start_with(dir, config, hooks, helm, kept_releases, None).await
+}
+
+/// [`start`] keeping the webhook configurations and CRD conversions in the fake cluster.
+pub async fn start_with_webhook_objects(
+    dir: tempfile::TempDir,
+    config: &str,
+    hooks: FakeHooks,
+    objects: WebhookObjects,
+) -> Op {
+    start_with(dir, config, hooks, FakeHelm::new(), &[], Some(objects)).await
+}
+
+async fn start_with(
+    dir: tempfile::TempDir,
+    config: &str,
+    hooks: FakeHooks,
+    helm: FakeHelm,
+    kept_releases: &[&str],
+    webhook_objects: Option<WebhookObjects>,
+) -> Op {
     let found = load(dir.path());
     let configs = configs(&found);
     let config = Arc::new(MemoryConfig::new(
@@ -116,6 +138,7 @@ pub async fn start_keeping(
         record_history: true,
         resource_monitor_interval: Some(Duration::from_secs(300)),
         kept_releases: kept_releases.iter().map(|r| r.to_string()).collect(),
+        webhook_objects,
         ..RuntimeSettings::default()
     };
     let clock = Arc::new(TokioClock::starting_at(chrono::DateTime::UNIX_EPOCH));

@@ -128,6 +128,13 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     }
     let mut settings = settings(args, &metrics);
     settings.kept_releases = kept_releases(args, client.as_ref()).await;
+    if client.is_some() && tree.configs.values().any(|c| c.has_webhooks()) {
+        let webhooks = args.webhooks.settings();
+        settings.webhook_objects = Some(crate::cli::webhook_flags::objects(
+            &webhooks,
+            &namespace(args),
+        ));
+    }
     let election = client
         .clone()
         .filter(|_| args.ha)
@@ -193,6 +200,7 @@ fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
         leadership: None,
         metrics: Some(Arc::clone(metrics)),
         jq: jq_runner(args),
+        webhook_objects: None,
     }
 }
 
@@ -412,6 +420,13 @@ struct Patcher(ObjectPatcher, kube::Client);
 impl ObjectPatches for Patcher {
     fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), ObjectsError>> {
         Box::pin(async move { Ok(self.0.apply(ops).await?) })
+    }
+
+    fn get_object<'a>(
+        &'a self,
+        target: &'a addon_core::hook_output::kube_patch::ObjectRef,
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, ObjectsError>> {
+        Box::pin(async move { Ok(self.0.get(target).await?) })
     }
 
     fn wait_crds_established<'a>(

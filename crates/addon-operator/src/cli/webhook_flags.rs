@@ -7,8 +7,11 @@ use std::sync::Arc;
 use addon_core::hook_config::FailurePolicy;
 use tokio_util::sync::CancellationToken;
 
-use crate::edges::webhook::{ServerSettings, TlsFiles, WebhookServer, WebhookSettings};
+use addon_core::webhook::ServiceRef;
+
+use crate::edges::webhook::{ServerSettings, TlsFiles, WebhookServer, WebhookSettings, ca_bundle};
 use crate::runtime::RuntimeHandle;
+use crate::runtime::webhook_objects::WebhookObjects;
 
 fn parse_failure_policy(text: &str) -> Result<FailurePolicy, String> {
     FailurePolicy::parse(text).ok_or_else(|| format!("'{text}' is not Fail or Ignore"))
@@ -153,6 +156,23 @@ impl WebhookArgs {
                 service_name: self.conversion_webhook_service_name.clone(),
             },
         }
+    }
+}
+
+/// The cluster objects the operator keeps for the webhooks: services in `namespace`, the CA
+/// files' bundles.
+pub fn objects(settings: &WebhookSettings, namespace: &str) -> WebhookObjects {
+    let service = |s: &ServerSettings| ServiceRef {
+        namespace: namespace.to_string(),
+        name: s.service_name.clone(),
+    };
+    WebhookObjects {
+        configuration_name: settings.configuration_name.clone(),
+        admission_service: service(&settings.admission),
+        conversion_service: service(&settings.conversion),
+        failure_policy: settings.failure_policy,
+        admission_ca_bundle: ca_bundle(&settings.admission),
+        conversion_ca_bundle: ca_bundle(&settings.conversion),
     }
 }
 

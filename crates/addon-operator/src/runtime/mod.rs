@@ -17,6 +17,7 @@ pub mod startup_config;
 pub mod state;
 mod status;
 pub mod task;
+pub mod webhook_objects;
 pub mod webhooks;
 mod worker;
 
@@ -62,6 +63,9 @@ pub struct RuntimeSettings {
     pub metrics: Option<Arc<Metrics>>,
     /// Where bindings' jqFilters run (the operator uses its jq sandbox).
     pub jq: JqRunner,
+    /// With a cluster: the webhook configurations and CRD conversions to keep in step with the
+    /// enabled hooks' webhook bindings.
+    pub webhook_objects: Option<webhook_objects::WebhookObjects>,
 }
 
 impl Default for RuntimeSettings {
@@ -75,6 +79,7 @@ impl Default for RuntimeSettings {
             leadership: None,
             metrics: None,
             jq: JqRunner::default(),
+            webhook_objects: None,
         }
     }
 }
@@ -211,6 +216,7 @@ pub struct Runtime {
     resource_monitor_interval: Option<Duration>,
     kube_events: mpsc::UnboundedReceiver<KubeEvent>,
     schedule_events: mpsc::Receiver<ScheduleId>,
+    webhook_objects: Option<webhook_objects::WebhookObjects>,
 }
 
 /// A cheap handle to look into a running runtime (tests, debug API).
@@ -285,6 +291,7 @@ impl Runtime {
             resource_monitor_interval: settings.resource_monitor_interval,
             kube_events,
             schedule_events,
+            webhook_objects: settings.webhook_objects.clone(),
         })
     }
 
@@ -338,6 +345,17 @@ impl Runtime {
                     shared: Arc::clone(&self.shared),
                 },
                 interval,
+                shutdown.clone(),
+            ));
+        }
+        let uses_webhooks = webhooks::webhook_use(&self.shared.lock());
+        if let Some(objects) = self
+            .webhook_objects
+            .filter(|_| uses_webhooks != webhooks::WebhookUse::default())
+        {
+            tasks.spawn(webhook_objects::run(
+                Arc::clone(&self.shared),
+                objects,
                 shutdown.clone(),
             ));
         }

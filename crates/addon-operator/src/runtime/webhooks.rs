@@ -53,7 +53,7 @@ struct Target {
 }
 
 /// Global hooks, then the hooks of enabled modules in order.
-fn enabled_hooks(st: &State) -> Vec<(Option<ModuleName>, HookDef)> {
+pub(super) fn enabled_hooks(st: &State) -> Vec<(Option<ModuleName>, HookDef)> {
     let global = st.global_hooks.iter().map(|d| (None, d.clone()));
     let modules = st
         .enabled

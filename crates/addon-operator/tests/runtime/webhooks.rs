@@ -3,7 +3,14 @@
 use addon_operator::edges::exec::hook_run::HookOutputs;
 use addon_operator::edges::webhook::Reply;
 use addon_operator::runtime::edges::HookFailure;
-use addon_operator_testkit::scenario::{start, tree};
+use std::time::Duration;
+
+use addon_core::hook_config::FailurePolicy;
+use addon_core::hook_output::kube_patch::KubeOperation;
+use addon_core::webhook::ServiceRef;
+use addon_operator::runtime::webhook_objects::WebhookObjects;
+use addon_operator_testkit::scenario::{Op, start, start_with_webhook_objects, tree};
+use addon_operator_testkit::wait::wait_for_async;
 use addon_operator_testkit::{FakeHelm, FakeHooks};
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -356,4 +363,109 @@ async fn a_conversion_without_a_chain_or_with_a_failed_hook_fails_with_the_reaso
         review(disabled)["response"]["result"]["message"],
         "no conversion from stable.example.com/v1alpha1 to stable.example.com/v1"
     );
+}
+
+fn webhook_objects() -> WebhookObjects {
+    let service = |name: &str| ServiceRef {
+        namespace: "addon-operator".into(),
+        name: name.into(),
+    };
+    WebhookObjects {
+        configuration_name: "addon-operator-hooks".into(),
+        admission_service: service("validating-svc"),
+        conversion_service: service("conversion-svc"),
+        failure_policy: FailurePolicy::Ignore,
+        admission_ca_bundle: Some("Q0E=".into()),
+        conversion_ca_bundle: Some("Q0E=".into()),
+    }
+}
+
+/// The objects the fake cluster holds now: (kind, name) → object, from the applied operations.
+fn cluster_objects(op: &Op) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = Vec::new();
+    for applied in op.kube.applied() {
+        match applied {
+            KubeOperation::Create { object, .. } => {
+                let kind = object["kind"].as_str().unwrap().to_string();
+                out.retain(|(k, _)| *k != kind);
+                out.push((kind, object));
+            }
+            KubeOperation::Delete { target, .. } => out.retain(|(k, _)| *k != target.kind),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn webhook_names(object: &Value) -> Vec<String> {
+    object["webhooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn crd_patches(op: &Op) -> Vec<Value> {
+    op.kube
+        .applied()
+        .into_iter()
+        .filter_map(|o| match o {
+            KubeOperation::MergePatch { target, patch, .. }
+                if target.kind == "CustomResourceDefinition" =>
+            {
+                assert_eq!(target.name, "crontabs.stable.example.com");
+                Some(patch["spec"]["conversion"].clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_webhook_configurations_follow_the_enabled_modules() {
+    let op =
+        start_with_webhook_objects(webhook_tree(), "", webhook_hooks(), webhook_objects()).await;
+    op.settle().await;
+    let context = || format!("applied: {:?}", op.kube.applied());
+    wait_for_async(
+        "both configurations",
+        Duration::from_secs(30),
+        || async { cluster_objects(&op).len() == 2 },
+        context,
+    )
+    .await;
+    let objects = cluster_objects(&op);
+    let (kind, validating) = &objects[0];
+    assert_eq!(kind, "ValidatingWebhookConfiguration");
+    assert_eq!(validating["metadata"]["name"], "addon-operator-hooks");
+    assert_eq!(webhook_names(validating), ["crontab-policy.example.com"]);
+    let entry = &validating["webhooks"][0];
+    assert_eq!(entry["failurePolicy"], "Ignore");
+    assert_eq!(
+        entry["clientConfig"],
+        json!({"service": {"namespace": "addon-operator", "name": "validating-svc", "path": "/hooks/crontab-policy-example-com"}, "caBundle": "Q0E="})
+    );
+    let (kind, mutating) = &objects[1];
+    assert_eq!(kind, "MutatingWebhookConfiguration");
+    assert_eq!(webhook_names(mutating), ["crontab-defaults.example.com"]);
+    let patches = crd_patches(&op);
+    assert_eq!(patches.len(), 1);
+    assert_eq!(patches[0]["strategy"], "Webhook");
+    assert_eq!(
+        patches[0]["webhook"]["clientConfig"]["service"]["path"],
+        "/crontabs.stable.example.com"
+    );
+
+    op.edit_config("cronEnabled: false\n").await;
+    wait_for_async(
+        "the module's webhooks to go",
+        Duration::from_secs(30),
+        || async { cluster_objects(&op).is_empty() },
+        || format!("applied: {:?}", op.kube.applied()),
+    )
+    .await;
+    // the global hook still converts that CRD: its conversion stays
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(crd_patches(&op).len(), 1);
 }
