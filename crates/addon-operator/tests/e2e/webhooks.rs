@@ -5,7 +5,7 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-use crate::support::{Running, start_command, wait_for, write};
+use crate::support::{Running, path_with_tools, require_tool, start_command, wait_for, write};
 use crate::webhook_client::{certs, connector, request};
 
 const POLICY_HOOK: &str = r##"#!/usr/bin/env bash
@@ -146,4 +146,99 @@ fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
         gone["status"]["message"],
         "no enabled hook answers webhook 'crontab-policy-example-com' (its module may be disabled)"
     );
+}
+
+fn kubectl_json(kubeconfig: &std::path::Path, args: &[&str]) -> Option<Value> {
+    let out = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .args(["-o", "json"])
+        .env("PATH", path_with_tools())
+        .env("HOME", kubeconfig.parent().unwrap())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).ok())
+        .flatten()
+}
+
+#[test]
+fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
+    if !require_tool("kubectl") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        &root.join("modules/values.yaml"),
+        "cronEnabled: true\n",
+        false,
+    );
+    write(
+        &root.join("modules/010-cron/hooks/policy"),
+        POLICY_HOOK,
+        true,
+    );
+    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
+    let config = root.join("config.yaml");
+    write(&config, "cronEnabled: true\n", false);
+    let log = root.join("operator.log");
+    let child = start_command(root.join("run"), root.join("debug.socket"))
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--config-file")
+        .arg(&config)
+        .arg("--embedded-cluster")
+        .args(["--namespace", "addon-operator"])
+        .args(["--validating-webhook-listen-address", "127.0.0.1"])
+        .args(["--validating-webhook-listen-port", &free_port().to_string()])
+        .args([
+            "--validating-webhook-configuration-name",
+            "addon-operator-hooks",
+        ])
+        .arg("--validating-webhook-server-cert")
+        .arg(certs().join("tls.crt"))
+        .arg("--validating-webhook-server-key")
+        .arg(certs().join("tls.key"))
+        .arg("--validating-webhook-ca")
+        .arg(certs().join("ca.crt"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = Running(child);
+    let kubeconfig = root.join("run/embedded-cluster.kubeconfig");
+    let get = || {
+        kubectl_json(
+            &kubeconfig,
+            &[
+                "get",
+                "validatingwebhookconfiguration",
+                "addon-operator-hooks",
+            ],
+        )
+    };
+    wait_for("the ValidatingWebhookConfiguration", &log, || {
+        get().is_some()
+    });
+    let object = get().unwrap();
+    let webhook = &object["webhooks"][0];
+    assert_eq!(webhook["name"], "crontab-policy.example.com");
+    assert_eq!(
+        webhook["clientConfig"]["service"],
+        json!({"namespace": "addon-operator", "name": "shell-operator-validating-svc", "path": "/hooks/crontab-policy-example-com"})
+    );
+    let ca = std::fs::read(certs().join("ca.crt")).unwrap();
+    use base64::Engine as _;
+    assert_eq!(
+        webhook["clientConfig"]["caBundle"],
+        base64::engine::general_purpose::STANDARD.encode(ca)
+    );
+    assert_eq!(webhook["failurePolicy"], "Fail");
+    assert_eq!(webhook["timeoutSeconds"], 1);
+
+    write(&config, "cronEnabled: false\n", false);
+    wait_for("the configuration to be removed", &log, || get().is_none());
 }
