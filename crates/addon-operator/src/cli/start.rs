@@ -133,6 +133,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         settings.webhook_objects = Some(crate::cli::webhook_flags::objects(
             &webhooks,
             &namespace(args),
+            matches!(cluster, Cluster::Embedded { .. }),
         ));
     }
     let election = client

@@ -161,7 +161,14 @@ impl WebhookArgs {
 
 /// The cluster objects the operator keeps for the webhooks: services in `namespace`, the CA
 /// files' bundles.
-pub fn objects(settings: &WebhookSettings, namespace: &str) -> WebhookObjects {
+pub fn objects(settings: &WebhookSettings, namespace: &str, embedded: bool) -> WebhookObjects {
+    let loopback = |s: &ServerSettings| {
+        let mut addr = s.listen;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::IpAddr::from([127, 0, 0, 1]));
+        }
+        addr.to_string()
+    };
     let service = |s: &ServerSettings| ServiceRef {
         namespace: namespace.to_string(),
         name: s.service_name.clone(),
@@ -173,6 +180,12 @@ pub fn objects(settings: &WebhookSettings, namespace: &str) -> WebhookObjects {
         failure_policy: settings.failure_policy,
         admission_ca_bundle: ca_bundle(&settings.admission),
         conversion_ca_bundle: ca_bundle(&settings.conversion),
+        embedded_endpoints: embedded.then(|| {
+            (
+                loopback(&settings.admission),
+                loopback(&settings.conversion),
+            )
+        }),
     }
 }
 

@@ -32,6 +32,10 @@ pub struct WebhookObjects {
     /// base64 of the CA files (`None`: unreadable, left out).
     pub admission_ca_bundle: Option<String>,
     pub conversion_ca_bundle: Option<String>,
+    /// With `--embedded-cluster`: the servers' loopback addresses (admission, conversion); the
+    /// operator creates both Services with the emulator's endpoint annotation pointing there, so
+    /// the embedded API server calls its own webhook servers.
+    pub embedded_endpoints: Option<(String, String)>,
 }
 
 /// What the enabled hooks ask for.
@@ -74,6 +78,7 @@ fn desired(st: &State, objects: &WebhookObjects) -> Desired {
 /// retrying a failed write at the next tick, until `stop`.
 pub async fn run(shared: Arc<Shared>, objects: WebhookObjects, stop: CancellationToken) {
     let mut written: Option<Desired> = None;
+    let mut services_made = objects.embedded_endpoints.is_none();
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
@@ -86,6 +91,9 @@ pub async fn run(shared: Arc<Shared>, objects: WebhookObjects, stop: Cancellatio
             }
             desired(&st, &objects)
         };
+        if !services_made {
+            services_made = make_services(&shared, &objects).await;
+        }
         if written.as_ref() == Some(&want) {
             continue;
         }
@@ -93,6 +101,46 @@ pub async fn run(shared: Arc<Shared>, objects: WebhookObjects, stop: Cancellatio
         match write(&shared, &objects, &before, &want).await {
             Ok(()) => written = Some(want),
             Err(message) => tracing::warn!("webhook objects not written, retrying: {message}"),
+        }
+    }
+}
+
+/// The Services of the embedded cluster, pointing at the servers (the emulator's annotation).
+async fn make_services(shared: &Shared, objects: &WebhookObjects) -> bool {
+    let Some((admission, conversion)) = &objects.embedded_endpoints else {
+        return true;
+    };
+    let namespace = &objects.admission_service.namespace;
+    let mut ops = vec![KubeOperation::Create {
+        mode: CreateMode::CreateIfNotExists,
+        object: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+        subresource: None,
+    }];
+    for (service, endpoint) in [
+        (&objects.admission_service, admission),
+        (&objects.conversion_service, conversion),
+    ] {
+        ops.push(KubeOperation::Create {
+            mode: CreateMode::CreateOrUpdate,
+            object: json!({
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {
+                    "name": service.name,
+                    "namespace": service.namespace,
+                    "annotations": {"kube-emulator.flant.com/endpoint": endpoint},
+                },
+                "spec": {"ports": [{"port": 443}]},
+            }),
+            subresource: None,
+        });
+    }
+    match shared.edges.objects.apply(&ops).await {
+        Ok(()) => true,
+        Err(e) => {
+            let error = addon_core::error::error_chain(&e);
+            tracing::warn!(%error, "webhook Services of the embedded cluster not made, retrying");
+            false
         }
     }
 }

@@ -148,6 +148,53 @@ fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
     );
 }
 
+const GUARD_HOOK: &str = r##"#!/usr/bin/env bash
+if [[ "${1:-}" == "--config" ]]; then
+  cat <<'EOF'
+configVersion: v1
+kubernetesValidating:
+- name: configmap-guard.example.com
+  labelSelector: {matchLabels: {guarded: "yes"}}
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [configmaps]}
+kubernetesMutating:
+- name: configmap-stamp.example.com
+  labelSelector: {matchLabels: {guarded: "yes"}}
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+EOF
+  exit 0
+fi
+ctx=$(cat "$BINDING_CONTEXT_PATH")
+case "$ctx" in
+  *'"type":"Mutating"'*) echo '{"allowed":true,"patch":[{"op":"add","path":"/data/stamped","value":"yes"}]}' > "$ADMISSION_RESPONSE_PATH" ;;
+  *'"name":"bad"'*) echo '{"allowed":false,"message":"bad configmaps are not allowed"}' > "$VALIDATING_RESPONSE_PATH" ;;
+  *) echo '{"allowed":true}' > "$VALIDATING_RESPONSE_PATH" ;;
+esac
+"##;
+
+/// `kubectl create -f` of a guarded ConfigMap: `Ok(())` or kubectl's stderr.
+fn create_configmap(kubeconfig: &std::path::Path, name: &str) -> Result<(), String> {
+    let manifest = kubeconfig.with_file_name(format!("{name}.yaml"));
+    let text = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n  labels: {{guarded: \"yes\"}}\ndata: {{a: b}}\n"
+    );
+    std::fs::write(&manifest, text).unwrap();
+    let out = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["create", "-f"])
+        .arg(&manifest)
+        .env("PATH", path_with_tools())
+        .env("HOME", kubeconfig.parent().unwrap())
+        .output()
+        .unwrap();
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+    }
+}
+
 fn kubectl_json(kubeconfig: &std::path::Path, args: &[&str]) -> Option<Value> {
     let out = std::process::Command::new("kubectl")
         .arg("--kubeconfig")
@@ -181,6 +228,7 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
         POLICY_HOOK,
         true,
     );
+    write(&root.join("modules/010-cron/hooks/guard"), GUARD_HOOK, true);
     std::fs::create_dir_all(root.join("global-hooks")).unwrap();
     let config = root.join("config.yaml");
     write(&config, "cronEnabled: true\n", false);
@@ -191,7 +239,7 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
         .arg("--config-file")
         .arg(&config)
         .arg("--embedded-cluster")
-        .args(["--namespace", "addon-operator"])
+        .args(["--namespace", "default"])
         .args(["--validating-webhook-listen-address", "127.0.0.1"])
         .args(["--validating-webhook-listen-port", &free_port().to_string()])
         .args([
@@ -224,11 +272,17 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
         get().is_some()
     });
     let object = get().unwrap();
-    let webhook = &object["webhooks"][0];
-    assert_eq!(webhook["name"], "crontab-policy.example.com");
+    let names: Vec<&str> = (object["webhooks"].as_array().unwrap().iter())
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["configmap-guard.example.com", "crontab-policy.example.com"]
+    );
+    let webhook = &object["webhooks"][1];
     assert_eq!(
         webhook["clientConfig"]["service"],
-        json!({"namespace": "addon-operator", "name": "shell-operator-validating-svc", "path": "/hooks/crontab-policy-example-com"})
+        json!({"namespace": "default", "name": "shell-operator-validating-svc", "path": "/hooks/crontab-policy-example-com"})
     );
     let ca = std::fs::read(certs().join("ca.crt")).unwrap();
     use base64::Engine as _;
@@ -239,6 +293,19 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
     assert_eq!(webhook["failurePolicy"], "Fail");
     assert_eq!(webhook["timeoutSeconds"], 1);
 
+    // the embedded API server calls the module's hooks through the operator's server
+    let denied = create_configmap(&kubeconfig, "bad").unwrap_err();
+    assert!(
+        denied.contains(
+            "admission webhook \"configmap-guard.example.com\" denied the request: bad configmaps are not allowed"
+        ),
+        "{denied}"
+    );
+    create_configmap(&kubeconfig, "good").unwrap();
+    let good = kubectl_json(&kubeconfig, &["get", "configmap", "good", "-n", "default"]).unwrap();
+    assert_eq!(good["data"], json!({"a": "b", "stamped": "yes"}));
+
     write(&config, "cronEnabled: false\n", false);
     wait_for("the configuration to be removed", &log, || get().is_none());
+    create_configmap(&kubeconfig, "bad").unwrap();
 }

@@ -377,6 +377,7 @@ fn webhook_objects() -> WebhookObjects {
         failure_policy: FailurePolicy::Ignore,
         admission_ca_bundle: Some("Q0E=".into()),
         conversion_ca_bundle: Some("Q0E=".into()),
+        embedded_endpoints: None,
     }
 }
 
