@@ -148,30 +148,9 @@ fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
     );
 }
 
-const GUARD_HOOK: &str = r##"#!/usr/bin/env bash
-if [[ "${1:-}" == "--config" ]]; then
-  cat <<'EOF'
-configVersion: v1
-kubernetesValidating:
-- name: configmap-guard.example.com
-  labelSelector: {matchLabels: {guarded: "yes"}}
-  rules:
-  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [configmaps]}
-kubernetesMutating:
-- name: configmap-stamp.example.com
-  labelSelector: {matchLabels: {guarded: "yes"}}
-  rules:
-  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
-EOF
-  exit 0
-fi
-ctx=$(cat "$BINDING_CONTEXT_PATH")
-case "$ctx" in
-  *'"type":"Mutating"'*) echo '{"allowed":true,"patch":[{"op":"add","path":"/data/stamped","value":"yes"}]}' > "$ADMISSION_RESPONSE_PATH" ;;
-  *'"name":"bad"'*) echo '{"allowed":false,"message":"bad configmaps are not allowed"}' > "$VALIDATING_RESPONSE_PATH" ;;
-  *) echo '{"allowed":true}' > "$VALIDATING_RESPONSE_PATH" ;;
-esac
-"##;
+/// The example's hook (examples/webhooks): a mutating and a validating webhook for ConfigMaps.
+const GUARD_HOOK: &str =
+    include_str!("../../../../examples/webhooks/modules/010-configmap-policy/hooks/policy");
 
 /// `kubectl create -f` of a guarded ConfigMap: `Ok(())` or kubectl's stderr.
 fn create_configmap(kubeconfig: &std::path::Path, name: &str) -> Result<(), String> {
