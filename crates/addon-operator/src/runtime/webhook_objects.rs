@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use super::edges::ObjectsError;
 use super::state::State;
 use super::webhooks::enabled_hooks;
 
@@ -100,7 +101,10 @@ pub async fn run(shared: Arc<Shared>, objects: WebhookObjects, stop: Cancellatio
         let before = written.clone().unwrap_or_default();
         match write(&shared, &objects, &before, &want).await {
             Ok(()) => written = Some(want),
-            Err(message) => tracing::warn!("webhook objects not written, retrying: {message}"),
+            Err(e) => {
+                let error = addon_core::error::error_chain(&e);
+                tracing::warn!(%error, "webhook objects not written, retrying");
+            }
         }
     }
 }
@@ -170,7 +174,7 @@ async fn write(
     objects: &WebhookObjects,
     before: &Desired,
     want: &Desired,
-) -> Result<(), String> {
+) -> Result<(), ObjectsError> {
     let kinds = [
         (
             AdmissionKind::Validating,
@@ -185,8 +189,7 @@ async fn write(
             continue;
         }
         let target = configuration_ref(kind, &objects.configuration_name);
-        let existing = (shared.edges.objects.get_object(&target).await)
-            .map_err(|e| addon_core::error::error_chain(&e))?;
+        let existing = shared.edges.objects.get_object(&target).await?;
         let merged = merge_configuration(
             kind,
             &objects.configuration_name,
@@ -227,7 +230,7 @@ async fn write(
     if ops.is_empty() {
         return Ok(());
     }
-    (shared.edges.objects.apply(&ops).await).map_err(|e| addon_core::error::error_chain(&e))?;
+    shared.edges.objects.apply(&ops).await?;
     tracing::info!(
         validating = want.validating.len(),
         mutating = want.mutating.len(),

@@ -44,6 +44,19 @@ pub fn webhook_use(st: &State) -> WebhookUse {
     out
 }
 
+/// Why a hook gave no usable answer; the message goes back to the API server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Refusal {
+    pub message: String,
+}
+
+impl From<String> for Refusal {
+    fn from(message: String) -> Self {
+        Self { message }
+    }
+}
+
 /// A hook with what a run needs, taken under the state lock.
 struct Target {
     module: Option<ModuleName>,
@@ -84,7 +97,7 @@ async fn run_webhook_hook(
     target: &Target,
     context: BindingContext,
     timeout: Duration,
-) -> Result<String, String> {
+) -> Result<String, Refusal> {
     let hook = target.def.name().clone();
     let binding = context.binding.clone();
     let context_json = render(&[context]);
@@ -97,11 +110,14 @@ async fn run_webhook_hook(
         webhook_response: true,
     };
     match tokio::time::timeout(timeout, shared.edges.hooks.run_hook(request)).await {
-        Err(_) => Err(format!(
+        Err(_) => Err(Refusal::from(format!(
             "hook '{hook}' did not answer within {}s",
             timeout.as_secs()
-        )),
-        Ok(Err(failure)) => Err(format!("hook '{hook}' failed: {}", failure.message)),
+        ))),
+        Ok(Err(failure)) => Err(Refusal::from(format!(
+            "hook '{hook}' failed: {}",
+            failure.message
+        ))),
         Ok(Ok(success)) => Ok(success.outputs.webhook_response),
     }
 }
@@ -162,9 +178,9 @@ async fn run_admission(
     let context = builder.admission(binding, Arc::new(review));
     let timeout = Duration::from_secs(u64::from(binding.timeout_seconds));
     match run_webhook_hook(shared, target, context, timeout).await {
-        Err(message) => {
-            tracing::warn!(webhook = %binding.name, "{message}");
-            AdmissionResponse::deny(message)
+        Err(refusal) => {
+            tracing::warn!(webhook = %binding.name, "{refusal}");
+            AdmissionResponse::deny(refusal.message)
         }
         Ok(text) => AdmissionResponse::parse(text.as_bytes()).unwrap_or_else(|e| {
             let message = format!("hook '{}': {e}", target.def.name());
@@ -214,15 +230,15 @@ async fn answer_conversion(shared: &Shared, path: &str, review: Value) -> Reply 
     let outcome = tokio::time::timeout(CONVERSION_TIMEOUT, convert(shared, &request, &rules))
         .await
         .unwrap_or_else(|_| {
-            Err(format!(
+            Err(Refusal::from(format!(
                 "conversion of {crd} did not finish within {}s",
                 CONVERSION_TIMEOUT.as_secs()
-            ))
+            )))
         });
-    if let Err(message) = &outcome {
-        tracing::warn!(crd, uid = %request.uid, "{message}");
+    if let Err(refusal) = &outcome {
+        tracing::warn!(crd, uid = %request.uid, "{refusal}");
     }
-    Reply::Review(request.reply(outcome))
+    Reply::Review(request.reply(outcome.map_err(|r| r.message)))
 }
 
 /// Every rule of the enabled hooks' conversion bindings for `crd`, in hook order.
@@ -259,7 +275,7 @@ async fn convert(
     shared: &Shared,
     request: &ConversionRequest,
     rules: &[(Step, ConversionRule)],
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, Refusal> {
     let desired = request.desired_api_version.as_str();
     let version = |o: &Value| o["apiVersion"].as_str().unwrap_or_default().to_string();
     let mut out = request.objects.clone();
@@ -276,11 +292,11 @@ async fn convert(
         let mut steps = 0;
         while current != desired {
             let Some((step, rule)) = next_step(rules, &current, desired) else {
-                return Err(format!("no conversion from {current} to {desired}"));
+                return Err(format!("no conversion from {current} to {desired}").into());
             };
             steps += 1;
             if steps > rules.len() {
-                return Err(format!("conversion from {from} to {desired} does not end"));
+                return Err(format!("conversion from {from} to {desired} does not end").into());
             }
             objects = convert_step(shared, request, step, rule, &objects).await?;
             current = objects
@@ -291,7 +307,8 @@ async fn convert(
                 return Err(format!(
                     "hook '{}' returned objects of several versions",
                     step.target.def.name()
-                ));
+                )
+                .into());
             }
         }
         for (slot, object) in positions.into_iter().zip(objects) {
@@ -307,7 +324,7 @@ async fn convert_step(
     step: &Step,
     rule: &ConversionRule,
     objects: &[Value],
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, Refusal> {
     let target = &step.target;
     let binding = &target.def.config.conversions[step.binding];
     let review = request.step_review(&rule.to_version, objects);
@@ -316,7 +333,7 @@ async fn convert_step(
     let text = run_webhook_hook(shared, target, context, CONVERSION_TIMEOUT).await?;
     match ConversionResponse::parse(text.as_bytes(), objects.len(), &rule.to_version) {
         Ok(ConversionResponse::Converted(objects)) => Ok(objects),
-        Ok(ConversionResponse::Failed(message)) => Err(message),
-        Err(e) => Err(format!("hook '{}': {e}", target.def.name())),
+        Ok(ConversionResponse::Failed(message)) => Err(message.into()),
+        Err(e) => Err(format!("hook '{}': {e}", target.def.name()).into()),
     }
 }
