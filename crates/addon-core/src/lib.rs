@@ -19,6 +19,7 @@ pub mod quote;
 pub mod schema;
 pub mod setup;
 pub mod values;
+pub mod webhook;
 pub mod words;
 pub mod yaml;
 pub mod yaml_splice;

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use addon_core::hook_config::{KubernetesBinding, WatchEvent};
-use addon_core::hook_output::kube_patch::KubeOperation;
+use addon_core::hook_output::kube_patch::{KubeOperation, ObjectRef};
 use addon_core::names::ModuleName;
 use addon_core::values::store::HookValues;
 use futures::future::BoxFuture;
@@ -225,6 +225,32 @@ impl ObjectPatches for FakeKube {
     fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), ObjectsError>> {
         lock(&self.state).applied.extend(ops.iter().cloned());
         Box::pin(async { Ok(()) })
+    }
+
+    /// The object the last `Create` of the applied operations wrote, unless a later `Delete`
+    /// removed it.
+    fn get_object<'a>(
+        &'a self,
+        target: &'a ObjectRef,
+    ) -> BoxFuture<'a, Result<Option<Value>, ObjectsError>> {
+        let mut found = None;
+        for op in &lock(&self.state).applied {
+            match op {
+                KubeOperation::Create { object, .. }
+                    if object["kind"] == target.kind.as_str()
+                        && object["metadata"]["name"] == target.name.as_str() =>
+                {
+                    found = Some(object.clone());
+                }
+                KubeOperation::Delete { target: t, .. }
+                    if t.kind == target.kind && t.name == target.name =>
+                {
+                    found = None;
+                }
+                _ => {}
+            }
+        }
+        Box::pin(async move { Ok(found) })
     }
 }
 

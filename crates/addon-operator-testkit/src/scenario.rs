@@ -17,6 +17,7 @@ use addon_operator::edges::exec::hook_run::HookOutputs;
 use addon_operator::edges::tree::{self as loader, LoaderConfig};
 use addon_operator::runtime::edges::Edges;
 use addon_operator::runtime::schedule::TokioClock;
+use addon_operator::runtime::webhook_objects::WebhookObjects;
 use addon_operator::runtime::{Runtime, RuntimeHandle, RuntimeSettings};
 use tokio_util::sync::CancellationToken;
 
@@ -118,6 +119,21 @@ pub async fn start_parallel(
 
 /// [`start`] with `settings` (the retry delays, the history and the resource monitor are the
 /// scenarios' own).
+
+/// [`start`] keeping the webhook configurations and CRD conversions in the fake cluster.
+pub async fn start_with_webhook_objects(
+    dir: tempfile::TempDir,
+    config: &str,
+    hooks: FakeHooks,
+    objects: WebhookObjects,
+) -> Op {
+    let settings = RuntimeSettings {
+        webhook_objects: Some(objects),
+        ..RuntimeSettings::default()
+    };
+    start_with(dir, config, hooks, FakeHelm::new(), settings).await
+}
+
 async fn start_with(
     dir: tempfile::TempDir,
     config: &str,

@@ -209,6 +209,7 @@ async fn run_once(layer: Layer, script: &Path, tmp: &Path, rig: &Rig) -> anyhow:
                 values: &empty,
                 extra_env: &[],
                 hook_args: &[],
+                webhook_response: false,
             };
             let output = run_hook(&settings, &invocation, &CancellationToken::new()).await?;
             anyhow::ensure!(

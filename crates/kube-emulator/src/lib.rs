@@ -3,6 +3,7 @@
 //! Start one with [`Emulator::start`], point clients at [`EmulatorHandle::url`] or a kubeconfig
 //! from [`EmulatorHandle::write_kubeconfig`]. See `docs/kube-emulator.md` for what is emulated.
 
+mod admission;
 mod api;
 mod apply;
 mod body;
@@ -25,6 +26,7 @@ mod store;
 mod table;
 mod watch;
 
+pub use admission::ENDPOINT_ANNOTATION;
 pub use kubeconfig::kubeconfig_yaml;
 pub use persist::PersistError;
 pub use server::{Emulator, EmulatorConfig, EmulatorError, EmulatorHandle};

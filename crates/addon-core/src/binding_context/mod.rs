@@ -10,7 +10,8 @@ use serde_json::{Map, Value, json};
 pub use combine::{Combined, combine, compact_groups};
 
 use crate::hook_config::{
-    BindingType, ConfigVersion, HookConfig, KubernetesBinding, ScheduleBinding, WatchEvent,
+    AdmissionBinding, AdmissionKind, BindingType, ConfigVersion, ConversionBinding, ConversionRule,
+    HookConfig, KubernetesBinding, ScheduleBinding, WatchEvent,
 };
 
 /// The coordinates of a Kubernetes object (`namespace` is empty for cluster-scoped objects).
@@ -136,6 +137,18 @@ pub enum ContextKind {
         watch_event: WatchEvent,
         object: ObjectAndFilterResult,
     },
+    /// An AdmissionReview for a `kubernetesValidating` / `kubernetesMutating` binding.
+    Admission {
+        kind: AdmissionKind,
+        /// The whole AdmissionReview as the API server sent it.
+        review: Arc<Value>,
+    },
+    /// One step of a conversion for a `kubernetesCustomResourceConversion` binding.
+    Conversion {
+        rule: ConversionRule,
+        /// The ConversionReview whose `request.objects` this step converts.
+        review: Arc<Value>,
+    },
 }
 
 /// One element of the binding context array.
@@ -179,12 +192,23 @@ impl BindingContext {
             .group
             .as_ref()
             .filter(|g| !g.is_empty() && !matches!(self.kind, ContextKind::Lifecycle(_)));
-        if let Some(group) = group {
+        if let ContextKind::Admission { kind, review } = &self.kind {
+            map.insert("type".into(), json!(kind.context_type()));
+            map.insert("review".into(), (**review).clone());
+        } else if let ContextKind::Conversion { rule, review } = &self.kind {
+            map.insert("type".into(), json!("Conversion"));
+            map.insert("fromVersion".into(), json!(rule.from_version));
+            map.insert("toVersion".into(), json!(rule.to_version));
+            map.insert("review".into(), (**review).clone());
+        } else if let Some(group) = group {
             map.insert("type".into(), json!("Group"));
             map.insert("groupName".into(), json!(group));
         } else {
             match &self.kind {
-                ContextKind::OnStartup | ContextKind::Lifecycle(_) => {}
+                ContextKind::OnStartup
+                | ContextKind::Lifecycle(_)
+                | ContextKind::Admission { .. }
+                | ContextKind::Conversion { .. } => {}
                 ContextKind::Schedule => {
                     map.insert("type".into(), json!("Schedule"));
                 }
@@ -323,6 +347,35 @@ impl<'a> ContextBuilder<'a> {
             object,
         };
         let mut ctx = self.kubernetes_base(binding, kind);
+        self.attach(&mut ctx, requested(&binding.include_snapshots_from));
+        ctx
+    }
+
+    /// The context of an admission request: `type` `Validating` or `Mutating`, the `review`, and
+    /// the snapshots of `includeSnapshotsFrom` and of the binding's group (never `type: Group`).
+    pub fn admission(&self, binding: &AdmissionBinding, review: Arc<Value>) -> BindingContext {
+        let kind = ContextKind::Admission {
+            kind: binding.kind,
+            review,
+        };
+        let mut ctx = self.base(&binding.name, kind);
+        self.attach(&mut ctx, requested(&binding.include_snapshots_from));
+        ctx
+    }
+
+    /// The context of one conversion step: `type: Conversion`, `fromVersion`, `toVersion` of the
+    /// rule and the `review` (whose objects are those of this step).
+    pub fn conversion(
+        &self,
+        binding: &ConversionBinding,
+        rule: &ConversionRule,
+        review: Arc<Value>,
+    ) -> BindingContext {
+        let kind = ContextKind::Conversion {
+            rule: rule.clone(),
+            review,
+        };
+        let mut ctx = self.base(&binding.name, kind);
         self.attach(&mut ctx, requested(&binding.include_snapshots_from));
         ctx
     }

@@ -504,3 +504,82 @@ fn v0_hooks_are_never_combined() {
     assert_eq!(combined.contexts.len(), 1);
     assert_eq!(combine(&[]).merged_tasks, 0);
 }
+
+const WEBHOOK_CONFIG: &str = r#"
+configVersion: v1
+kubernetes:
+- name: myCrdObjects
+  kind: CronTab
+  group: g
+kubernetesValidating:
+- name: my-crd-validator.example.com
+  group: g
+  rules: [{apiGroups: [stable.example.com], apiVersions: [v1], operations: ['*'], resources: [crontabs]}]
+kubernetesMutating:
+- name: no-snapshots.example.com
+  rules: [{apiGroups: [stable.example.com], apiVersions: [v1], operations: ['*'], resources: [crontabs]}]
+kubernetesCustomResourceConversion:
+- name: alpha1_to_alpha2
+  includeSnapshotsFrom: ["myCrdObjects"]
+  crdName: crontabs.stable.example.com
+  conversions:
+  - {fromVersion: unstable.crontab.io/v1beta1, toVersion: stable.example.com/v1beta1}
+"#;
+
+fn crontab_snapshots() -> Snapshots {
+    let mut s = Snapshots::new();
+    let object = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": "c"}});
+    s.insert("myCrdObjects".into(), vec![item(object, None)]);
+    s
+}
+
+#[test]
+fn a_validating_context_has_type_review_and_group_snapshots_but_is_no_group() {
+    let c = config(HookScope::Module, WEBHOOK_CONFIG);
+    let snapshots = crontab_snapshots();
+    let review = Arc::new(
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u"}}),
+    );
+    let ctx = ContextBuilder::new(&c, &snapshots).admission(&c.validating[0], review.clone());
+    assert_eq!(
+        ctx.to_json(),
+        json!({
+            "binding": "my-crd-validator.example.com",
+            "type": "Validating",
+            "review": *review,
+            "snapshots": {"myCrdObjects": [{"object": {"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": "c"}}}]}
+        })
+    );
+    let mutating = ContextBuilder::new(&c, &snapshots).admission(&c.mutating[0], review.clone());
+    assert_eq!(
+        mutating.to_json(),
+        json!({"binding": "no-snapshots.example.com", "type": "Mutating", "review": *review})
+    );
+}
+
+#[test]
+fn a_conversion_context_has_the_rule_versions_and_the_review() {
+    let c = config(HookScope::Global, WEBHOOK_CONFIG);
+    let snapshots = crontab_snapshots();
+    let binding = &c.conversions[0];
+    let review =
+        Arc::new(json!({"kind": "ConversionReview", "request": {"uid": "u", "objects": []}}));
+    let ctx = ContextBuilder::new(&c, &snapshots).conversion(
+        binding,
+        &binding.conversions[0],
+        review.clone(),
+    );
+    let rendered = ctx.to_json();
+    assert_eq!(rendered["binding"], "alpha1_to_alpha2");
+    assert_eq!(rendered["type"], "Conversion");
+    assert_eq!(rendered["fromVersion"], "unstable.crontab.io/v1beta1");
+    assert_eq!(rendered["toVersion"], "stable.example.com/v1beta1");
+    assert_eq!(rendered["review"], *review);
+    assert_eq!(
+        rendered["snapshots"]["myCrdObjects"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}

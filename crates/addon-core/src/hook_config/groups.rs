@@ -1,4 +1,4 @@
-//! `includeSnapshotsFrom` checks and `group` resolution: a grouped binding gets the snapshots of every kubernetes binding in its group.
+//! `includeSnapshotsFrom` checks and `group` resolution: a grouped binding (schedule, kubernetes, admission, conversion) gets the snapshots of every kubernetes binding in its group.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +25,18 @@ pub(crate) fn resolve_snapshots(config: &mut HookConfig, p: &mut Problems) {
             p,
         );
     }
+    for (i, a) in config.validating.iter().enumerate() {
+        let path = format!("kubernetesValidating[{i}]");
+        check_names(&path, &a.include_snapshots_from, &names, p);
+    }
+    for (i, a) in config.mutating.iter().enumerate() {
+        let path = format!("kubernetesMutating[{i}]");
+        check_names(&path, &a.include_snapshots_from, &names, p);
+    }
+    for (i, c) in config.conversions.iter().enumerate() {
+        let path = format!("kubernetesCustomResourceConversion[{i}]");
+        check_names(&path, &c.include_snapshots_from, &names, p);
+    }
     let mut by_group: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for k in &config.kubernetes {
         if let Some(group) = &k.group {
@@ -49,6 +61,12 @@ pub(crate) fn resolve_snapshots(config: &mut HookConfig, p: &mut Problems) {
     }
     for k in &mut config.kubernetes {
         merge(&k.group, &mut k.include_snapshots_from);
+    }
+    for a in config.validating.iter_mut().chain(&mut config.mutating) {
+        merge(&a.group, &mut a.include_snapshots_from);
+    }
+    for c in &mut config.conversions {
+        merge(&c.group, &mut c.include_snapshots_from);
     }
 }
 

@@ -10,6 +10,7 @@ mod reader;
 mod schedule;
 mod selector;
 mod settings;
+mod webhook;
 
 use std::collections::BTreeMap;
 
@@ -28,6 +29,11 @@ pub use selector::{
     LabelSelector, NamespaceSelector,
 };
 pub use settings::HookSettings;
+pub use webhook::{
+    ADMISSION_CONFIGURATION_ID, AdmissionBinding, AdmissionKind, ConversionBinding, ConversionRule,
+    DEFAULT_FAILURE_POLICY, DEFAULT_TIMEOUT_SECONDS, FailurePolicy, MAX_TIMEOUT_SECONDS,
+    MatchCondition, SideEffects, WebhookRule, safe_url_segment,
+};
 
 use crate::names::HookName;
 use reader::{Obj, Problems, type_name};
@@ -62,6 +68,10 @@ pub enum BindingType {
     AfterHelm,
     BeforeDeleteHelm,
     AfterDeleteHelm,
+    KubernetesValidating,
+    KubernetesMutating,
+    #[serde(rename = "kubernetesCustomResourceConversion")]
+    KubernetesConversion,
 }
 
 impl BindingType {
@@ -87,6 +97,9 @@ impl BindingType {
             Self::AfterHelm => "afterHelm",
             Self::BeforeDeleteHelm => "beforeDeleteHelm",
             Self::AfterDeleteHelm => "afterDeleteHelm",
+            Self::KubernetesValidating => "kubernetesValidating",
+            Self::KubernetesMutating => "kubernetesMutating",
+            Self::KubernetesConversion => "kubernetesCustomResourceConversion",
         }
     }
 
@@ -118,8 +131,12 @@ pub struct HookConfig {
     pub schedules: Vec<ScheduleBinding>,
     pub kubernetes: Vec<KubernetesBinding>,
     pub settings: HookSettings,
-    /// v1 admission and conversion bindings: accepted like the Go operator does, never run.
-    pub unsupported_bindings: Vec<String>,
+    /// `kubernetesValidating` items (v1 only).
+    pub validating: Vec<AdmissionBinding>,
+    /// `kubernetesMutating` items (v1 only).
+    pub mutating: Vec<AdmissionBinding>,
+    /// `kubernetesCustomResourceConversion` items (v1 only).
+    pub conversions: Vec<ConversionBinding>,
 }
 
 impl HookConfig {
@@ -136,6 +153,15 @@ impl HookConfig {
         }
         if !self.kubernetes.is_empty() {
             types.push(BindingType::Kubernetes);
+        }
+        if !self.validating.is_empty() {
+            types.push(BindingType::KubernetesValidating);
+        }
+        if !self.mutating.is_empty() {
+            types.push(BindingType::KubernetesMutating);
+        }
+        if !self.conversions.is_empty() {
+            types.push(BindingType::KubernetesConversion);
         }
         types.sort();
         types
@@ -156,6 +182,22 @@ impl HookConfig {
                     let v0 = if k.v0 { ", v0" } else { "" };
                     format!("kubernetes: {} ({}{v0})", k.name, k.kind)
                 })),
+                BindingType::KubernetesValidating | BindingType::KubernetesMutating => lines
+                    .extend(
+                        self.admission_bindings()
+                            .filter(|a| a.kind == admission_kind(t))
+                            .map(|a| format!("{t}: {} ({})", a.name, a.path())),
+                    ),
+                BindingType::KubernetesConversion => {
+                    lines.extend(self.conversions.iter().map(|c| {
+                        let rules: Vec<String> = c
+                            .conversions
+                            .iter()
+                            .map(|r| format!("{} -> {}", r.from_version, r.to_version))
+                            .collect();
+                        format!("{t}: {} ({}: {})", c.name, c.crd_name, rules.join(", "))
+                    }))
+                }
                 ordered => {
                     if let Some(order) = self.order(ordered) {
                         lines.push(format!("{ordered}: {}", format_order(order)));
@@ -166,9 +208,26 @@ impl HookConfig {
         lines
     }
 
+    /// Every admission binding: validating ones first, then mutating ones.
+    pub fn admission_bindings(&self) -> impl Iterator<Item = &AdmissionBinding> {
+        self.validating.iter().chain(&self.mutating)
+    }
+
+    /// Whether the hook answers webhooks (admission or conversion).
+    pub fn has_webhooks(&self) -> bool {
+        !self.validating.is_empty() || !self.mutating.is_empty() || !self.conversions.is_empty()
+    }
+
     /// The kubernetes binding called `name` (the first one if several share it).
     pub fn kubernetes_binding(&self, name: &str) -> Option<&KubernetesBinding> {
         self.kubernetes.iter().find(|k| k.name == name)
+    }
+}
+
+fn admission_kind(binding: BindingType) -> AdmissionKind {
+    match binding {
+        BindingType::KubernetesMutating => AdmissionKind::Mutating,
+        _ => AdmissionKind::Validating,
     }
 }
 
@@ -278,18 +337,29 @@ fn read_document(value: &Value, scope: HookScope, p: &mut Problems) -> Option<Ho
         .object("settings", p)
         .map(|o| settings::read_settings(&o, p))
         .unwrap_or_default();
-    let unsupported_bindings = V1_ADMISSION_KEYS
-        .iter()
-        .filter(|k| version == ConfigVersion::V1 && map.contains_key(**k))
-        .map(|k| k.to_string())
-        .collect();
+    let v1 = version == ConfigVersion::V1;
+    let admission = |kind: AdmissionKind, p: &mut Problems| {
+        v1.then(|| obj.array(kind.config_key(), 1, p))
+            .flatten()
+            .map(|items| webhook::read_admission(kind, items, p))
+            .unwrap_or_default()
+    };
+    let validating = admission(AdmissionKind::Validating, p);
+    let mutating = admission(AdmissionKind::Mutating, p);
+    let conversions = v1
+        .then(|| obj.array("kubernetesCustomResourceConversion", 1, p))
+        .flatten()
+        .map(|items| webhook::read_conversion(items, p))
+        .unwrap_or_default();
     let mut config = HookConfig {
         version,
         orders,
         schedules,
         kubernetes,
         settings,
-        unsupported_bindings,
+        validating,
+        mutating,
+        conversions,
     };
     groups::resolve_snapshots(&mut config, p);
     Some(config)
@@ -443,6 +513,9 @@ schedule:
             BindingType::AfterHelm,
             BindingType::BeforeDeleteHelm,
             BindingType::AfterDeleteHelm,
+            BindingType::KubernetesValidating,
+            BindingType::KubernetesMutating,
+            BindingType::KubernetesConversion,
         ];
         for t in all {
             assert_eq!(serde_json::to_value(t).unwrap(), Value::from(t.as_str()));

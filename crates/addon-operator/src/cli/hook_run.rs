@@ -86,6 +86,7 @@ async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
         binding: &args.binding,
         binding_context: &context_json,
         values: &values,
+        webhook_response: false,
     };
     let outputs = match executor.run_hook(request).await {
         Ok(success) => success.outputs,

@@ -129,6 +129,14 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     }
     let mut settings = settings(args, &metrics);
     settings.kept_releases = kept_releases(args, client.as_ref()).await;
+    if client.is_some() && tree.configs.values().any(|c| c.has_webhooks()) {
+        let webhooks = args.webhooks.settings();
+        settings.webhook_objects = Some(crate::cli::webhook_flags::objects(
+            &webhooks,
+            &namespace(args),
+            matches!(cluster, Cluster::Embedded { .. }),
+        ));
+    }
     let election = client
         .clone()
         .filter(|_| args.ha)
@@ -154,6 +162,12 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
             Some(hold) => holding = Some(hold),
             None => return Ok(ExitCode::SUCCESS),
         }
+    }
+    let webhooks = args.webhooks.settings();
+    let handle = runtime.handle();
+    let started = crate::cli::webhook_flags::start_servers(&webhooks, &handle, &shutdown);
+    if let Err(problem) = started.await {
+        return Ok(fail("start", &[problem]));
     }
     status.running(Arc::new(runtime.handle()));
     runtime.run(shutdown).await;
@@ -190,6 +204,7 @@ fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
         metrics: Some(Arc::clone(metrics)),
         jq: jq_runner(args),
         parallel_module_runs: usize::try_from(args.parallel_module_runs).unwrap_or(1),
+        webhook_objects: None,
     }
 }
 
@@ -414,6 +429,13 @@ impl ObjectPatches for Patcher {
         Box::pin(async move { Ok(self.0.apply(ops).await?) })
     }
 
+    fn get_object<'a>(
+        &'a self,
+        target: &'a addon_core::hook_output::kube_patch::ObjectRef,
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, ObjectsError>> {
+        Box::pin(async move { Ok(self.0.get(target).await?) })
+    }
+
     fn wait_crds_established<'a>(
         &'a self,
         names: &'a [String],
@@ -619,4 +641,6 @@ pub struct StartArgs {
     pub ha_lease_name: String,
     #[command(flatten)]
     pub http: crate::edges::http::HttpArgs,
+    #[command(flatten)]
+    pub webhooks: crate::cli::webhook_flags::WebhookArgs,
 }

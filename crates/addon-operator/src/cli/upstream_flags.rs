@@ -79,7 +79,8 @@ pub struct UpstreamArgs {
         default_value = "doc-,_"
     )]
     pub crd_filters: String,
-    /// Accepted for compatibility, no effect: there is no admission webhook server
+    /// Accepted for compatibility, no effect: the Go operator's own admission server does not
+    /// exist here (hooks' webhooks use the --validating-webhook-* flags)
     #[arg(long, env = "ADDON_OPERATOR_ADMISSION_SERVER_ENABLED", num_args = 0..=1,
           default_value = "false", default_missing_value = "true",
           value_parser = clap::builder::BoolishValueParser::new())]

@@ -9,3 +9,4 @@ pub mod jq;
 pub mod kube;
 pub mod metrics;
 pub mod tree;
+pub mod webhook;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use addon_core::config::{Config, ConfigErrors};
 use addon_core::discovery::HookFile;
 use addon_core::hook_config::{KubernetesBinding, WatchEvent};
-use addon_core::hook_output::kube_patch::KubeOperation;
+use addon_core::hook_output::kube_patch::{KubeOperation, ObjectRef};
 use addon_core::names::{HookName, ModuleName};
 use addon_core::values::store::HookValues;
 use futures::future::BoxFuture;
@@ -32,6 +32,8 @@ pub struct HookRequest<'a> {
     pub binding: &'a str,
     pub binding_context: &'a Value,
     pub values: &'a HookValues,
+    /// A webhook run: the hook gets a response file (see `HookInvocation::webhook_response`).
+    pub webhook_response: bool,
 }
 
 /// A hook or `enabled` script that did not succeed.
@@ -160,6 +162,15 @@ pub enum ObjectsError {
 pub trait ObjectPatches: Send + Sync {
     /// Applies `ops` in order; an error names the failed operation.
     fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), ObjectsError>>;
+    /// The object `target` names as the cluster has it, `None` when absent; without a cluster
+    /// there is none.
+    fn get_object<'a>(
+        &'a self,
+        target: &'a ObjectRef,
+    ) -> BoxFuture<'a, Result<Option<Value>, ObjectsError>> {
+        let _ = target;
+        Box::pin(async { Ok(None) })
+    }
     /// Waits until the API server serves the kinds of the CRDs `names` (a module's `crds/`);
     /// without a cluster there is nothing to wait for.
     fn wait_crds_established<'a>(

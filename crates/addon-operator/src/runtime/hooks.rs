@@ -47,6 +47,7 @@ pub async fn run(
         binding: binding_name,
         binding_context: &context_json,
         values: &values,
+        webhook_response: false,
     };
     let started = tokio::time::Instant::now();
     let (usage, result) = match shared.edges.hooks.run_hook(request).await {

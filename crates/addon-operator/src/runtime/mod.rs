@@ -17,6 +17,8 @@ pub mod startup_config;
 pub mod state;
 mod status;
 pub mod task;
+pub mod webhook_objects;
+pub mod webhooks;
 mod worker;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -66,6 +68,9 @@ pub struct RuntimeSettings {
     pub jq: JqRunner,
     /// How many modules of one ORDER run at once (`--parallel-module-runs`; 1: one by one).
     pub parallel_module_runs: usize,
+    /// With a cluster: the webhook configurations and CRD conversions to keep in step with the
+    /// enabled hooks' webhook bindings.
+    pub webhook_objects: Option<webhook_objects::WebhookObjects>,
 }
 
 /// `--parallel-module-runs` by default: see docs/running.md for the measurements behind it.
@@ -87,6 +92,7 @@ impl Default for RuntimeSettings {
             metrics: None,
             jq: JqRunner::default(),
             parallel_module_runs: DEFAULT_PARALLEL_MODULE_RUNS,
+            webhook_objects: None,
         }
     }
 }
@@ -225,6 +231,7 @@ pub struct Runtime {
     resource_monitor_interval: Option<Duration>,
     kube_events: mpsc::UnboundedReceiver<KubeEvent>,
     schedule_events: mpsc::Receiver<ScheduleId>,
+    webhook_objects: Option<webhook_objects::WebhookObjects>,
 }
 
 /// A cheap handle to look into a running runtime (tests, debug API).
@@ -300,6 +307,7 @@ impl Runtime {
             resource_monitor_interval: settings.resource_monitor_interval,
             kube_events,
             schedule_events,
+            webhook_objects: settings.webhook_objects.clone(),
         })
     }
 
@@ -353,6 +361,17 @@ impl Runtime {
                     shared: Arc::clone(&self.shared),
                 },
                 interval,
+                shutdown.clone(),
+            ));
+        }
+        let uses_webhooks = webhooks::webhook_use(&self.shared.lock());
+        if let Some(objects) = self
+            .webhook_objects
+            .filter(|_| uses_webhooks != webhooks::WebhookUse::default())
+        {
+            tasks.spawn(webhook_objects::run(
+                Arc::clone(&self.shared),
+                objects,
                 shutdown.clone(),
             ));
         }
@@ -583,6 +602,25 @@ impl RuntimeHandle {
     /// The queues as JSON.
     pub fn queues_json(&self) -> serde_json::Value {
         self.queue_list(true).to_json()
+    }
+
+    /// Which webhook servers the tree's hooks need.
+    pub fn webhook_use(&self) -> webhooks::WebhookUse {
+        webhooks::webhook_use(&self.shared.lock())
+    }
+
+    /// Answers AdmissionReviews with the hooks of enabled modules and global hooks.
+    pub fn admission_answers(&self) -> Arc<dyn crate::edges::webhook::Answerer> {
+        Arc::new(webhooks::AdmissionAnswers {
+            shared: Arc::clone(&self.shared),
+        })
+    }
+
+    /// Answers ConversionReviews with the hooks of enabled modules and global hooks.
+    pub fn conversion_answers(&self) -> Arc<dyn crate::edges::webhook::Answerer> {
+        Arc::new(webhooks::ConversionAnswers {
+            shared: Arc::clone(&self.shared),
+        })
     }
 
     /// Merged values of `global` and every module.

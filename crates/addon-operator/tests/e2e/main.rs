@@ -22,3 +22,6 @@ mod startup_faults;
 mod support;
 mod test_cmd;
 mod upstream;
+#[path = "../webhook/client.rs"]
+mod webhook_client;
+mod webhooks;

@@ -10,3 +10,4 @@ mod metrics;
 mod parallel;
 mod scenarios;
 mod state_ownership;
+mod webhooks;

@@ -61,6 +61,13 @@ pub async fn handle(
         return failure.into_response();
     }
     let params: Params = Query::try_from_uri(&uri).map(|q| q.0).unwrap_or_default();
+    let (headers, bytes) = match admitted(&app, &method, &path, &params, headers, bytes).await {
+        Ok(admitted) => admitted,
+        Err(e) => {
+            tracing::debug!(%method, %path, code = e.code(), error = %e, "request not admitted");
+            return e.into_response();
+        }
+    };
     let result = route(&app, &method, &path, &params, &headers, &bytes);
     match result {
         Ok(response) => {
@@ -104,6 +111,72 @@ fn route(
         }
         _ => Err(not_found_path()),
     }
+}
+
+/// The resource a path names, for the admission chain (`None`: not a resource path).
+fn resource_of(app: &App, path: &str) -> Option<ResourceRequest> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let registry = app.store.registry();
+    match segs.as_slice() {
+        ["api", version, rest @ ..] if !rest.is_empty() => {
+            resolve(&registry, "", version, rest).ok()
+        }
+        ["apis", group, version, rest @ ..] if !rest.is_empty() => {
+            resolve(&registry, group, version, rest).ok()
+        }
+        _ => None,
+    }
+}
+
+/// A create (POST) or update (PUT) after the admission chain: the body as the mutating webhooks
+/// left it (JSON), or the request's own when nothing changed.
+async fn admitted(
+    app: &App,
+    method: &Method,
+    path: &str,
+    params: &Params,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<(HeaderMap, Bytes), ApiError> {
+    let operation = match *method {
+        Method::POST => "CREATE",
+        Method::PUT => "UPDATE",
+        _ => return Ok((headers, bytes)),
+    };
+    let Some(req) = resource_of(app, path) else {
+        return Ok((headers, bytes));
+    };
+    if (operation == "CREATE") == req.name.is_some() || req.sub.is_some() || req.info.create_only {
+        return Ok((headers, bytes));
+    }
+    let Ok(mut object) = crate::body::decode_object(&headers, &bytes) else {
+        return Ok((headers, bytes));
+    };
+    if let (Some(ns), true) = (req.namespace.as_deref(), req.info.namespaced) {
+        crate::meta::set_meta(&mut object, "namespace", serde_json::json!(ns));
+    }
+    let old_object = req
+        .name
+        .as_deref()
+        .and_then(|name| app.store.get(&req.info.key(), ns_of(&req), name));
+    let admission = crate::admission::Admission {
+        req: &req,
+        operation,
+        object: object.clone(),
+        old_object,
+        dry_run: dry_run(params),
+    };
+    let after = crate::admission::admit(app, admission).await?;
+    if after == object {
+        return Ok((headers, bytes));
+    }
+    let body = serde_json::to_vec(&after).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let mut headers = headers;
+    headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    Ok((headers, Bytes::from(body)))
 }
 
 fn not_found_path() -> ApiError {

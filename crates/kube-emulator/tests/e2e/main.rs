@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod admission;
 mod api_semantics;
 mod common;
 mod crash;

@@ -199,6 +199,7 @@ impl HookRun<'_> {
             binding: self.binding,
             binding_context: &context_json,
             values: &values,
+            webhook_response: false,
         };
         let failed = |error: String| Actual {
             values: values.values.clone(),

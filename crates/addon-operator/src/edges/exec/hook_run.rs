@@ -72,6 +72,10 @@ pub struct HookInvocation<'a> {
     pub extra_env: &'a [(String, String)],
     /// Arguments before any other (`hook run <i>` for a hook of a batch executable).
     pub hook_args: &'a [String],
+    /// A webhook run: one more empty file, named by `$VALIDATING_RESPONSE_PATH`,
+    /// `$ADMISSION_RESPONSE_PATH` and `$CONVERSION_RESPONSE_PATH`, read back into
+    /// [`HookOutputs::webhook_response`].
+    pub webhook_response: bool,
 }
 
 /// The raw text of the files the hook wrote; parsing belongs to the core.
@@ -81,6 +85,8 @@ pub struct HookOutputs {
     pub values_patch: String,
     pub metrics: String,
     pub kubernetes_patch: String,
+    /// The response file of a webhook run (empty for other runs).
+    pub webhook_response: String,
 }
 
 /// The result of a hook run. `outputs` is `None` unless the hook exited with 0.
@@ -174,6 +180,7 @@ mod kinds {
     pub const KUBE_PATCH: FileKind = kind("hook-object-patch", "");
     pub const ENABLED_RESULT: FileKind = kind("module-enabled-result", "");
     pub const ENABLED_REASON: FileKind = kind("module-enabled-reason", "");
+    pub const WEBHOOK_RESPONSE: FileKind = kind("hook-webhook-response", ".json");
 }
 
 /// Upstream's file name prefix of each kind for one owner's hook, made only for a file the run
@@ -296,6 +303,10 @@ pub async fn run_hook(
     let values_patch = file(kinds::VALUES_PATCH, b"")?;
     let metrics = file(kinds::METRICS, b"")?;
     let kube_patch = file(kinds::KUBE_PATCH, b"")?;
+    let response = match invocation.webhook_response {
+        true => Some(file(kinds::WEBHOOK_RESPONSE, b"")?),
+        false => None,
+    };
 
     let mut env = vec![
         path_env("BINDING_CONTEXT_PATH", &context_path),
@@ -309,6 +320,15 @@ pub async fn run_hook(
     ];
     if !invocation.hook_args.is_empty() {
         env.extend(batch_env(&invocation.owner));
+    }
+    if let Some(path) = &response {
+        for name in [
+            "VALIDATING_RESPONSE_PATH",
+            "ADMISSION_RESPONSE_PATH",
+            "CONVERSION_RESPONSE_PATH",
+        ] {
+            env.push(path_env(name, path));
+        }
     }
     let mut launch = launch(invocation.hook_path, invocation.working_dir);
     launch.args.extend(invocation.hook_args.iter().cloned());
@@ -350,6 +370,15 @@ pub async fn run_hook(
             metrics: tmp_files::read_output(&metrics, "METRICS_PATH", limits::METRICS_FILE_BYTES)
                 .map_err(read)?,
             kubernetes_patch: patch(&kube_patch, "KUBERNETES_PATCH_PATH")?,
+            webhook_response: match &response {
+                Some(path) => tmp_files::read_output(
+                    path,
+                    "VALIDATING_RESPONSE_PATH",
+                    limits::WEBHOOK_RESPONSE_BYTES,
+                )
+                .map_err(read)?,
+                None => String::new(),
+            },
         })
     } else {
         None

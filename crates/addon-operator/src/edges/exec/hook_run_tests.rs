@@ -84,6 +84,7 @@ impl Fixture {
             values: &values,
             extra_env: &[("EXTRA_VAR".into(), "extra".into())],
             hook_args: &[],
+            webhook_response: false,
         };
         run_hook(&self.settings, &invocation, &CancellationToken::new()).await
     }
@@ -395,6 +396,7 @@ async fn global_hooks_get_global_file_names() {
         values: &context,
         extra_env: &[],
         hook_args: &[],
+        webhook_response: false,
     };
     run_hook(&fixture.settings, &invocation, &CancellationToken::new())
         .await
@@ -488,4 +490,44 @@ async fn a_100_mb_enabled_answer_fails_the_script_with_a_short_error() {
         message,
         "the stdout of 'my-module/enabled' is larger than the limit of 67108864 bytes"
     );
+}
+
+#[tokio::test]
+async fn a_webhook_run_names_one_response_file_three_ways_and_reads_it_back() {
+    let fixture = Fixture::new();
+    let hook = fixture.hook(
+        r#"[ "$VALIDATING_RESPONSE_PATH" = "$ADMISSION_RESPONSE_PATH" ] || exit 3
+[ "$VALIDATING_RESPONSE_PATH" = "$CONVERSION_RESPONSE_PATH" ] || exit 4
+echo '{"allowed": false, "message": "no"}' > "$ADMISSION_RESPONSE_PATH""#,
+    );
+    let context = json!([]);
+    let invocation = HookInvocation {
+        owner: HookOwner::Global,
+        hook_name: "policy.sh",
+        hook_path: &hook,
+        working_dir: fixture.root.path(),
+        binding: "policy.example.com",
+        binding_context: &context,
+        config_values: &context,
+        values: &context,
+        extra_env: &[],
+        hook_args: &[],
+        webhook_response: true,
+    };
+    let out = run_hook(&fixture.settings, &invocation, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(out.process.succeeded(), "{}", out.process.failure_message());
+    assert_eq!(
+        out.outputs.unwrap().webhook_response.trim(),
+        r#"{"allowed": false, "message": "no"}"#
+    );
+}
+
+#[tokio::test]
+async fn other_runs_get_no_response_path() {
+    let fixture = Fixture::new();
+    let hook = fixture.hook(r#"[ -z "${VALIDATING_RESPONSE_PATH+set}" ] || exit 5"#);
+    let out = fixture.run(&hook).await;
+    assert!(out.process.succeeded(), "{}", out.process.failure_message());
 }

@@ -41,6 +41,7 @@ impl HookExecutor for ProcessHooks {
                 values: &req.values.values,
                 extra_env: &self.extra_env,
                 hook_args: &req.hook.args,
+                webhook_response: req.webhook_response,
             };
             let run = hook_run::run_hook(&self.settings, &invocation, &self.cancel)
                 .await

@@ -250,6 +250,8 @@ pub mod limits {
     pub const METRICS_FILE_BYTES: u64 = 64 * 1024 * 1024;
     /// `$MODULE_ENABLED_RESULT` and `$MODULE_ENABLED_REASON` (the answer is `true` or `false`).
     pub const ENABLED_FILE_BYTES: u64 = 4 * 1024;
+    /// A webhook's response file (addon-core refuses more than this too).
+    pub const WEBHOOK_RESPONSE_BYTES: u64 = addon_core::webhook::MAX_RESPONSE_BYTES as u64;
 }
 
 /// Reads the output file `$env` the hook may have written, at most `limit` bytes: a larger file

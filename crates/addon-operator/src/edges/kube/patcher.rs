@@ -165,6 +165,29 @@ impl ObjectPatcher {
         }
     }
 
+    /// The object `target` names, `None` when the cluster has none.
+    pub async fn get(&self, target: &ObjectRef) -> Result<Option<Value>, PatchError> {
+        let got = async {
+            let api = self.api(target).await?;
+            let object = api
+                .get_opt(&target.name)
+                .await
+                .map_err(OperationFailure::Get)?;
+            object
+                .map(serde_json::to_value)
+                .transpose()
+                .map_err(OperationFailure::BadObject)
+        };
+        got.await.map_err(|source| PatchError {
+            total: 1,
+            failures: vec![OperationError {
+                index: 0,
+                description: format!("get {} {}", target.kind, target.name),
+                source,
+            }],
+        })
+    }
+
     async fn execute(&self, op: &KubeOperation) -> Step<()> {
         match op {
             KubeOperation::Create {

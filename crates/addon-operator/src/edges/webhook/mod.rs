@@ -1,0 +1,82 @@
+//! The admission and conversion webhook servers (HTTPS, shell-operator's flags and defaults) that hand reviews to hooks.
+
+pub mod server;
+pub mod tls;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+use addon_core::hook_config::FailurePolicy;
+use base64::Engine as _;
+
+pub use server::{Answerer, Reply, ServerError, WebhookServer};
+pub use tls::{TlsError, TlsFiles};
+
+/// shell-operator's default port of the validating (admission) webhook server.
+pub const DEFAULT_ADMISSION_PORT: u16 = 9680;
+/// shell-operator's default port of the conversion webhook server.
+pub const DEFAULT_CONVERSION_PORT: u16 = 9681;
+
+/// One server's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSettings {
+    pub listen: SocketAddr,
+    pub tls: TlsFiles,
+    /// The CA that signed the serving certificate: its PEM goes, base64, into `caBundle`.
+    pub ca: PathBuf,
+    /// The Service the API server calls.
+    pub service_name: String,
+}
+
+/// Both servers' settings, from the `--validating-webhook-*` and `--conversion-webhook-*` flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookSettings {
+    pub admission: ServerSettings,
+    /// The Validating/MutatingWebhookConfiguration name.
+    pub configuration_name: String,
+    /// For admission bindings without `failurePolicy`.
+    pub failure_policy: FailurePolicy,
+    pub conversion: ServerSettings,
+}
+
+impl WebhookSettings {
+    /// shell-operator's defaults (certificates under `/validating-certs` and `/conversion-certs`).
+    pub fn upstream_defaults() -> Self {
+        let any = IpAddr::from([0, 0, 0, 0]);
+        let server = |port, dir: &str, service: &str| ServerSettings {
+            listen: SocketAddr::new(any, port),
+            tls: TlsFiles {
+                cert: PathBuf::from(format!("/{dir}/tls.crt")),
+                key: PathBuf::from(format!("/{dir}/tls.key")),
+                client_cas: Vec::new(),
+            },
+            ca: PathBuf::from(format!("/{dir}/ca.crt")),
+            service_name: service.to_string(),
+        };
+        Self {
+            admission: server(
+                DEFAULT_ADMISSION_PORT,
+                "validating-certs",
+                "shell-operator-validating-svc",
+            ),
+            configuration_name: "shell-operator-hooks".to_string(),
+            failure_policy: FailurePolicy::Fail,
+            conversion: server(
+                DEFAULT_CONVERSION_PORT,
+                "conversion-certs",
+                "shell-operator-conversion-svc",
+            ),
+        }
+    }
+}
+
+/// The `caBundle` of a CA file: its bytes in base64; `None` (with a warning) when unreadable.
+pub fn ca_bundle(settings: &ServerSettings) -> Option<String> {
+    match std::fs::read(&settings.ca) {
+        Ok(pem) => Some(base64::engine::general_purpose::STANDARD.encode(pem)),
+        Err(e) => {
+            tracing::warn!(ca = %settings.ca.display(), error = %e, "webhook CA cannot be read; caBundle left out");
+            None
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! One HTTPS webhook server: TLS handshakes off the accept loop, `GET /healthz`, and every `POST` handed as JSON to an [`Answerer`] with its URL path; requests are served concurrently.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
+use tokio_util::sync::CancellationToken;
+
+use super::tls::{TlsError, TlsFiles, server_config};
+
+/// The largest request body read (a ConversionReview may carry many objects).
+pub const MAX_BODY_BYTES: usize = 32 << 20;
+/// A client that has not finished its TLS handshake by then is dropped.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the server answers a review with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `200` with this JSON (the review with its response).
+    Review(Value),
+    /// `400` with this text (the body is not a review).
+    BadRequest(String),
+}
+
+/// Answers the reviews posted to one server.
+pub trait Answerer: Send + Sync + 'static {
+    fn answer(&self, path: String, review: Value) -> BoxFuture<'static, Reply>;
+}
+
+/// A server that failed to start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("webhook server: {0}")]
+    Tls(#[from] TlsError),
+    #[error("webhook server: listen on {address}: {source}")]
+    Listen {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A bound server, not yet serving.
+pub struct WebhookServer {
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+}
+
+impl WebhookServer {
+    /// Reads the certificates and binds `address` (port 0 picks a free port).
+    pub async fn bind(address: SocketAddr, tls: &TlsFiles) -> Result<Self, ServerError> {
+        let config = server_config(tls)?;
+        let listener = TcpListener::bind(address)
+            .await
+            .map_err(|source| ServerError::Listen { address, source })?;
+        Ok(Self {
+            listener,
+            acceptor: TlsAcceptor::from(config),
+        })
+    }
+
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// Serves until `cancel`.
+    pub async fn run(self, answerer: Arc<dyn Answerer>, cancel: CancellationToken) {
+        let (tx, rx) = mpsc::channel(64);
+        let local = self.local_addr();
+        tokio::spawn(accept_loop(
+            self.listener,
+            self.acceptor,
+            tx,
+            cancel.clone(),
+        ));
+        let app = router(answerer);
+        let served = axum::serve(TlsListener { rx, local }, app)
+            .with_graceful_shutdown(cancel.cancelled_owned())
+            .await;
+        if let Err(e) = served {
+            tracing::warn!(error = %e, "webhook server stopped");
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    tx: mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
+    cancel: CancellationToken,
+) {
+    loop {
+        let accepted = tokio::select! {
+            () = cancel.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(pair) => pair,
+            Err(e) => {
+                tracing::debug!(error = %e, "webhook server: accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let acceptor = acceptor.clone();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(stream)) => {
+                    // a closed receiver means the server is shutting down
+                    let _ = tx.send((stream, peer)).await;
+                }
+                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "webhook TLS handshake failed"),
+                Err(_) => tracing::debug!(%peer, "webhook TLS handshake timed out"),
+            }
+        });
+    }
+}
+
+/// Connections whose TLS handshake finished, for `axum::serve`.
+struct TlsListener {
+    rx: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    local: Option<SocketAddr>,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.rx.recv().await {
+            Some(pair) => pair,
+            // the accept loop ended (shutdown): wait for the graceful shutdown to finish
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.local
+            .ok_or_else(|| std::io::Error::other("webhook server has no local address"))
+    }
+}
+
+fn router(answerer: Arc<dyn Answerer>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .fallback(review)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(answerer)
+}
+
+async fn review(
+    State(answerer): State<Arc<dyn Answerer>>,
+    method: axum::http::Method,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    if method != axum::http::Method::POST {
+        return (StatusCode::METHOD_NOT_ALLOWED, "POST a review\n").into_response();
+    }
+    let review: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                format!("Invalid JSON payload: {e}\n"),
+            )
+                .into_response();
+        }
+    };
+    match answerer.answer(uri.path().to_string(), review).await {
+        Reply::Review(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response(),
+        Reply::BadRequest(message) => {
+            (StatusCode::BAD_REQUEST, format!("{message}\n")).into_response()
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! Admission webhooks end to end: the real binary with the test certificates serves a module's validating hook (a bash script) over HTTPS; denial with the hook's message, a hook past `timeoutSeconds`, garbage, and the webhook leaving with its module.
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use crate::support::{Running, path_with_tools, require_tool, start_command, wait_for, write};
+use crate::webhook_client::{certs, connector, request};
+
+const POLICY_HOOK: &str = r##"#!/usr/bin/env bash
+if [[ "${1:-}" == "--config" ]]; then
+  cat <<'EOF'
+configVersion: v1
+kubernetesValidating:
+- name: crontab-policy.example.com
+  timeoutSeconds: 1
+  rules:
+  - {apiGroups: [stable.example.com], apiVersions: [v1], operations: [CREATE], resources: [crontabs]}
+EOF
+  exit 0
+fi
+ctx=$(cat "$BINDING_CONTEXT_PATH")
+case "$ctx" in
+  *'"type":"Validating"'*) ;;
+  *) exit 7 ;;
+esac
+case "$ctx" in
+  *'"name":"sleepy"'*) sleep 20 ;;
+  *'"name":"garbage"'*) echo 'allowed: yes' > "$VALIDATING_RESPONSE_PATH" ;;
+  *'"name":"bad"'*) echo '{"allowed":false,"message":"bad crontabs are not allowed"}' > "$ADMISSION_RESPONSE_PATH" ;;
+  *) echo '{"allowed":true}' > "$VALIDATING_RESPONSE_PATH" ;;
+esac
+"##;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn review(name: &str) -> String {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": format!("uid-{name}"),
+            "kind": {"group": "stable.example.com", "version": "v1", "kind": "CronTab"},
+            "name": name,
+            "namespace": "default",
+            "operation": "CREATE",
+            "object": {"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": name}}
+        }
+    })
+    .to_string()
+}
+
+async fn ask(addr: SocketAddr, name: &str) -> Value {
+    let (status, body) = request(
+        &connector(None),
+        addr,
+        "POST",
+        "/hooks/crontab-policy-example-com",
+        &review(name),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str::<Value>(&body).unwrap()["response"].clone()
+}
+
+#[test]
+fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        &root.join("modules/values.yaml"),
+        "cronEnabled: true\n",
+        false,
+    );
+    write(
+        &root.join("modules/010-cron/hooks/policy"),
+        POLICY_HOOK,
+        true,
+    );
+    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
+    let config = root.join("config.yaml");
+    write(&config, "cronEnabled: true\n", false);
+    let port = free_port();
+    let log = root.join("operator.log");
+    let child = start_command(root.join("tmp"), root.join("debug.socket"))
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--config-file")
+        .arg(&config)
+        .args(["--validating-webhook-listen-address", "127.0.0.1"])
+        .args(["--validating-webhook-listen-port", &port.to_string()])
+        .arg("--validating-webhook-server-cert")
+        .arg(certs().join("tls.crt"))
+        .arg("--validating-webhook-server-key")
+        .arg(certs().join("tls.key"))
+        .arg("--validating-webhook-ca")
+        .arg(certs().join("ca.crt"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = Running(child);
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    wait_for("the admission server", &log, || {
+        rt.block_on(request(&connector(None), addr, "GET", "/healthz", ""))
+            .is_ok_and(|(status, _)| status == 200)
+    });
+
+    let denied = rt.block_on(ask(addr, "bad"));
+    assert_eq!(
+        denied,
+        json!({"uid": "uid-bad", "allowed": false, "status": {"code": 403, "message": "bad crontabs are not allowed"}})
+    );
+    assert_eq!(rt.block_on(ask(addr, "good"))["allowed"], true);
+
+    let late = rt.block_on(ask(addr, "sleepy"));
+    assert_eq!(late["allowed"], false);
+    assert_eq!(
+        late["status"]["message"],
+        "hook 'hooks/policy' did not answer within 1s"
+    );
+    let garbage = rt.block_on(ask(addr, "garbage"));
+    let message = garbage["status"]["message"].as_str().unwrap().to_string();
+    assert!(
+        message.starts_with("hook 'hooks/policy': $VALIDATING_RESPONSE_PATH not JSON"),
+        "{message}"
+    );
+    // the operator keeps serving
+    assert_eq!(rt.block_on(ask(addr, "good"))["allowed"], true);
+
+    write(&config, "cronEnabled: false\n", false);
+    wait_for("the webhook to leave with its module", &log, || {
+        rt.block_on(ask(addr, "bad"))["status"]["code"] == 500
+    });
+    let gone = rt.block_on(ask(addr, "bad"));
+    assert_eq!(
+        gone["status"]["message"],
+        "no enabled hook answers webhook 'crontab-policy-example-com' (its module may be disabled)"
+    );
+}
+
+/// The example's hook (examples/webhooks): a mutating and a validating webhook for ConfigMaps.
+const GUARD_HOOK: &str =
+    include_str!("../../../../examples/webhooks/modules/010-configmap-policy/hooks/policy");
+
+/// `kubectl create -f` of a guarded ConfigMap: `Ok(())` or kubectl's stderr.
+fn create_configmap(kubeconfig: &std::path::Path, name: &str) -> Result<(), String> {
+    let manifest = kubeconfig.with_file_name(format!("{name}.yaml"));
+    let text = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n  labels: {{guarded: \"yes\"}}\ndata: {{a: b}}\n"
+    );
+    std::fs::write(&manifest, text).unwrap();
+    let out = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["create", "-f"])
+        .arg(&manifest)
+        .env("PATH", path_with_tools())
+        .env("HOME", kubeconfig.parent().unwrap())
+        .output()
+        .unwrap();
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+    }
+}
+
+fn kubectl_json(kubeconfig: &std::path::Path, args: &[&str]) -> Option<Value> {
+    let out = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .args(["-o", "json"])
+        .env("PATH", path_with_tools())
+        .env("HOME", kubeconfig.parent().unwrap())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).ok())
+        .flatten()
+}
+
+#[test]
+fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
+    if !require_tool("kubectl") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        &root.join("modules/values.yaml"),
+        "cronEnabled: true\n",
+        false,
+    );
+    write(
+        &root.join("modules/010-cron/hooks/policy"),
+        POLICY_HOOK,
+        true,
+    );
+    write(&root.join("modules/010-cron/hooks/guard"), GUARD_HOOK, true);
+    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
+    let config = root.join("config.yaml");
+    write(&config, "cronEnabled: true\n", false);
+    let log = root.join("operator.log");
+    let child = start_command(root.join("run"), root.join("debug.socket"))
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--config-file")
+        .arg(&config)
+        .arg("--embedded-cluster")
+        .args(["--namespace", "default"])
+        .args(["--validating-webhook-listen-address", "127.0.0.1"])
+        .args(["--validating-webhook-listen-port", &free_port().to_string()])
+        .args([
+            "--validating-webhook-configuration-name",
+            "addon-operator-hooks",
+        ])
+        .arg("--validating-webhook-server-cert")
+        .arg(certs().join("tls.crt"))
+        .arg("--validating-webhook-server-key")
+        .arg(certs().join("tls.key"))
+        .arg("--validating-webhook-ca")
+        .arg(certs().join("ca.crt"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = Running(child);
+    let kubeconfig = root.join("run/embedded-cluster.kubeconfig");
+    let get = || {
+        kubectl_json(
+            &kubeconfig,
+            &[
+                "get",
+                "validatingwebhookconfiguration",
+                "addon-operator-hooks",
+            ],
+        )
+    };
+    wait_for("the ValidatingWebhookConfiguration", &log, || {
+        get().is_some()
+    });
+    let object = get().unwrap();
+    let names: Vec<&str> = (object["webhooks"].as_array().unwrap().iter())
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["configmap-guard.example.com", "crontab-policy.example.com"]
+    );
+    let webhook = &object["webhooks"][1];
+    assert_eq!(
+        webhook["clientConfig"]["service"],
+        json!({"namespace": "default", "name": "shell-operator-validating-svc", "path": "/hooks/crontab-policy-example-com"})
+    );
+    let ca = std::fs::read(certs().join("ca.crt")).unwrap();
+    use base64::Engine as _;
+    assert_eq!(
+        webhook["clientConfig"]["caBundle"],
+        base64::engine::general_purpose::STANDARD.encode(ca)
+    );
+    assert_eq!(webhook["failurePolicy"], "Fail");
+    assert_eq!(webhook["timeoutSeconds"], 1);
+
+    // the embedded API server calls the module's hooks through the operator's server
+    let denied = create_configmap(&kubeconfig, "bad").unwrap_err();
+    assert!(
+        denied.contains(
+            "admission webhook \"configmap-guard.example.com\" denied the request: bad configmaps are not allowed"
+        ),
+        "{denied}"
+    );
+    create_configmap(&kubeconfig, "good").unwrap();
+    let good = kubectl_json(&kubeconfig, &["get", "configmap", "good", "-n", "default"]).unwrap();
+    assert_eq!(good["data"], json!({"a": "b", "stamped": "yes"}));
+
+    write(&config, "cronEnabled: false\n", false);
+    wait_for("the configuration to be removed", &log, || get().is_none());
+    create_configmap(&kubeconfig, "bad").unwrap();
+}
