@@ -1,6 +1,7 @@
 //! Binding contexts: what a hook run receives in `$BINDING_CONTEXT_PATH`, built from a hook's config and the caller's snapshots, rendered exactly as the Go operator does.
 
 mod combine;
+mod write;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 pub use combine::{Combined, combine, compact_groups};
+pub use write::{write_contexts, write_item, write_items};
 
 use crate::hook_config::{
     BindingType, ConfigVersion, HookConfig, KubernetesBinding, ScheduleBinding, WatchEvent,
@@ -48,6 +50,11 @@ impl KeptObject {
     /// so it parses again; `null` would only show a broken invariant.)
     pub fn to_value(&self) -> Value {
         serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// The object's compact JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 
     /// Whether both are the same shared copy (not only equal).
