@@ -1,6 +1,7 @@
 //! Turns outside events into tasks: config edits, watch events of kubernetes bindings, and
 //! schedule ticks.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
@@ -34,8 +35,8 @@ pub async fn config_updates(
     }
 }
 
-/// Watch events taken from the channel at once (one sandbox request's worth): consecutive events
-/// of one binding go through the jq sandbox in one request instead of one round trip each.
+/// Watch events taken from the channel at once (one sandbox request's worth): the events of one
+/// binding among them go through the jq sandbox in one request instead of one round trip each.
 const EVENT_BATCH: usize = crate::edges::jq::MAX_BATCH;
 
 /// Feeds watch events into the monitors and queues hook runs for them.
@@ -58,19 +59,28 @@ pub async fn kube_events(
         {
             batch.push(next);
         }
-        for run in runs_of_one_binding(batch) {
+        for run in runs_by_binding(batch) {
             on_kube_events(&shared, run).await;
         }
     }
 }
 
-/// Splits `batch` into runs of consecutive events of one binding, in order.
-fn runs_of_one_binding(batch: Vec<KubeEvent>) -> Vec<Vec<KubeEvent>> {
+/// Splits `batch` into the events of each binding, each binding's in order, the bindings in the
+/// order of their first event. Several hooks watching the same objects get their events
+/// interleaved (one object changed: one event for each); grouped, each binding's events go
+/// through the jq sandbox in one request and queue their hook runs next to each other, where
+/// they are combined into one run, instead of one task (holding its object) per event that no
+/// neighbour combines with.
+fn runs_by_binding(batch: Vec<KubeEvent>) -> Vec<Vec<KubeEvent>> {
     let mut runs: Vec<Vec<KubeEvent>> = Vec::new();
+    let mut index: HashMap<MonitorKey, usize> = HashMap::new();
     for event in batch {
-        match runs.last_mut() {
-            Some(run) if run.first().is_some_and(|e| e.key == event.key) => run.push(event),
-            _ => runs.push(vec![event]),
+        match index.get(&event.key) {
+            Some(&i) => runs[i].push(event),
+            None => {
+                index.insert(event.key.clone(), runs.len());
+                runs.push(vec![event]);
+            }
         }
     }
     runs
@@ -240,4 +250,50 @@ fn on_tick(shared: &Shared, id: &ScheduleId) {
         queue: binding.queue.clone(),
     });
     decisions::enqueue(shared, st, decision);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use addon_core::names::HookName;
+
+    fn event(hook: &str, name: &str) -> KubeEvent {
+        KubeEvent {
+            key: MonitorKey {
+                module: None,
+                hook: HookName::new(hook).unwrap(),
+                binding: 0,
+            },
+            event: WatchEvent::Modified,
+            object: serde_json::json!({"metadata": {"name": name}}),
+        }
+    }
+
+    #[test]
+    fn interleaved_events_of_several_bindings_are_grouped_by_binding_in_order() {
+        let batch = vec![
+            event("a", "1"),
+            event("b", "1"),
+            event("a", "2"),
+            event("c", "1"),
+            event("b", "2"),
+            event("a", "3"),
+        ];
+        let runs: Vec<Vec<String>> = runs_by_binding(batch)
+            .iter()
+            .map(|run| {
+                run.iter()
+                    .map(|e| format!("{}:{}", e.key.hook, e.object["metadata"]["name"]))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                vec!["a:\"1\"", "a:\"2\"", "a:\"3\""],
+                vec!["b:\"1\"", "b:\"2\""],
+                vec!["c:\"1\""]
+            ]
+        );
+    }
 }

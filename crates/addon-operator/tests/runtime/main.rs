@@ -8,4 +8,5 @@ mod config_writer;
 mod failure_kinds;
 mod metrics;
 mod scenarios;
+mod shared_watches;
 mod state_ownership;
