@@ -93,7 +93,7 @@ impl HookExecutor for FakeHooks {
         };
         let call = HookCall {
             name,
-            binding_context: req.binding_context.clone(),
+            binding_context: req.binding_context.to_value(),
             config_values: req.values.config_values.clone(),
             values: req.values.values.clone(),
         };

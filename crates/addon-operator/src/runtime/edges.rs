@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use addon_core::binding_context::ContextDocument;
 use addon_core::config::{Config, ConfigErrors};
 use addon_core::discovery::HookFile;
 use addon_core::hook_config::{KubernetesBinding, WatchEvent};
@@ -30,7 +31,7 @@ pub struct HookRequest<'a> {
     pub hook: &'a HookFile,
     /// The binding name for log lines.
     pub binding: &'a str,
-    pub binding_context: &'a Value,
+    pub binding_context: ContextDocument<'a>,
     pub values: &'a HookValues,
 }
 
