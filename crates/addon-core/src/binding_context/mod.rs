@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 pub use combine::{Combined, combine, compact_groups};
-pub use write::{write_contexts, write_item, write_items};
+pub use write::{ContextDocument, write_contexts, write_item, write_items};
 
 use crate::hook_config::{
     BindingType, ConfigVersion, HookConfig, KubernetesBinding, ScheduleBinding, WatchEvent,

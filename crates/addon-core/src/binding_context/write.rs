@@ -4,14 +4,44 @@
 use std::io::{self, Write};
 
 use serde::Serialize;
+use serde_json::Value;
 
 use super::{BindingContext, ContextKind, ObjectAndFilterResult};
 use crate::hook_config::ConfigVersion;
 
+/// The `$BINDING_CONTEXT_PATH` document of one run: contexts, written as a stream, or a
+/// document given whole (`hook run` with a context file, tests).
+#[derive(Debug, Clone, Copy)]
+pub enum ContextDocument<'a> {
+    Contexts(&'a [BindingContext]),
+    Json(&'a Value),
+}
+
+impl ContextDocument<'_> {
+    /// Writes the document's compact JSON to `out` (which should be buffered).
+    pub fn write_to<W: Write + ?Sized>(&self, out: &mut W) -> io::Result<()> {
+        match self {
+            Self::Contexts(contexts) => write_contexts(contexts, out),
+            Self::Json(value) => Ok(serde_json::to_writer(out, value)?),
+        }
+    }
+
+    /// The document as JSON (for tests and fakes: it builds the whole document).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Contexts(contexts) => super::render(contexts),
+            Self::Json(value) => (*value).clone(),
+        }
+    }
+}
+
 /// Writes the `$BINDING_CONTEXT_PATH` document of `contexts` (a JSON array) to `out`: exactly
 /// what `serde_json::to_writer(out, &render(contexts))` writes. Kept objects go out as the text
 /// the snapshot holds; nothing is kept per object. `out` should be buffered.
-pub fn write_contexts<W: Write>(contexts: &[BindingContext], out: &mut W) -> io::Result<()> {
+pub fn write_contexts<W: Write + ?Sized>(
+    contexts: &[BindingContext],
+    out: &mut W,
+) -> io::Result<()> {
     out.write_all(b"[")?;
     for (i, context) in contexts.iter().enumerate() {
         if i > 0 {
@@ -23,7 +53,7 @@ pub fn write_contexts<W: Write>(contexts: &[BindingContext], out: &mut W) -> io:
 }
 
 /// Writes one context, as [`BindingContext::to_json`] renders it.
-pub fn write_context<W: Write>(context: &BindingContext, out: &mut W) -> io::Result<()> {
+pub fn write_context<W: Write + ?Sized>(context: &BindingContext, out: &mut W) -> io::Result<()> {
     let mut map = Fields::open(out)?;
     map.field("binding", &context.binding)?;
     match context.format {
@@ -33,7 +63,10 @@ pub fn write_context<W: Write>(context: &BindingContext, out: &mut W) -> io::Res
     map.close()
 }
 
-fn write_v0_fields<W: Write>(context: &BindingContext, map: &mut Fields<'_, W>) -> io::Result<()> {
+fn write_v0_fields<W: Write + ?Sized>(
+    context: &BindingContext,
+    map: &mut Fields<'_, W>,
+) -> io::Result<()> {
     if let ContextKind::Event {
         watch_event,
         object,
@@ -47,7 +80,10 @@ fn write_v0_fields<W: Write>(context: &BindingContext, map: &mut Fields<'_, W>) 
     Ok(())
 }
 
-fn write_v1_fields<W: Write>(context: &BindingContext, map: &mut Fields<'_, W>) -> io::Result<()> {
+fn write_v1_fields<W: Write + ?Sized>(
+    context: &BindingContext,
+    map: &mut Fields<'_, W>,
+) -> io::Result<()> {
     if context.kind == ContextKind::OnStartup {
         return Ok(());
     }
@@ -90,7 +126,10 @@ fn write_v1_fields<W: Write>(context: &BindingContext, map: &mut Fields<'_, W>) 
 }
 
 /// `[{"object":…,"filterResult":…},…]`.
-pub fn write_items<W: Write>(items: &[ObjectAndFilterResult], out: &mut W) -> io::Result<()> {
+pub fn write_items<W: Write + ?Sized>(
+    items: &[ObjectAndFilterResult],
+    out: &mut W,
+) -> io::Result<()> {
     out.write_all(b"[")?;
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
@@ -102,13 +141,13 @@ pub fn write_items<W: Write>(items: &[ObjectAndFilterResult], out: &mut W) -> io
 }
 
 /// One item as [`ObjectAndFilterResult::to_json`] renders it.
-pub fn write_item<W: Write>(item: &ObjectAndFilterResult, out: &mut W) -> io::Result<()> {
+pub fn write_item<W: Write + ?Sized>(item: &ObjectAndFilterResult, out: &mut W) -> io::Result<()> {
     let mut map = Fields::open(out)?;
     write_item_fields(item, &mut map)?;
     map.close()
 }
 
-fn write_item_fields<W: Write>(
+fn write_item_fields<W: Write + ?Sized>(
     item: &ObjectAndFilterResult,
     map: &mut Fields<'_, W>,
 ) -> io::Result<()> {
@@ -125,12 +164,12 @@ fn write_item_fields<W: Write>(
 }
 
 /// A JSON object being written: keys with commas between them.
-struct Fields<'a, W: Write> {
+struct Fields<'a, W: Write + ?Sized> {
     out: &'a mut W,
     empty: bool,
 }
 
-impl<'a, W: Write> Fields<'a, W> {
+impl<'a, W: Write + ?Sized> Fields<'a, W> {
     fn open(out: &'a mut W) -> io::Result<Self> {
         out.write_all(b"{")?;
         Ok(Self { out, empty: true })
