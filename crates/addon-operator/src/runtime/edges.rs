@@ -102,6 +102,17 @@ pub struct MonitorKey {
     pub binding: usize,
 }
 
+/// Watch events waiting for the intake, at most. A watch whose events the intake has not taken
+/// yet waits (its connection holds the rest), so a burst of changes never piles up parsed
+/// objects in memory faster than hooks can be queued for them.
+pub const KUBE_EVENT_BACKLOG: usize = 512;
+
+/// The channel of watch events, bounded by [`KUBE_EVENT_BACKLOG`]: the sender for the kubernetes
+/// edge, the receiver for the runtime.
+pub fn kube_event_channel() -> (mpsc::Sender<KubeEvent>, mpsc::Receiver<KubeEvent>) {
+    mpsc::channel(KUBE_EVENT_BACKLOG)
+}
+
 /// A watch event for a monitor.
 #[derive(Debug, Clone)]
 pub struct KubeEvent {

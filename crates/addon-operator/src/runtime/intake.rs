@@ -42,7 +42,7 @@ const EVENT_BATCH: usize = crate::edges::jq::MAX_BATCH;
 /// Feeds watch events into the monitors and queues hook runs for them.
 pub async fn kube_events(
     shared: Arc<Shared>,
-    mut events: mpsc::UnboundedReceiver<KubeEvent>,
+    mut events: mpsc::Receiver<KubeEvent>,
     stop: CancellationToken,
 ) {
     loop {

@@ -208,7 +208,7 @@ impl Shared {
 pub struct Runtime {
     shared: Arc<Shared>,
     resource_monitor_interval: Option<Duration>,
-    kube_events: mpsc::UnboundedReceiver<KubeEvent>,
+    kube_events: mpsc::Receiver<KubeEvent>,
     schedule_events: mpsc::Receiver<ScheduleId>,
 }
 
@@ -226,7 +226,7 @@ impl Runtime {
         found: &Discovered,
         configs: &BTreeMap<PathBuf, HookConfig>,
         edges: Edges,
-        kube_events: mpsc::UnboundedReceiver<KubeEvent>,
+        kube_events: mpsc::Receiver<KubeEvent>,
         settings: RuntimeSettings,
     ) -> Result<Self, StartupError> {
         Self::build_with_clock(
@@ -245,7 +245,7 @@ impl Runtime {
         found: &Discovered,
         configs: &BTreeMap<PathBuf, HookConfig>,
         edges: Edges,
-        kube_events: mpsc::UnboundedReceiver<KubeEvent>,
+        kube_events: mpsc::Receiver<KubeEvent>,
         settings: RuntimeSettings,
         clock: Arc<dyn WallClock>,
     ) -> Result<Self, StartupError> {
