@@ -489,3 +489,72 @@ async fn a_100_mb_enabled_answer_fails_the_script_with_a_short_error() {
         "the stdout of 'my-module/enabled' is larger than the limit of 67108864 bytes"
     );
 }
+
+/// A Synchronization of many kept objects, a grouped Event and a lifecycle context with
+/// snapshots, streamed into the hook's file: byte for byte the serialized document, with and
+/// without the pool (larger than the write buffer, so the file is written in several parts).
+#[tokio::test]
+async fn a_streamed_binding_context_file_is_the_serialized_document() {
+    use addon_core::binding_context::{ContextBuilder, ObjectAndFilterResult, Snapshots, render};
+    use addon_core::hook_config::{BindingType, HookScope, WatchEvent, parse};
+    let name = addon_core::names::HookName::new("hooks/sub/hook.sh").unwrap();
+    let config = parse(
+        &name,
+        HookScope::Module,
+        "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  jqFilter: .data.n\n- name: grouped\n  kind: Pod\n  group: g\n",
+    )
+    .unwrap();
+    let items: Vec<ObjectAndFilterResult> = (0..400)
+        .map(|i| {
+            let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("cm-{i:03}"), "namespace": "ns"},
+                "data": {"n": i.to_string(), "pad": "é\"\\".repeat(100)}});
+            ObjectAndFilterResult::new(object, Some(json!(i.to_string())))
+        })
+        .collect();
+    let mut snapshots = Snapshots::new();
+    snapshots.insert("cms".into(), items.clone());
+    snapshots.insert("grouped".into(), items[..3].to_vec());
+    let builder = ContextBuilder::new(&config, &snapshots);
+    let mut contexts = vec![
+        builder.synchronization(&config.kubernetes[0], &items),
+        builder.event(&config.kubernetes[1], WatchEvent::Added, &items[1]),
+        builder.lifecycle(BindingType::BeforeHelm),
+    ];
+    for context in &mut contexts {
+        builder.refresh(context);
+    }
+    let expected = serde_json::to_vec(&render(&contexts)).unwrap();
+    assert!(expected.len() > 128 * 1024, "{}", expected.len());
+    for fixture in Fixture::both() {
+        let hook = fixture.hook("cp \"$BINDING_CONTEXT_PATH\" written");
+        let module_dir = fixture.module_dir();
+        let empty = json!({});
+        let invocation = HookInvocation {
+            owner: HookOwner::Module("my-module".into()),
+            hook_name: "hooks/sub/hook.sh",
+            hook_path: &hook,
+            working_dir: &module_dir,
+            binding: "cms",
+            binding_context: ContextDocument::Contexts(&contexts),
+            config_values: &empty,
+            values: &empty,
+            extra_env: &[],
+            hook_args: &[],
+        };
+        let output = run_hook(&fixture.settings, &invocation, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert!(
+            output.process.succeeded(),
+            "{}",
+            output.process.failure_message()
+        );
+        let written = std::fs::read(module_dir.join("hooks/sub/written")).unwrap();
+        assert!(
+            written == expected,
+            "the file differs from the serialized document"
+        );
+        fixture.settle();
+    }
+}
