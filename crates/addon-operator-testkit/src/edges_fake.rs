@@ -118,7 +118,7 @@ impl HookExecutor for FakeHooks {
         };
         let call = HookCall {
             name,
-            binding_context: req.binding_context.clone(),
+            binding_context: req.binding_context.to_value(),
             config_values: req.values.config_values.clone(),
             values: req.values.values.clone(),
         };
@@ -169,18 +169,22 @@ struct KubeState {
     applied: Vec<KubeOperation>,
 }
 
+/// Events a test may emit without yielding (`emit` does not wait; the operator's own channel is
+/// far smaller and makes watches wait).
+const FAKE_BACKLOG: usize = 1 << 16;
+
 /// A Kubernetes whose objects the test sets; `emit` sends a watch event to every started monitor
 /// of the object's kind (selectors are not evaluated).
 #[derive(Clone)]
 pub struct FakeKube {
     state: Arc<Mutex<KubeState>>,
-    events: mpsc::UnboundedSender<KubeEvent>,
+    events: mpsc::Sender<KubeEvent>,
 }
 
 impl FakeKube {
     /// The fake and the receiver to give to the runtime.
-    pub fn new() -> (Self, mpsc::UnboundedReceiver<KubeEvent>) {
-        let (events, rx) = mpsc::unbounded_channel();
+    pub fn new() -> (Self, mpsc::Receiver<KubeEvent>) {
+        let (events, rx) = mpsc::channel(FAKE_BACKLOG);
         let fake = Self {
             state: Arc::default(),
             events,
@@ -211,7 +215,7 @@ impl FakeKube {
         let state = lock(&self.state);
         for (key, monitor_kind) in &state.monitors {
             if *monitor_kind == kind {
-                let _ = self.events.send(KubeEvent {
+                let _ = self.events.try_send(KubeEvent {
                     key: key.clone(),
                     event,
                     object: object.clone(),

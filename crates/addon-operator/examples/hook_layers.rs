@@ -204,7 +204,7 @@ async fn run_once(layer: Layer, script: &Path, tmp: &Path, rig: &Rig) -> anyhow:
                 hook_path: script,
                 working_dir: dir,
                 binding: "beforeHelm",
-                binding_context: &context,
+                binding_context: addon_core::binding_context::ContextDocument::Json(&context),
                 config_values: &empty,
                 values: &empty,
                 extra_env: &[],

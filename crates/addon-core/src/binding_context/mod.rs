@@ -1,6 +1,7 @@
 //! Binding contexts: what a hook run receives in `$BINDING_CONTEXT_PATH`, built from a hook's config and the caller's snapshots, rendered exactly as the Go operator does.
 
 mod combine;
+mod write;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 pub use combine::{Combined, combine, compact_groups};
+pub use write::{ContextDocument, write_contexts, write_item, write_items};
 
 use crate::hook_config::{
     AdmissionBinding, AdmissionKind, BindingType, ConfigVersion, ConversionBinding, ConversionRule,
@@ -49,6 +51,11 @@ impl KeptObject {
     /// so it parses again; `null` would only show a broken invariant.)
     pub fn to_value(&self) -> Value {
         serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// The object's compact JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 
     /// Whether both are the same shared copy (not only equal).
@@ -94,16 +101,21 @@ impl ObjectAndFilterResult {
     /// The item as the binding `source` shows it: no `object` without `keepFullObjectsInMemory`,
     /// no `filterResult` without a jqFilter, `null` when the filter gave nothing.
     fn shaped_for(&self, source: Option<&KubernetesBinding>) -> Self {
-        let keep = source.is_none_or(|b| b.keep_full_objects_in_memory);
-        let has_filter = source.is_some_and(|b| b.jq_filter.is_some());
-        Self {
-            id: self.id.clone(),
-            object: self.object.clone().filter(|_| keep),
-            filter_result: has_filter.then(|| {
-                self.filter_result
-                    .clone()
-                    .unwrap_or_else(|| Arc::new(Value::Null))
-            }),
+        let mut shaped = self.clone();
+        shaped.shape_for(source);
+        shaped
+    }
+
+    /// [`ObjectAndFilterResult::shaped_for`] in place.
+    fn shape_for(&mut self, source: Option<&KubernetesBinding>) {
+        if !source.is_none_or(|b| b.keep_full_objects_in_memory) {
+            self.object = None;
+        }
+        if source.is_some_and(|b| b.jq_filter.is_some()) {
+            self.filter_result
+                .get_or_insert_with(|| Arc::new(Value::Null));
+        } else {
+            self.filter_result = None;
         }
     }
 
@@ -328,7 +340,17 @@ impl<'a> ContextBuilder<'a> {
         binding: &KubernetesBinding,
         objects: &[ObjectAndFilterResult],
     ) -> BindingContext {
-        let objects = shape_all(objects, Some(binding));
+        self.synchronization_of(binding, objects.to_vec())
+    }
+
+    /// [`ContextBuilder::synchronization`] taking the snapshot's items: they are shaped and
+    /// sorted in place (a snapshot of many objects is not held twice).
+    pub fn synchronization_of(
+        &self,
+        binding: &KubernetesBinding,
+        objects: Vec<ObjectAndFilterResult>,
+    ) -> BindingContext {
+        let objects = shape_in_place(objects, Some(binding));
         let mut ctx = self.kubernetes_base(binding, ContextKind::Synchronization { objects });
         self.attach(&mut ctx, requested(&binding.include_snapshots_from));
         ctx
@@ -403,7 +425,8 @@ impl<'a> ContextBuilder<'a> {
             for name in names {
                 let source = self.config.kubernetes_binding(name);
                 let items = self.snapshots.get(name).map(Vec::as_slice).unwrap_or(&[]);
-                ctx.snapshots.insert(name.clone(), shape_all(items, source));
+                ctx.snapshots
+                    .insert(name.clone(), shape_in_place(items.to_vec(), source));
             }
         }
         ctx.snapshot_names = names;
@@ -416,17 +439,19 @@ fn requested(names: &[String]) -> Option<Vec<String>> {
 
 /// Shapes items for their binding and sorts them: by namespace and name when objects are kept,
 /// else by `namespace/Kind/name`.
-fn shape_all(
-    items: &[ObjectAndFilterResult],
+fn shape_in_place(
+    mut out: Vec<ObjectAndFilterResult>,
     source: Option<&KubernetesBinding>,
 ) -> Vec<ObjectAndFilterResult> {
-    let mut out: Vec<ObjectAndFilterResult> = items.iter().map(|i| i.shaped_for(source)).collect();
+    for item in &mut out {
+        item.shape_for(source);
+    }
     if source.is_none_or(|b| b.keep_full_objects_in_memory) {
         out.sort_by(|a, b| (&a.id.namespace, &a.id.name).cmp(&(&b.id.namespace, &b.id.name)));
     } else {
         let key =
             |i: &ObjectAndFilterResult| format!("{}/{}/{}", i.id.namespace, i.id.kind, i.id.name);
-        out.sort_by_key(key);
+        out.sort_by_cached_key(key);
     }
     out
 }

@@ -583,3 +583,86 @@ fn a_conversion_context_has_the_rule_versions_and_the_review() {
         1
     );
 }
+
+/// Every shape of context: the stream writer gives the bytes of the rendered document.
+fn every_shape() -> Vec<BindingContext> {
+    let c = config(HookScope::Global, SNAPSHOT_CONFIG);
+    let mut s = snapshot_world();
+    let odd = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "odd\"name\\é\u{1}", "namespace": "ns", "labels": {"z": "1", "a": "2"}},
+        "spec": {"f": 1.5, "e": 1e300, "n": -0.0, "big": u64::MAX, "neg": i64::MIN, "nul": null, "arr": [true, [], {}]}});
+    s.get_mut("monitor-pods")
+        .unwrap()
+        .push(item(odd.clone(), Some(json!({"k": ["é", 2.25]}))));
+    let b = ContextBuilder::new(&c, &s);
+    let grouped = config(
+        HookScope::Global,
+        "configVersion: v1\nschedule:\n- crontab: '* * * * *'\n  group: g\nkubernetes:\n- name: pods\n  kind: Pod\n  group: g\n  jqFilter: .metadata.name\n  keepFullObjectsInMemory: false\n",
+    );
+    let gb = ContextBuilder::new(&grouped, &s);
+    let v0 = config(
+        HookScope::Global,
+        r#"{"onKubernetesEvent": [{"kind": "Pod", "event": ["add"]}]}"#,
+    );
+    let v0b = ContextBuilder::new(&v0, &s);
+    let pods = &s["monitor-pods"];
+    vec![
+        b.on_startup(),
+        b.lifecycle(BindingType::BeforeHelm),
+        b.schedule(&c.schedules[0]),
+        b.synchronization(&c.kubernetes[1], pods),
+        b.synchronization(&c.kubernetes[0], &s["configmap-content"]),
+        b.synchronization(&c.kubernetes[1], &[]),
+        b.event(&c.kubernetes[1], WatchEvent::Modified, &pods[2]),
+        b.event(
+            &c.kubernetes[0],
+            WatchEvent::Deleted,
+            &s["configmap-content"][0],
+        ),
+        b.event(
+            &c.kubernetes[1],
+            WatchEvent::Added,
+            &ObjectAndFilterResult {
+                filter_result: None,
+                ..pods[0].clone()
+            },
+        ),
+        gb.schedule(&grouped.schedules[0]),
+        gb.synchronization(&grouped.kubernetes[0], pods),
+        gb.event(&grouped.kubernetes[0], WatchEvent::Added, &pods[1]),
+        v0b.event(&v0.kubernetes[0], WatchEvent::Added, &pods[2]),
+        v0b.synchronization(&v0.kubernetes[0], pods),
+    ]
+}
+
+#[test]
+fn streamed_contexts_are_byte_for_byte_the_rendered_document() {
+    let contexts = every_shape();
+    for one in &contexts {
+        let mut streamed = Vec::new();
+        write_contexts(std::slice::from_ref(one), &mut streamed).unwrap();
+        let rendered = serde_json::to_vec(&render(std::slice::from_ref(one))).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&streamed),
+            String::from_utf8_lossy(&rendered)
+        );
+    }
+    let mut streamed = Vec::new();
+    write_contexts(&contexts, &mut streamed).unwrap();
+    assert_eq!(streamed, serde_json::to_vec(&render(&contexts)).unwrap());
+    let mut empty = Vec::new();
+    write_contexts(&[], &mut empty).unwrap();
+    assert_eq!(empty, b"[]");
+}
+
+#[test]
+fn streamed_items_are_the_items_as_json() {
+    let s = snapshot_world();
+    let mut out = Vec::new();
+    write_items(&s["monitor-pods"], &mut out).unwrap();
+    let expected: Vec<Value> = s["monitor-pods"]
+        .iter()
+        .map(ObjectAndFilterResult::to_json)
+        .collect();
+    assert_eq!(out, serde_json::to_vec(&expected).unwrap());
+}

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use addon_core::binding_context::{
-    BindingContext, ContextBuilder, ObjectAndFilterResult, Snapshots, render,
+    BindingContext, ContextBuilder, ContextDocument, ObjectAndFilterResult, Snapshots, render,
 };
 use addon_core::discovery::HookFile;
 use addon_core::hook_config::{
@@ -79,12 +79,11 @@ async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
         extra_env: Vec::new(),
         cancel: CancellationToken::new(),
     };
-    let context_json = render(&contexts);
     let request = HookRequest {
         module: module.as_ref(),
         hook,
         binding: &args.binding,
-        binding_context: &context_json,
+        binding_context: ContextDocument::Contexts(&contexts),
         values: &values,
         webhook_response: false,
     };
@@ -101,7 +100,7 @@ async fn run(args: &HookRunArgs) -> anyhow::Result<ExitCode> {
         &outputs,
     ) {
         Ok(mut report) => {
-            report["bindingContext"] = context_json;
+            report["bindingContext"] = render(&contexts);
             let text = serde_json::to_string_pretty(&report).unwrap_or_default();
             crate::cli::support::print_out(&format!("{text}\n"));
             Ok(ExitCode::SUCCESS)

@@ -55,7 +55,7 @@ async fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     }
     let tmp = tempfile::tempdir().context("create a temporary directory")?;
     let (edges, helm) = local_edges(args, tmp.path())?;
-    let (_kube_tx, kube_events) = tokio::sync::mpsc::unbounded_channel();
+    let (_kube_tx, kube_events) = crate::runtime::edges::kube_event_channel();
     let built = Runtime::build(
         &tree.found,
         &tree.configs,

@@ -105,7 +105,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     let metrics = Arc::new(Metrics::new(&args.http.prometheus_metrics_prefix));
     let status = Arc::new(StartupStatus::new("starting"));
     serve_http(args, &metrics, &status, &shutdown).await;
-    let (kube_tx, kube_events) = mpsc::unbounded_channel();
+    let (kube_tx, kube_events) = crate::runtime::edges::kube_event_channel();
     let (mut edges, client) = edges(
         args,
         &cluster,
@@ -332,7 +332,7 @@ async fn choose_cluster(args: &StartArgs) -> anyhow::Result<Cluster> {
 async fn edges(
     args: &StartArgs,
     cluster: &Cluster,
-    kube_tx: mpsc::UnboundedSender<KubeEvent>,
+    kube_tx: mpsc::Sender<KubeEvent>,
     cancel_hooks: CancellationToken,
     metrics: &Arc<Metrics>,
     pool: Option<&Arc<TmpPool>>,

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use addon_core::binding_context::ContextDocument;
 use addon_core::config::{Config, ConfigErrors};
 use addon_core::discovery::HookFile;
 use addon_core::hook_config::{KubernetesBinding, WatchEvent};
@@ -30,7 +31,7 @@ pub struct HookRequest<'a> {
     pub hook: &'a HookFile,
     /// The binding name for log lines.
     pub binding: &'a str,
-    pub binding_context: &'a Value,
+    pub binding_context: ContextDocument<'a>,
     pub values: &'a HookValues,
     /// A webhook run: the hook gets a response file (see `HookInvocation::webhook_response`).
     pub webhook_response: bool,
@@ -103,6 +104,17 @@ pub struct MonitorKey {
     pub module: Option<ModuleName>,
     pub hook: HookName,
     pub binding: usize,
+}
+
+/// Watch events waiting for the intake, at most. A watch whose events the intake has not taken
+/// yet waits (its connection holds the rest), so a burst of changes never piles up parsed
+/// objects in memory faster than hooks can be queued for them.
+pub const KUBE_EVENT_BACKLOG: usize = 512;
+
+/// The channel of watch events, bounded by [`KUBE_EVENT_BACKLOG`]: the sender for the kubernetes
+/// edge, the receiver for the runtime.
+pub fn kube_event_channel() -> (mpsc::Sender<KubeEvent>, mpsc::Receiver<KubeEvent>) {
+    mpsc::channel(KUBE_EVENT_BACKLOG)
 }
 
 /// A watch event for a monitor.

@@ -2,7 +2,7 @@
 //! the values store (config patches saved to the config store first, then applied to memory) and
 //! its other outputs checked.
 
-use addon_core::binding_context::{BindingContext, ContextBuilder, render};
+use addon_core::binding_context::{BindingContext, ContextBuilder, ContextDocument};
 use addon_core::hook_config::BindingType;
 use addon_core::hook_output::kube_patch::{self, KubeOperation};
 use addon_core::hook_output::metrics::{self, MetricOperation};
@@ -37,7 +37,6 @@ pub async fn run(
     mut contexts: Vec<BindingContext>,
 ) -> Result<HookEffect, HookError> {
     let (def, values) = prepare(shared, module, hook, binding, &mut contexts)?;
-    let context_json = render(&contexts);
     let binding_name = contexts
         .first()
         .map_or(binding.as_str(), |c| c.binding.as_str());
@@ -45,7 +44,7 @@ pub async fn run(
         module,
         hook: &def.file,
         binding: binding_name,
-        binding_context: &context_json,
+        binding_context: ContextDocument::Contexts(&contexts),
         values: &values,
         webhook_response: false,
     };
@@ -91,7 +90,12 @@ fn prepare(
         .hook(module, hook)
         .cloned()
         .ok_or_else(|| HookError::Unknown { hook: hook.clone() })?;
-    let snapshots = st.snapshots(module, hook);
+    let names = contexts
+        .iter()
+        .flat_map(|c| c.snapshot_names.iter().flatten())
+        .map(String::as_str)
+        .collect();
+    let snapshots = st.snapshots(module, hook, &names);
     let builder = ContextBuilder::new(&def.config, &snapshots);
     for ctx in contexts.iter_mut() {
         builder.refresh(ctx);

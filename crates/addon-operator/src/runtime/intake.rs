@@ -1,12 +1,14 @@
 //! Turns outside events into tasks: config edits, watch events of kubernetes bindings, and
 //! schedule ticks.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::hook_config::{BindingType, FilteredObject, WatchEvent};
 use addon_core::jq::JqFilter;
 use addon_core::lifecycle::{self, EventRun};
+use addon_core::names::{HookName, ModuleName};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -34,14 +36,14 @@ pub async fn config_updates(
     }
 }
 
-/// Watch events taken from the channel at once (one sandbox request's worth): consecutive events
-/// of one binding go through the jq sandbox in one request instead of one round trip each.
+/// Watch events taken from the channel at once (one sandbox request's worth): the events of one
+/// binding among them go through the jq sandbox in one request instead of one round trip each.
 const EVENT_BATCH: usize = crate::edges::jq::MAX_BATCH;
 
 /// Feeds watch events into the monitors and queues hook runs for them.
 pub async fn kube_events(
     shared: Arc<Shared>,
-    mut events: mpsc::UnboundedReceiver<KubeEvent>,
+    mut events: mpsc::Receiver<KubeEvent>,
     stop: CancellationToken,
 ) {
     loop {
@@ -58,16 +60,34 @@ pub async fn kube_events(
         {
             batch.push(next);
         }
-        for run in runs_of_one_binding(batch) {
+        for run in runs_by_hook(batch) {
             on_kube_events(&shared, run).await;
         }
     }
 }
 
-/// Splits `batch` into runs of consecutive events of one binding, in order.
-fn runs_of_one_binding(batch: Vec<KubeEvent>) -> Vec<Vec<KubeEvent>> {
-    let mut runs: Vec<Vec<KubeEvent>> = Vec::new();
+/// Splits `batch` into runs of one binding: the events of each hook, in their order, the hooks
+/// in the order of their first event, and a hook's events cut where the binding changes.
+/// Several hooks watching the same objects get their events interleaved (one object changed: one
+/// event for each); grouped, a hook's events go through the jq sandbox in one request per binding
+/// and queue their runs next to each other, where they are combined into one run, instead of one
+/// task (holding its object) per event that no neighbour combines with. The events of one hook
+/// keep their order across its bindings.
+fn runs_by_hook(batch: Vec<KubeEvent>) -> Vec<Vec<KubeEvent>> {
+    let mut hooks: Vec<Vec<KubeEvent>> = Vec::new();
+    let mut index: HashMap<(Option<ModuleName>, HookName), usize> = HashMap::new();
     for event in batch {
+        let hook = (event.key.module.clone(), event.key.hook.clone());
+        match index.get(&hook) {
+            Some(&i) => hooks[i].push(event),
+            None => {
+                index.insert(hook, hooks.len());
+                hooks.push(vec![event]);
+            }
+        }
+    }
+    let mut runs: Vec<Vec<KubeEvent>> = Vec::new();
+    for event in hooks.into_iter().flatten() {
         match runs.last_mut() {
             Some(run) if run.first().is_some_and(|e| e.key == event.key) => run.push(event),
             _ => runs.push(vec![event]),
@@ -240,4 +260,74 @@ fn on_tick(shared: &Shared, id: &ScheduleId) {
         queue: binding.queue.clone(),
     });
     decisions::enqueue(shared, st, decision);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use addon_core::names::HookName;
+
+    fn event(hook: &str, name: &str) -> KubeEvent {
+        let (hook, binding) = hook.split_once('.').unwrap_or((hook, "0"));
+        KubeEvent {
+            key: MonitorKey {
+                module: None,
+                hook: HookName::new(hook).unwrap(),
+                binding: binding.parse().unwrap(),
+            },
+            event: WatchEvent::Modified,
+            object: serde_json::json!({"metadata": {"name": name}}),
+        }
+    }
+
+    fn names(runs: Vec<Vec<KubeEvent>>) -> Vec<Vec<String>> {
+        runs.iter()
+            .map(|run| {
+                run.iter()
+                    .map(|e| {
+                        format!(
+                            "{}.{}:{}",
+                            e.key.hook,
+                            e.key.binding,
+                            e.object["metadata"]["name"].as_str().unwrap_or_default()
+                        )
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_events_of_one_hook_keep_their_order_across_its_bindings() {
+        let batch = vec![
+            event("a.0", "1"),
+            event("b", "1"),
+            event("a.1", "2"),
+            event("a.0", "3"),
+        ];
+        assert_eq!(
+            names(runs_by_hook(batch)),
+            [vec!["a.0:1"], vec!["a.1:2"], vec!["a.0:3"], vec!["b.0:1"]]
+        );
+    }
+
+    #[test]
+    fn interleaved_events_of_several_hooks_are_grouped_by_hook_in_order() {
+        let batch = vec![
+            event("a", "1"),
+            event("b", "1"),
+            event("a", "2"),
+            event("c", "1"),
+            event("b", "2"),
+            event("a", "3"),
+        ];
+        assert_eq!(
+            names(runs_by_hook(batch)),
+            [
+                vec!["a.0:1", "a.0:2", "a.0:3"],
+                vec!["b.0:1", "b.0:2"],
+                vec!["c.0:1"]
+            ]
+        );
+    }
 }

@@ -229,7 +229,7 @@ impl Shared {
 pub struct Runtime {
     shared: Arc<Shared>,
     resource_monitor_interval: Option<Duration>,
-    kube_events: mpsc::UnboundedReceiver<KubeEvent>,
+    kube_events: mpsc::Receiver<KubeEvent>,
     schedule_events: mpsc::Receiver<ScheduleId>,
     webhook_objects: Option<webhook_objects::WebhookObjects>,
 }
@@ -248,7 +248,7 @@ impl Runtime {
         found: &Discovered,
         configs: &BTreeMap<PathBuf, HookConfig>,
         edges: Edges,
-        kube_events: mpsc::UnboundedReceiver<KubeEvent>,
+        kube_events: mpsc::Receiver<KubeEvent>,
         settings: RuntimeSettings,
     ) -> Result<Self, StartupError> {
         Self::build_with_clock(
@@ -267,7 +267,7 @@ impl Runtime {
         found: &Discovered,
         configs: &BTreeMap<PathBuf, HookConfig>,
         edges: Edges,
-        kube_events: mpsc::UnboundedReceiver<KubeEvent>,
+        kube_events: mpsc::Receiver<KubeEvent>,
         settings: RuntimeSettings,
         clock: Arc<dyn WallClock>,
     ) -> Result<Self, StartupError> {

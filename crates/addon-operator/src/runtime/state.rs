@@ -2,7 +2,7 @@
 //! modules and their progress, the kubernetes monitors, and the queues. One mutex guards it all;
 //! it is held only for short, synchronous steps.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Deref;
 
 use addon_core::binding_context::Snapshots;
@@ -139,8 +139,15 @@ impl State {
         }
     }
 
-    /// The current objects of every kubernetes binding of a hook, by binding name.
-    pub fn snapshots(&self, module: Option<&ModuleName>, hook: &HookName) -> Snapshots {
+    /// The current objects of the kubernetes bindings of a hook named in `names`, by binding
+    /// name. Only those: an event run that attaches no snapshot builds none (a binding of
+    /// thousands of objects would be copied for nothing on every run).
+    pub fn snapshots(
+        &self,
+        module: Option<&ModuleName>,
+        hook: &HookName,
+        names: &BTreeSet<&str>,
+    ) -> Snapshots {
         let mut out = Snapshots::new();
         let key = |binding| MonitorKey {
             module: module.cloned(),
@@ -152,8 +159,12 @@ impl State {
             .range(key(0)..=key(usize::MAX))
             .map(|(_, m)| m)
         {
-            let name = monitor.cache.binding().name.clone();
-            out.entry(name).or_default().extend(monitor.cache.items());
+            let name = &monitor.cache.binding().name;
+            if names.contains(name.as_str()) {
+                out.entry(name.clone())
+                    .or_default()
+                    .extend(monitor.cache.items());
+            }
         }
         out
     }

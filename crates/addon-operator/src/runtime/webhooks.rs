@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use addon_core::binding_context::{BindingContext, ContextBuilder, render};
+use addon_core::binding_context::{BindingContext, ContextBuilder, ContextDocument, render};
 use addon_core::hook_config::{AdmissionBinding, ConversionRule, safe_url_segment};
 use addon_core::lifecycle::HookDef;
 use addon_core::names::ModuleName;
@@ -82,7 +82,15 @@ fn target(st: &State, module: Option<ModuleName>, def: HookDef) -> Option<Target
         None => st.store.global_hook_values(),
         Some(m) => st.store.module_hook_values(m, &st.enabled).ok()?,
     };
-    let builder_snapshots = st.snapshots(module.as_ref(), def.name());
+    // every kubernetes binding of the hook: a webhook context attaches the snapshots its
+    // binding names (includeSnapshotsFrom, its group), all among these
+    let names = def
+        .config
+        .kubernetes
+        .iter()
+        .map(|b| b.name.as_str())
+        .collect();
+    let builder_snapshots = st.snapshots(module.as_ref(), def.name(), &names);
     Some(Target {
         module,
         def,
@@ -105,7 +113,7 @@ async fn run_webhook_hook(
         module: target.module.as_ref(),
         hook: &target.def.file,
         binding: &binding,
-        binding_context: &context_json,
+        binding_context: ContextDocument::Json(&context_json),
         values: &target.values,
         webhook_response: true,
     };

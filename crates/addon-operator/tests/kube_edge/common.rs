@@ -128,10 +128,7 @@ pub fn describe(ev: &KubeEvent) -> (String, String) {
 }
 
 /// The next `n` events, failing after 10 s.
-pub async fn next_events(
-    rx: &mut mpsc::UnboundedReceiver<KubeEvent>,
-    n: usize,
-) -> Vec<(String, String)> {
+pub async fn next_events(rx: &mut mpsc::Receiver<KubeEvent>, n: usize) -> Vec<(String, String)> {
     let mut out = Vec::new();
     while out.len() < n {
         match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
@@ -144,7 +141,7 @@ pub async fn next_events(
 }
 
 /// Fails if an event arrives within `wait`.
-pub async fn no_events(rx: &mut mpsc::UnboundedReceiver<KubeEvent>, wait: Duration) {
+pub async fn no_events(rx: &mut mpsc::Receiver<KubeEvent>, wait: Duration) {
     if let Ok(Some(ev)) = tokio::time::timeout(wait, rx.recv()).await {
         panic!("unexpected event {:?}", describe(&ev));
     }

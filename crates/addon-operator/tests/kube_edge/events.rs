@@ -12,8 +12,8 @@ use tokio::sync::mpsc;
 
 use crate::common::{Env, bindings, key, names, next_events, no_events, pod, start};
 
-async fn watches(env: &Env) -> (KubeWatches, mpsc::UnboundedReceiver<KubeEvent>) {
-    let (tx, rx) = mpsc::unbounded_channel();
+async fn watches(env: &Env) -> (KubeWatches, mpsc::Receiver<KubeEvent>) {
+    let (tx, rx) = addon_operator::runtime::edges::kube_event_channel();
     (env.edge().await.watches(tx), rx)
 }
 

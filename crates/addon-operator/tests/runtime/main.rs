@@ -9,5 +9,6 @@ mod failure_kinds;
 mod metrics;
 mod parallel;
 mod scenarios;
+mod shared_watches;
 mod state_ownership;
 mod webhooks;

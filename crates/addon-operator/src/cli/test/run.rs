@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use addon_core::binding_context::{ObjectAndFilterResult, Snapshots, render};
+use addon_core::binding_context::{ContextDocument, ObjectAndFilterResult, Snapshots, render};
 use addon_core::discovery::{Discovered, HookFile};
 use addon_core::error::error_chain;
 use addon_core::hook_config::{HookConfig, WatchEvent};
@@ -197,7 +197,7 @@ impl HookRun<'_> {
             module: self.module,
             hook: self.hook,
             binding: self.binding,
-            binding_context: &context_json,
+            binding_context: ContextDocument::Json(&context_json),
             values: &values,
             webhook_response: false,
         };

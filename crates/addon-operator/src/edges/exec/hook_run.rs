@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use addon_core::binding_context::ContextDocument;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -65,7 +66,7 @@ pub struct HookInvocation<'a> {
     pub working_dir: &'a Path,
     /// Binding name for the log fields.
     pub binding: &'a str,
-    pub binding_context: &'a Value,
+    pub binding_context: ContextDocument<'a>,
     pub config_values: &'a Value,
     pub values: &'a Value,
     /// More variables (for example `KUBECONFIG`, `PYTHONHOME`).
@@ -285,7 +286,6 @@ pub async fn run_hook(
         },
         hook,
     };
-    let context = to_json(hook, "binding context", invocation.binding_context)?;
     let config_values = to_json(hook, "config values", invocation.config_values)?;
     let values = to_json(hook, "values", invocation.values)?;
     let prepare = |source| HookRunError::PrepareFiles {
@@ -294,9 +294,15 @@ pub async fn run_hook(
     };
 
     let mut files = run_files(settings).map_err(prepare)?;
+    let context_path = files
+        .file_with(
+            kinds::CONTEXT,
+            || names.prefix(kinds::CONTEXT),
+            &mut |out| invocation.binding_context.write_to(out),
+        )
+        .map_err(prepare)?;
     let mut file =
         |kind, content: &[u8]| new_file(&mut files, &names, kind, content).map_err(prepare);
-    let context_path = file(kinds::CONTEXT, &context)?;
     let config_path = file(kinds::CONFIG_VALUES, &config_values)?;
     let values_path = file(kinds::VALUES, &values)?;
     let config_patch = file(kinds::CONFIG_PATCH, b"")?;

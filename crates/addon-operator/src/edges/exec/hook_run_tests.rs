@@ -79,7 +79,7 @@ impl Fixture {
             hook_path,
             working_dir: &module_dir,
             binding: "onStartup",
-            binding_context: &context,
+            binding_context: ContextDocument::Json(&context),
             config_values: &config_values,
             values: &values,
             extra_env: &[("EXTRA_VAR".into(), "extra".into())],
@@ -391,7 +391,7 @@ async fn global_hooks_get_global_file_names() {
         hook_path: &hook,
         working_dir: fixture.root.path(),
         binding: "beforeAll",
-        binding_context: &context,
+        binding_context: ContextDocument::Json(&context),
         config_values: &context,
         values: &context,
         extra_env: &[],
@@ -507,7 +507,7 @@ echo '{"allowed": false, "message": "no"}' > "$ADMISSION_RESPONSE_PATH""#,
         hook_path: &hook,
         working_dir: fixture.root.path(),
         binding: "policy.example.com",
-        binding_context: &context,
+        binding_context: addon_core::binding_context::ContextDocument::Json(&context),
         config_values: &context,
         values: &context,
         extra_env: &[],
@@ -530,4 +530,74 @@ async fn other_runs_get_no_response_path() {
     let hook = fixture.hook(r#"[ -z "${VALIDATING_RESPONSE_PATH+set}" ] || exit 5"#);
     let out = fixture.run(&hook).await;
     assert!(out.process.succeeded(), "{}", out.process.failure_message());
+}
+
+/// A Synchronization of many kept objects, a grouped Event and a lifecycle context with
+/// snapshots, streamed into the hook's file: byte for byte the serialized document, with and
+/// without the pool (larger than the write buffer, so the file is written in several parts).
+#[tokio::test]
+async fn a_streamed_binding_context_file_is_the_serialized_document() {
+    use addon_core::binding_context::{ContextBuilder, ObjectAndFilterResult, Snapshots, render};
+    use addon_core::hook_config::{BindingType, HookScope, WatchEvent, parse};
+    let name = addon_core::names::HookName::new("hooks/sub/hook.sh").unwrap();
+    let config = parse(
+        &name,
+        HookScope::Module,
+        "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  jqFilter: .data.n\n- name: grouped\n  kind: Pod\n  group: g\n",
+    )
+    .unwrap();
+    let items: Vec<ObjectAndFilterResult> = (0..400)
+        .map(|i| {
+            let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("cm-{i:03}"), "namespace": "ns"},
+                "data": {"n": i.to_string(), "pad": "é\"\\".repeat(100)}});
+            ObjectAndFilterResult::new(object, Some(json!(i.to_string())))
+        })
+        .collect();
+    let mut snapshots = Snapshots::new();
+    snapshots.insert("cms".into(), items.clone());
+    snapshots.insert("grouped".into(), items[..3].to_vec());
+    let builder = ContextBuilder::new(&config, &snapshots);
+    let mut contexts = vec![
+        builder.synchronization(&config.kubernetes[0], &items),
+        builder.event(&config.kubernetes[1], WatchEvent::Added, &items[1]),
+        builder.lifecycle(BindingType::BeforeHelm),
+    ];
+    for context in &mut contexts {
+        builder.refresh(context);
+    }
+    let expected = serde_json::to_vec(&render(&contexts)).unwrap();
+    assert!(expected.len() > 128 * 1024, "{}", expected.len());
+    for fixture in Fixture::both() {
+        let hook = fixture.hook("cp \"$BINDING_CONTEXT_PATH\" written");
+        let module_dir = fixture.module_dir();
+        let empty = json!({});
+        let invocation = HookInvocation {
+            owner: HookOwner::Module("my-module".into()),
+            hook_name: "hooks/sub/hook.sh",
+            hook_path: &hook,
+            working_dir: &module_dir,
+            binding: "cms",
+            binding_context: ContextDocument::Contexts(&contexts),
+            config_values: &empty,
+            values: &empty,
+            extra_env: &[],
+            hook_args: &[],
+            webhook_response: false,
+        };
+        let output = run_hook(&fixture.settings, &invocation, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert!(
+            output.process.succeeded(),
+            "{}",
+            output.process.failure_message()
+        );
+        let written = std::fs::read(module_dir.join("hooks/sub/written")).unwrap();
+        assert!(
+            written == expected,
+            "the file differs from the serialized document"
+        );
+        fixture.settle();
+    }
 }

@@ -121,6 +121,20 @@ impl TmpFiles {
         Ok(path)
     }
 
+    /// A new file `<prefix><random><suffix>` filled by `fill` ([`write_with`]); returns its path.
+    pub fn create_with(
+        &mut self,
+        prefix: &str,
+        suffix: &str,
+        fill: Fill<'_>,
+    ) -> Result<PathBuf, TmpFileError> {
+        let (file, temp) = create_unique(&self.dir, prefix, suffix)?;
+        let path = temp.to_path_buf();
+        self.files.push(temp);
+        write_with(&file, &path, fill)?;
+        Ok(path)
+    }
+
     /// Removes the files now, or keeps them (and says where) when debugging.
     pub fn finish(self) {
         if !self.keep {
@@ -134,6 +148,24 @@ impl TmpFiles {
         }
     }
 }
+
+/// Fills a new file: writes through a buffer into it.
+pub type Fill<'a> = &'a mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>;
+
+/// Fills the new file at `path` with what `fill` writes, through a buffer (a binding context
+/// goes out object by object, never as one document in memory).
+pub fn write_with(file: &std::fs::File, path: &Path, fill: Fill<'_>) -> Result<(), TmpFileError> {
+    let mut buffered = std::io::BufWriter::with_capacity(WRITE_BUFFER, file);
+    fill(&mut buffered)
+        .and_then(|()| std::io::Write::flush(&mut buffered))
+        .map_err(|source| TmpFileError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// The buffer of [`write_with`]: one write for a small document.
+const WRITE_BUFFER: usize = 64 * 1024;
 
 /// Writes `content` (nothing when empty: no syscall) into the new file at `path`.
 pub fn write_content(

@@ -211,6 +211,27 @@ impl RunFiles {
         own.create(&prefix(), kind.suffix, content)
     }
 
+    /// [`RunFiles::file`] filled by `fill` (through a buffer) instead of from bytes at hand.
+    pub fn file_with(
+        &mut self,
+        kind: FileKind,
+        prefix: impl FnOnce() -> String,
+        fill: tmp_files::Fill<'_>,
+    ) -> Result<PathBuf, TmpFileError> {
+        if let Some(ready) = self.pool.as_ref().and_then(|pool| pool.take(kind)) {
+            let written = tmp_files::write_with(&ready.file, &ready.path, fill);
+            let path = ready.path.clone();
+            // handed back (and removed) even when the write failed, as in `file`
+            self.taken.push(ready);
+            return written.map(|()| path);
+        }
+        let own = match &mut self.own {
+            Some(own) => own,
+            none => none.insert(TmpFiles::new(&self.dir, self.keep)?),
+        };
+        own.create_with(&prefix(), kind.suffix, fill)
+    }
+
     /// Removes the files (the run's own ones at once, the pool's by its thread), or keeps the
     /// run's own ones when debugging.
     pub fn finish(mut self) {

@@ -40,7 +40,7 @@ impl KubeEdge {
     }
 
     /// The `KubeEvents` edge; `events` is the sender of the runtime's kube event channel.
-    pub fn watches(&self, events: mpsc::UnboundedSender<KubeEvent>) -> KubeWatches {
+    pub fn watches(&self, events: mpsc::Sender<KubeEvent>) -> KubeWatches {
         KubeWatches::new(self.resolver.clone(), events)
     }
 

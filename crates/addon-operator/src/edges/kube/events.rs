@@ -25,14 +25,14 @@ use crate::runtime::edges::{KubeError, KubeEvent, KubeEvents, MonitorKey};
 /// connections, `410 Gone`, API server restarts); a relist reports only real differences.
 pub struct KubeWatches {
     resolver: Arc<KindResolver>,
-    events: mpsc::UnboundedSender<KubeEvent>,
+    events: mpsc::Sender<KubeEvent>,
     monitors: Mutex<HashMap<MonitorKey, Vec<AbortHandle>>>,
     metrics: Option<Arc<Metrics>>,
 }
 
 impl KubeWatches {
     /// `events` is the sender whose receiver the runtime was built with.
-    pub fn new(resolver: Arc<KindResolver>, events: mpsc::UnboundedSender<KubeEvent>) -> Self {
+    pub fn new(resolver: Arc<KindResolver>, events: mpsc::Sender<KubeEvent>) -> Self {
         Self {
             resolver,
             events,

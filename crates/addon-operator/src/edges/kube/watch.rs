@@ -168,7 +168,7 @@ pub(super) struct Watch {
     pub(super) binding: String,
     pub(super) selection: Selection,
     pub(super) resource: ApiResource,
-    pub(super) events: mpsc::UnboundedSender<KubeEvent>,
+    pub(super) events: mpsc::Sender<KubeEvent>,
     pub(super) metrics: Option<Arc<Metrics>>,
 }
 
@@ -286,11 +286,15 @@ impl Watch {
                 continue;
             };
             for (event, object) in known.observe(observed) {
-                let sent = self.events.send(KubeEvent {
-                    key: self.key.clone(),
-                    event,
-                    object,
-                });
+                // waits while the intake is behind (see KUBE_EVENT_BACKLOG)
+                let sent = self
+                    .events
+                    .send(KubeEvent {
+                        key: self.key.clone(),
+                        event,
+                        object,
+                    })
+                    .await;
                 if sent.is_err() {
                     return;
                 }

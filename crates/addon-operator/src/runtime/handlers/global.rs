@@ -209,7 +209,7 @@ pub async fn start_monitor(
         .unwrap_or_default();
     // other bindings' snapshots are attached right before the run (ContextBuilder::refresh)
     let snapshots = Snapshots::new();
-    let ctx = ContextBuilder::new(&def.config, &snapshots).synchronization(&binding, &items);
+    let ctx = ContextBuilder::new(&def.config, &snapshots).synchronization_of(&binding, items);
     let (module, hook) = (key.module.clone(), key.hook.clone());
     Ok(Some(lifecycle::synchronization_run(
         module, hook, &binding, ctx,

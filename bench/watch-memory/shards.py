@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Creates or updates ConfigMaps for the production-shaped tree (bench/watch-memory/tree.sh).
+
+create URL NS N SIZE SHARDS: N ConfigMaps `cm-<i>` of about SIZE bytes of JSON, labelled
+`shard=<i % SHARDS>`, with `data.ts`; prints the listing's JSON size.
+update URL NS N COUNT ROUND: merge-patches `data.ts` of COUNT ConfigMaps (spread over the N) to a
+new value; 16 requests in flight.
+"""
+import json, sys, urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+
+def request(url, method, body, content_type):
+    req = urllib.request.Request(url, method=method, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": content_type})
+    urllib.request.urlopen(req).read()
+
+
+def create(url, ns, n, size, shards):
+    pad = "x" * max(size - 250, 0)
+
+    def one(i):
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": f"cm-{i:05d}", "namespace": ns,
+                             "labels": {"shard": str(i % shards)}},
+                "data": {"ts": "0", "payload": pad}}
+        request(f"{url}/api/v1/namespaces/{ns}/configmaps", "POST", body, "application/json")
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(one, range(n)))
+    with urllib.request.urlopen(f"{url}/api/v1/namespaces/{ns}/configmaps") as r:
+        print(len(r.read()))
+
+
+def update(url, ns, n, count, round_):
+    def one(k):
+        i = (k * 7919 + round_ * 104729) % n
+        body = {"data": {"ts": f"{round_}-{k}"}}
+        request(f"{url}/api/v1/namespaces/{ns}/configmaps/cm-{i:05d}", "PATCH", body,
+                "application/merge-patch+json")
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(one, range(count)))
+
+
+if __name__ == "__main__":
+    cmd, url, ns = sys.argv[1], sys.argv[2], sys.argv[3]
+    args = [int(a) for a in sys.argv[4:]]
+    if cmd == "create":
+        create(url, ns, *args)
+    else:
+        update(url, ns, *args)
