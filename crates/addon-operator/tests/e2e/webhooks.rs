@@ -57,8 +57,9 @@ fn review(name: &str) -> String {
     .to_string()
 }
 
-async fn ask(addr: SocketAddr, name: &str) -> Value {
-    let (status, body) = request(
+/// The HTTP status and body of a review posted to the policy webhook.
+async fn post(addr: SocketAddr, name: &str) -> (u16, String) {
+    request(
         &connector(None),
         addr,
         "POST",
@@ -66,7 +67,11 @@ async fn ask(addr: SocketAddr, name: &str) -> Value {
         &review(name),
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+async fn ask(addr: SocketAddr, name: &str) -> Value {
+    let (status, body) = post(addr, name).await;
     assert_eq!(status, 200, "{body}");
     serde_json::from_str::<Value>(&body).unwrap()["response"].clone()
 }
@@ -122,11 +127,14 @@ fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
     );
     assert_eq!(rt.block_on(ask(addr, "good"))["allowed"], true);
 
-    let late = rt.block_on(ask(addr, "sleepy"));
-    assert_eq!(late["allowed"], false);
+    // no answer in time is an error (500), not a denial: the API server applies failurePolicy
+    let late = rt.block_on(post(addr, "sleepy"));
     assert_eq!(
-        late["status"]["message"],
-        "hook 'hooks/policy' did not answer within 1s"
+        late,
+        (
+            500,
+            "hook 'hooks/policy' did not answer within 1s\n".to_string()
+        )
     );
     let garbage = rt.block_on(ask(addr, "garbage"));
     let message = garbage["status"]["message"].as_str().unwrap().to_string();
@@ -152,11 +160,46 @@ fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
 const GUARD_HOOK: &str =
     include_str!("../../../../examples/webhooks/modules/010-configmap-policy/hooks/policy");
 
+/// A hook whose two validating webhooks (one per failure policy, told apart by a label) never
+/// answer within their timeout.
+const SLEEPY_HOOK: &str = r##"#!/usr/bin/env bash
+if [[ "${1:-}" == "--config" ]]; then
+  cat <<'EOF'
+configVersion: v1
+kubernetesValidating:
+- name: sleepy-ignore.example.com
+  failurePolicy: Ignore
+  timeoutSeconds: 1
+  labelSelector: {matchLabels: {sleepy: ignore}}
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+- name: sleepy-fail.example.com
+  failurePolicy: Fail
+  timeoutSeconds: 1
+  labelSelector: {matchLabels: {sleepy: fail}}
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+EOF
+  exit 0
+fi
+sleep 5
+echo '{"allowed":false,"message":"too late"}' > "$VALIDATING_RESPONSE_PATH"
+"##;
+
 /// `kubectl create -f` of a guarded ConfigMap: `Ok(())` or kubectl's stderr.
 fn create_configmap(kubeconfig: &std::path::Path, name: &str) -> Result<(), String> {
+    create_labelled_configmap(kubeconfig, name, "guarded: \"yes\"")
+}
+
+/// `kubectl create -f` of a ConfigMap with these labels (YAML flow mapping content).
+fn create_labelled_configmap(
+    kubeconfig: &std::path::Path,
+    name: &str,
+    labels: &str,
+) -> Result<(), String> {
     let manifest = kubeconfig.with_file_name(format!("{name}.yaml"));
     let text = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n  labels: {{guarded: \"yes\"}}\ndata: {{a: b}}\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n  labels: {{{labels}}}\ndata: {{a: b}}\n"
     );
     std::fs::write(&manifest, text).unwrap();
     let out = std::process::Command::new("kubectl")
@@ -208,6 +251,11 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
         true,
     );
     write(&root.join("modules/010-cron/hooks/guard"), GUARD_HOOK, true);
+    write(
+        &root.join("modules/010-cron/hooks/sleepy"),
+        SLEEPY_HOOK,
+        true,
+    );
     std::fs::create_dir_all(root.join("global-hooks")).unwrap();
     let config = root.join("config.yaml");
     write(&config, "cronEnabled: true\n", false);
@@ -256,7 +304,12 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
         .collect();
     assert_eq!(
         names,
-        ["configmap-guard.example.com", "crontab-policy.example.com"]
+        [
+            "configmap-guard.example.com",
+            "crontab-policy.example.com",
+            "sleepy-ignore.example.com",
+            "sleepy-fail.example.com"
+        ]
     );
     let webhook = &object["webhooks"][1];
     assert_eq!(
@@ -283,6 +336,19 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
     create_configmap(&kubeconfig, "good").unwrap();
     let good = kubectl_json(&kubeconfig, &["get", "configmap", "good", "-n", "default"]).unwrap();
     assert_eq!(good["data"], json!({"a": "b", "stamped": "yes"}));
+
+    // a hook past timeoutSeconds: the webhook's failurePolicy decides
+    create_labelled_configmap(&kubeconfig, "late-ignored", "sleepy: ignore").unwrap();
+    let ignored = ["get", "configmap", "late-ignored", "-n", "default"];
+    assert!(kubectl_json(&kubeconfig, &ignored).is_some());
+    let failed = create_labelled_configmap(&kubeconfig, "late-failed", "sleepy: fail").unwrap_err();
+    assert!(
+        failed.contains("failed calling webhook \"sleepy-fail.example.com\""),
+        "{failed}"
+    );
+    assert!(!failed.contains("too late"), "{failed}");
+    let rejected = ["get", "configmap", "late-failed", "-n", "default"];
+    assert!(kubectl_json(&kubeconfig, &rejected).is_none());
 
     write(&config, "cronEnabled: false\n", false);
     wait_for("the configuration to be removed", &log, || get().is_none());
