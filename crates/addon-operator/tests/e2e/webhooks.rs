@@ -354,3 +354,179 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
     wait_for("the configuration to be removed", &log, || get().is_none());
     create_configmap(&kubeconfig, "bad").unwrap();
 }
+
+/// A conversion hook between CronTab v1alpha1 (`spec.cronSpec`) and v1 (`spec.schedule`), both
+/// ways, with jq.
+const CONVERT_HOOK: &str = r##"#!/usr/bin/env bash
+if [[ "${1:-}" == "--config" ]]; then
+  cat <<'EOF'
+configVersion: v1
+kubernetesCustomResourceConversion:
+- name: crontab_versions
+  crdName: crontabs.stable.example.com
+  conversions:
+  - {fromVersion: stable.example.com/v1alpha1, toVersion: stable.example.com/v1}
+  - {fromVersion: stable.example.com/v1, toVersion: stable.example.com/v1alpha1}
+EOF
+  exit 0
+fi
+jq -c '.[0] as $c | {convertedObjects: [$c.review.request.objects[] | .apiVersion = $c.toVersion
+  | if $c.toVersion == "stable.example.com/v1"
+    then .spec.schedule = .spec.cronSpec | del(.spec.cronSpec)
+    else .spec.cronSpec = .spec.schedule | del(.spec.schedule) end]}' \
+  "$BINDING_CONTEXT_PATH" > "$CONVERSION_RESPONSE_PATH"
+"##;
+
+const CRONTAB_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: crontabs.stable.example.com}
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+  - name: v1alpha1
+    served: true
+    storage: false
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#;
+
+/// `kubectl apply -f` of `text`; panics with kubectl's stderr when it fails.
+fn kubectl_apply(kubeconfig: &std::path::Path, file: &str, text: &str) {
+    let manifest = kubeconfig.with_file_name(file);
+    std::fs::write(&manifest, text).unwrap();
+    let out = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["apply", "-f"])
+        .arg(&manifest)
+        .env("PATH", path_with_tools())
+        .env("HOME", kubeconfig.parent().unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl apply {file}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn crontab_v1alpha1(schedule: &str) -> String {
+    format!(
+        "apiVersion: stable.example.com/v1alpha1\nkind: CronTab\nmetadata: {{name: nightly, namespace: default}}\nspec: {{cronSpec: \"{schedule}\", image: busybox}}\n"
+    )
+}
+
+#[test]
+fn a_cr_written_as_v1alpha1_reads_back_as_v1_through_a_modules_conversion_hook() {
+    if !require_tool("kubectl") || !require_tool("jq") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        &root.join("modules/values.yaml"),
+        "cronEnabled: true\n",
+        false,
+    );
+    write(
+        &root.join("modules/010-cron/hooks/convert"),
+        CONVERT_HOOK,
+        true,
+    );
+    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
+    let log = root.join("operator.log");
+    let child = start_command(root.join("run"), root.join("debug.socket"))
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--embedded-cluster")
+        .args(["--namespace", "default"])
+        .args(["--conversion-webhook-listen-address", "127.0.0.1"])
+        .args(["--conversion-webhook-listen-port", &free_port().to_string()])
+        .arg("--conversion-webhook-server-cert")
+        .arg(certs().join("conversion.crt"))
+        .arg("--conversion-webhook-server-key")
+        .arg(certs().join("conversion.key"))
+        .arg("--conversion-webhook-ca")
+        .arg(certs().join("conversion-ca.crt"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = Running(child);
+    let kubeconfig = root.join("run/embedded-cluster.kubeconfig");
+    wait_for("the embedded cluster", &log, || kubeconfig.exists());
+    kubectl_apply(&kubeconfig, "crd.yaml", CRONTAB_CRD);
+    let crd = || kubectl_json(&kubeconfig, &["get", "crd", "crontabs.stable.example.com"]);
+    wait_for("the CRD's conversion webhook", &log, || {
+        crd().is_some_and(|c| c["spec"]["conversion"]["strategy"] == "Webhook")
+    });
+
+    kubectl_apply(&kubeconfig, "cron.yaml", &crontab_v1alpha1("*/5 * * * *"));
+    let get = |resource: &str| {
+        kubectl_json(&kubeconfig, &["get", resource, "nightly", "-n", "default"]).unwrap()
+    };
+    let v1 = get("crontabs.v1.stable.example.com");
+    assert_eq!(v1["apiVersion"], "stable.example.com/v1");
+    assert_eq!(
+        v1["spec"],
+        json!({"schedule": "*/5 * * * *", "image": "busybox"})
+    );
+    let alpha = get("crontabs.v1alpha1.stable.example.com");
+    assert_eq!(alpha["apiVersion"], "stable.example.com/v1alpha1");
+    assert_eq!(
+        alpha["spec"],
+        json!({"cronSpec": "*/5 * * * *", "image": "busybox"})
+    );
+
+    // a second apply patches the v1alpha1 view of the stored v1 object; a v1alpha1 watch sees
+    // the change converted
+    let watch = Running(
+        std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args([
+                "get",
+                "crontabs.v1alpha1.stable.example.com",
+                "-n",
+                "default",
+            ])
+            .args(["--watch", "-o", "json"])
+            .env("PATH", path_with_tools())
+            .env("HOME", root)
+            .stdout(std::fs::File::create(root.join("watch.out")).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("the watch's first object", &log, || {
+        std::fs::read_to_string(root.join("watch.out")).is_ok_and(|t| t.contains("*/5"))
+    });
+    kubectl_apply(&kubeconfig, "cron.yaml", &crontab_v1alpha1("0 3 * * *"));
+    wait_for("the converted watch event", &log, || {
+        std::fs::read_to_string(root.join("watch.out"))
+            .is_ok_and(|t| t.contains("\"cronSpec\": \"0 3 * * *\""))
+    });
+    drop(watch);
+    let watched = std::fs::read_to_string(root.join("watch.out")).unwrap();
+    assert!(!watched.contains("\"schedule\""), "{watched}");
+    assert_eq!(
+        get("crontabs.v1.stable.example.com")["spec"],
+        json!({"schedule": "0 3 * * *", "image": "busybox"})
+    );
+    let listed = kubectl_json(
+        &kubeconfig,
+        &[
+            "get",
+            "crontabs.v1alpha1.stable.example.com",
+            "-n",
+            "default",
+        ],
+    )
+    .unwrap();
+    assert_eq!(listed["items"][0]["spec"]["cronSpec"], "0 3 * * *");
+}
