@@ -355,45 +355,12 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
     create_configmap(&kubeconfig, "bad").unwrap();
 }
 
-/// A conversion hook between CronTab v1alpha1 (`spec.cronSpec`) and v1 (`spec.schedule`), both
-/// ways, with jq.
-const CONVERT_HOOK: &str = r##"#!/usr/bin/env bash
-if [[ "${1:-}" == "--config" ]]; then
-  cat <<'EOF'
-configVersion: v1
-kubernetesCustomResourceConversion:
-- name: crontab_versions
-  crdName: crontabs.stable.example.com
-  conversions:
-  - {fromVersion: stable.example.com/v1alpha1, toVersion: stable.example.com/v1}
-  - {fromVersion: stable.example.com/v1, toVersion: stable.example.com/v1alpha1}
-EOF
-  exit 0
-fi
-jq -c '.[0] as $c | {convertedObjects: [$c.review.request.objects[] | .apiVersion = $c.toVersion
-  | if $c.toVersion == "stable.example.com/v1"
-    then .spec.schedule = .spec.cronSpec | del(.spec.cronSpec)
-    else .spec.cronSpec = .spec.schedule | del(.spec.schedule) end]}' \
-  "$BINDING_CONTEXT_PATH" > "$CONVERSION_RESPONSE_PATH"
-"##;
+/// The example's conversion hook (examples/webhooks): CronTab v1alpha1 `spec.cronSpec` <-> v1
+/// `spec.schedule`, with jq.
+const CONVERT_HOOK: &str =
+    include_str!("../../../../examples/webhooks/modules/020-crontab-versions/hooks/convert");
 
-const CRONTAB_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: crontabs.stable.example.com}
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names: {plural: crontabs, singular: crontab, kind: CronTab}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-  - name: v1alpha1
-    served: true
-    storage: false
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-"#;
+const CRONTAB_CRD: &str = include_str!("../../../../examples/webhooks/crontab/crd.yaml");
 
 /// `kubectl apply -f` of `text`; panics with kubectl's stderr when it fails.
 fn kubectl_apply(kubeconfig: &std::path::Path, file: &str, text: &str) {

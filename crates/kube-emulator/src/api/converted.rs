@@ -16,11 +16,10 @@ use crate::status::{ApiError, json_body};
 /// Largest answer converted back.
 const MAX_ANSWER_BYTES: usize = 64 << 20;
 
-/// Serves `req` (named by `path`) through `conversion`.
+/// Serves the request (named by `path`) through its conversion.
 pub(super) async fn serve(
     app: &Arc<App>,
-    conversion: &Conversion,
-    req: &ResourceRequest,
+    (req, conversion): &(ResourceRequest, Conversion),
     method: &Method,
     path: &str,
     params: &Params,

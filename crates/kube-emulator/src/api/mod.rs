@@ -70,18 +70,8 @@ pub async fn handle(
         }
     };
     let result = match converting(&app, &path, &params) {
-        Some((req, conversion)) => {
-            converted::serve(
-                &app,
-                &conversion,
-                &req,
-                &method,
-                &path,
-                &params,
-                &headers,
-                &bytes,
-            )
-            .await
+        Some(target) => {
+            converted::serve(&app, &target, &method, &path, &params, &headers, &bytes).await
         }
         None => route(&app, &method, &path, &params, &headers, &bytes),
     };
