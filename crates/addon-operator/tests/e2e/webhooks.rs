@@ -1,4 +1,4 @@
-//! Admission webhooks end to end: the real binary with the test certificates serves a module's validating hook (a bash script) over HTTPS; denial with the hook's message, a hook past `timeoutSeconds`, garbage, and the webhook leaving with its module.
+//! Webhooks end to end: the real binary with the test certificates serves a module's hooks over HTTPS; denial with the hook's message, a hook past `timeoutSeconds` under each failure policy, garbage, the webhook leaving with its module, and a CR converted between versions through the embedded cluster.
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::Stdio;
