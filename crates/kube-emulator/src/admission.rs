@@ -272,10 +272,21 @@ fn connector(ca_bundle: &Value) -> Result<TlsConnector, String> {
 
 /// Posts the review and returns its `response`, within the webhook's `timeoutSeconds`.
 async fn call(app: &App, webhook: &Value, review: &Value) -> Result<Value, String> {
-    let client_config = &webhook["clientConfig"];
+    let timeout = Duration::from_secs(webhook["timeoutSeconds"].as_u64().unwrap_or(10));
+    post_review(app, &webhook["clientConfig"], review, timeout).await
+}
+
+/// Posts a review (admission or conversion) to the webhook a `clientConfig` names, over HTTPS
+/// checked against its `caBundle`, and returns the answer's `response`: a failure is a call that
+/// failed (unreachable, late, not `200`, no response).
+pub(crate) async fn post_review(
+    app: &App,
+    client_config: &Value,
+    review: &Value,
+    timeout: Duration,
+) -> Result<Value, String> {
     let (addr, server_name, path) = endpoint(app, client_config)?;
     let connector = connector(&client_config["caBundle"])?;
-    let timeout = Duration::from_secs(webhook["timeoutSeconds"].as_u64().unwrap_or(10));
     let exchange = async {
         let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
         let name = ServerName::try_from(server_name).map_err(|e| e.to_string())?;

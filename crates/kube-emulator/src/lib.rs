@@ -8,6 +8,7 @@ mod api;
 mod apply;
 mod body;
 mod clock;
+mod conversion;
 mod defaults;
 mod discovery;
 mod events;

@@ -120,9 +120,11 @@ pub fn serve(app: &Arc<App>, req: ResourceRequest, params: &Params) -> Result<Re
         fields,
     };
     let (tx, rx) = mpsc::channel::<Bytes>(256);
+    let conversion = crate::conversion::for_request(app, &filter.req).map(|c| (Arc::clone(app), c));
     match app.store.watch(&filter.req.info.key(), from) {
         Ok(start) => {
             let task = Pump {
+                conversion,
                 _open: app.faults.open_watch(filter.req.info.key()),
                 tx,
                 filter,
@@ -159,6 +161,8 @@ struct Pump {
     _open: crate::faults::OpenWatch,
     tx: mpsc::Sender<Bytes>,
     filter: Filter,
+    /// Objects stored in another version than the one watched go through the CRD's webhook.
+    conversion: Option<(Arc<App>, crate::conversion::Conversion)>,
     send_initial: bool,
     bookmarks: bool,
     timeout: Duration,
@@ -168,6 +172,28 @@ struct Pump {
 }
 
 impl Pump {
+    /// The event's line for this watcher (`Some(None)`: not for it); `None` ends the watch after
+    /// sending the conversion's failure as an `ERROR` event.
+    async fn line_of(&self, event: &Event) -> Option<Option<Bytes>> {
+        let Some((app, conversion)) = &self.conversion else {
+            return Some(self.filter.event_line(event));
+        };
+        if self.filter.view(event).is_none() {
+            return Some(None);
+        }
+        match conversion.one_to_requested(app, event.object.clone()).await {
+            Ok(object) => {
+                let mut converted = event.clone();
+                converted.object = object;
+                Some(self.filter.event_line(&converted))
+            }
+            Err(e) => {
+                let _ = self.tx.send(self.filter.line("ERROR", e.to_status())).await;
+                None
+            }
+        }
+    }
+
     async fn run(mut self, start: WatchStart) {
         let WatchStart {
             initial,
@@ -175,7 +201,10 @@ impl Pump {
             rv,
         } = start;
         for event in &initial {
-            if let Some(line) = self.filter.event_line(event)
+            let Some(line) = self.line_of(event).await else {
+                return;
+            };
+            if let Some(line) = line
                 && self.tx.send(line).await.is_err()
             {
                 return;
@@ -199,7 +228,10 @@ impl Pump {
                 received = live.recv() => match received {
                     Ok(event) if event.rv > last_rv => {
                         last_rv = event.rv;
-                        self.filter.event_line(&event)
+                        match self.line_of(&event).await {
+                            Some(line) => line,
+                            None => return,
+                        }
                     }
                     Ok(_) => None,
                     Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return,

@@ -1,4 +1,4 @@
-//! Webhook reviews answered by hooks, beside the queues: the hook of an enabled module (or a global hook) whose binding matches is run at once with the review, within the binding's timeout, and its response file becomes the reply; a failure, a timeout or garbage becomes a denial (a failed conversion) with a clear message.
+//! Webhook reviews answered by hooks, beside the queues: the hook of an enabled module (or a global hook) whose binding matches is run at once with the review, within the binding's timeout, and its response file becomes the reply; a failure or garbage becomes a denial (a failed conversion) with a clear message; an admission hook past its timeout gets an HTTP 500, so the API server applies the webhook's `failurePolicy`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,11 +49,16 @@ pub fn webhook_use(st: &State) -> WebhookUse {
 #[error("{message}")]
 pub struct Refusal {
     pub message: String,
+    /// The hook did not answer in time (not a failure of the hook's own making).
+    pub timed_out: bool,
 }
 
 impl From<String> for Refusal {
     fn from(message: String) -> Self {
-        Self { message }
+        Self {
+            message,
+            timed_out: false,
+        }
     }
 }
 
@@ -118,10 +123,10 @@ async fn run_webhook_hook(
         webhook_response: true,
     };
     match tokio::time::timeout(timeout, shared.edges.hooks.run_hook(request)).await {
-        Err(_) => Err(Refusal::from(format!(
-            "hook '{hook}' did not answer within {}s",
-            timeout.as_secs()
-        ))),
+        Err(_) => Err(Refusal {
+            message: format!("hook '{hook}' did not answer within {}s", timeout.as_secs()),
+            timed_out: true,
+        }),
         Ok(Err(failure)) => Err(Refusal::from(format!(
             "hook '{hook}' failed: {}",
             failure.message
@@ -167,7 +172,10 @@ async fn answer_admission(shared: &Shared, path: &str, review: Value) -> Reply {
             format!("no enabled hook answers webhook '{segment}' (its module may be disabled)"),
         );
     };
-    let response = run_admission(shared, &binding, &target, review).await;
+    let response = match run_admission(shared, &binding, &target, review).await {
+        Ok(response) => response,
+        Err(late) => return Reply::Unavailable(late.message),
+    };
     if !response.allowed {
         tracing::info!(webhook = %binding.name, hook = %target.def.name(), uid = %request.uid,
             operation = %request.operation, kind = %request.kind, namespace = %request.namespace,
@@ -181,20 +189,26 @@ async fn run_admission(
     binding: &AdmissionBinding,
     target: &Target,
     review: Value,
-) -> AdmissionResponse {
+) -> Result<AdmissionResponse, Refusal> {
     let builder = ContextBuilder::new(&target.def.config, &target.builder_snapshots);
     let context = builder.admission(binding, Arc::new(review));
     let timeout = Duration::from_secs(u64::from(binding.timeout_seconds));
     match run_webhook_hook(shared, target, context, timeout).await {
+        Err(refusal) if refusal.timed_out => {
+            tracing::warn!(webhook = %binding.name, "{refusal}; answered 500, the failure policy applies");
+            Err(refusal)
+        }
         Err(refusal) => {
             tracing::warn!(webhook = %binding.name, "{refusal}");
-            AdmissionResponse::deny(refusal.message)
+            Ok(AdmissionResponse::deny(refusal.message))
         }
-        Ok(text) => AdmissionResponse::parse(text.as_bytes()).unwrap_or_else(|e| {
-            let message = format!("hook '{}': {e}", target.def.name());
-            tracing::warn!(webhook = %binding.name, "{message}");
-            AdmissionResponse::deny(message)
-        }),
+        Ok(text) => Ok(
+            AdmissionResponse::parse(text.as_bytes()).unwrap_or_else(|e| {
+                let message = format!("hook '{}': {e}", target.def.name());
+                tracing::warn!(webhook = %binding.name, "{message}");
+                AdmissionResponse::deny(message)
+            }),
+        ),
     }
 }
 

@@ -1,4 +1,4 @@
-//! Admission webhooks end to end: the real binary with the test certificates serves a module's validating hook (a bash script) over HTTPS; denial with the hook's message, a hook past `timeoutSeconds`, garbage, and the webhook leaving with its module.
+//! Webhooks end to end: the real binary with the test certificates serves a module's hooks over HTTPS; denial with the hook's message, a hook past `timeoutSeconds` under each failure policy, garbage, the webhook leaving with its module, and a CR converted between versions through the embedded cluster.
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::Stdio;
@@ -57,8 +57,9 @@ fn review(name: &str) -> String {
     .to_string()
 }
 
-async fn ask(addr: SocketAddr, name: &str) -> Value {
-    let (status, body) = request(
+/// The HTTP status and body of a review posted to the policy webhook.
+async fn post(addr: SocketAddr, name: &str) -> (u16, String) {
+    request(
         &connector(None),
         addr,
         "POST",
@@ -66,7 +67,11 @@ async fn ask(addr: SocketAddr, name: &str) -> Value {
         &review(name),
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+async fn ask(addr: SocketAddr, name: &str) -> Value {
+    let (status, body) = post(addr, name).await;
     assert_eq!(status, 200, "{body}");
     serde_json::from_str::<Value>(&body).unwrap()["response"].clone()
 }
@@ -122,11 +127,14 @@ fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
     );
     assert_eq!(rt.block_on(ask(addr, "good"))["allowed"], true);
 
-    let late = rt.block_on(ask(addr, "sleepy"));
-    assert_eq!(late["allowed"], false);
+    // no answer in time is an error (500), not a denial: the API server applies failurePolicy
+    let late = rt.block_on(post(addr, "sleepy"));
     assert_eq!(
-        late["status"]["message"],
-        "hook 'hooks/policy' did not answer within 1s"
+        late,
+        (
+            500,
+            "hook 'hooks/policy' did not answer within 1s\n".to_string()
+        )
     );
     let garbage = rt.block_on(ask(addr, "garbage"));
     let message = garbage["status"]["message"].as_str().unwrap().to_string();
@@ -152,11 +160,46 @@ fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
 const GUARD_HOOK: &str =
     include_str!("../../../../examples/webhooks/modules/010-configmap-policy/hooks/policy");
 
+/// A hook whose two validating webhooks (one per failure policy, told apart by a label) never
+/// answer within their timeout.
+const SLEEPY_HOOK: &str = r##"#!/usr/bin/env bash
+if [[ "${1:-}" == "--config" ]]; then
+  cat <<'EOF'
+configVersion: v1
+kubernetesValidating:
+- name: sleepy-ignore.example.com
+  failurePolicy: Ignore
+  timeoutSeconds: 1
+  labelSelector: {matchLabels: {sleepy: ignore}}
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+- name: sleepy-fail.example.com
+  failurePolicy: Fail
+  timeoutSeconds: 1
+  labelSelector: {matchLabels: {sleepy: fail}}
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+EOF
+  exit 0
+fi
+sleep 5
+echo '{"allowed":false,"message":"too late"}' > "$VALIDATING_RESPONSE_PATH"
+"##;
+
 /// `kubectl create -f` of a guarded ConfigMap: `Ok(())` or kubectl's stderr.
 fn create_configmap(kubeconfig: &std::path::Path, name: &str) -> Result<(), String> {
+    create_labelled_configmap(kubeconfig, name, "guarded: \"yes\"")
+}
+
+/// `kubectl create -f` of a ConfigMap with these labels (YAML flow mapping content).
+fn create_labelled_configmap(
+    kubeconfig: &std::path::Path,
+    name: &str,
+    labels: &str,
+) -> Result<(), String> {
     let manifest = kubeconfig.with_file_name(format!("{name}.yaml"));
     let text = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n  labels: {{guarded: \"yes\"}}\ndata: {{a: b}}\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n  labels: {{{labels}}}\ndata: {{a: b}}\n"
     );
     std::fs::write(&manifest, text).unwrap();
     let out = std::process::Command::new("kubectl")
@@ -208,6 +251,11 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
         true,
     );
     write(&root.join("modules/010-cron/hooks/guard"), GUARD_HOOK, true);
+    write(
+        &root.join("modules/010-cron/hooks/sleepy"),
+        SLEEPY_HOOK,
+        true,
+    );
     std::fs::create_dir_all(root.join("global-hooks")).unwrap();
     let config = root.join("config.yaml");
     write(&config, "cronEnabled: true\n", false);
@@ -256,7 +304,12 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
         .collect();
     assert_eq!(
         names,
-        ["configmap-guard.example.com", "crontab-policy.example.com"]
+        [
+            "configmap-guard.example.com",
+            "crontab-policy.example.com",
+            "sleepy-ignore.example.com",
+            "sleepy-fail.example.com"
+        ]
     );
     let webhook = &object["webhooks"][1];
     assert_eq!(
@@ -284,7 +337,163 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
     let good = kubectl_json(&kubeconfig, &["get", "configmap", "good", "-n", "default"]).unwrap();
     assert_eq!(good["data"], json!({"a": "b", "stamped": "yes"}));
 
+    // a hook past timeoutSeconds: the webhook's failurePolicy decides
+    create_labelled_configmap(&kubeconfig, "late-ignored", "sleepy: ignore").unwrap();
+    let ignored = ["get", "configmap", "late-ignored", "-n", "default"];
+    assert!(kubectl_json(&kubeconfig, &ignored).is_some());
+    let failed = create_labelled_configmap(&kubeconfig, "late-failed", "sleepy: fail").unwrap_err();
+    assert!(
+        failed.contains("failed calling webhook \"sleepy-fail.example.com\""),
+        "{failed}"
+    );
+    assert!(!failed.contains("too late"), "{failed}");
+    let rejected = ["get", "configmap", "late-failed", "-n", "default"];
+    assert!(kubectl_json(&kubeconfig, &rejected).is_none());
+
     write(&config, "cronEnabled: false\n", false);
     wait_for("the configuration to be removed", &log, || get().is_none());
     create_configmap(&kubeconfig, "bad").unwrap();
+}
+
+/// The example's conversion hook (examples/webhooks): CronTab v1alpha1 `spec.cronSpec` <-> v1
+/// `spec.schedule`, with jq.
+const CONVERT_HOOK: &str =
+    include_str!("../../../../examples/webhooks/modules/020-crontab-versions/hooks/convert");
+
+const CRONTAB_CRD: &str = include_str!("../../../../examples/webhooks/crontab/crd.yaml");
+
+/// `kubectl apply -f` of `text`; panics with kubectl's stderr when it fails.
+fn kubectl_apply(kubeconfig: &std::path::Path, file: &str, text: &str) {
+    let manifest = kubeconfig.with_file_name(file);
+    std::fs::write(&manifest, text).unwrap();
+    let out = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["apply", "-f"])
+        .arg(&manifest)
+        .env("PATH", path_with_tools())
+        .env("HOME", kubeconfig.parent().unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl apply {file}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn crontab_v1alpha1(schedule: &str) -> String {
+    format!(
+        "apiVersion: stable.example.com/v1alpha1\nkind: CronTab\nmetadata: {{name: nightly, namespace: default}}\nspec: {{cronSpec: \"{schedule}\", image: busybox}}\n"
+    )
+}
+
+#[test]
+fn a_cr_written_as_v1alpha1_reads_back_as_v1_through_a_modules_conversion_hook() {
+    if !require_tool("kubectl") || !require_tool("jq") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        &root.join("modules/values.yaml"),
+        "cronEnabled: true\n",
+        false,
+    );
+    write(
+        &root.join("modules/010-cron/hooks/convert"),
+        CONVERT_HOOK,
+        true,
+    );
+    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
+    let log = root.join("operator.log");
+    let child = start_command(root.join("run"), root.join("debug.socket"))
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--embedded-cluster")
+        .args(["--namespace", "default"])
+        .args(["--conversion-webhook-listen-address", "127.0.0.1"])
+        .args(["--conversion-webhook-listen-port", &free_port().to_string()])
+        .arg("--conversion-webhook-server-cert")
+        .arg(certs().join("conversion.crt"))
+        .arg("--conversion-webhook-server-key")
+        .arg(certs().join("conversion.key"))
+        .arg("--conversion-webhook-ca")
+        .arg(certs().join("conversion-ca.crt"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = Running(child);
+    let kubeconfig = root.join("run/embedded-cluster.kubeconfig");
+    wait_for("the embedded cluster", &log, || kubeconfig.exists());
+    kubectl_apply(&kubeconfig, "crd.yaml", CRONTAB_CRD);
+    let crd = || kubectl_json(&kubeconfig, &["get", "crd", "crontabs.stable.example.com"]);
+    wait_for("the CRD's conversion webhook", &log, || {
+        crd().is_some_and(|c| c["spec"]["conversion"]["strategy"] == "Webhook")
+    });
+
+    kubectl_apply(&kubeconfig, "cron.yaml", &crontab_v1alpha1("*/5 * * * *"));
+    let get = |resource: &str| {
+        kubectl_json(&kubeconfig, &["get", resource, "nightly", "-n", "default"]).unwrap()
+    };
+    let v1 = get("crontabs.v1.stable.example.com");
+    assert_eq!(v1["apiVersion"], "stable.example.com/v1");
+    assert_eq!(
+        v1["spec"],
+        json!({"schedule": "*/5 * * * *", "image": "busybox"})
+    );
+    let alpha = get("crontabs.v1alpha1.stable.example.com");
+    assert_eq!(alpha["apiVersion"], "stable.example.com/v1alpha1");
+    assert_eq!(
+        alpha["spec"],
+        json!({"cronSpec": "*/5 * * * *", "image": "busybox"})
+    );
+
+    // a second apply patches the v1alpha1 view of the stored v1 object; a v1alpha1 watch sees
+    // the change converted
+    let watch = Running(
+        std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args([
+                "get",
+                "crontabs.v1alpha1.stable.example.com",
+                "-n",
+                "default",
+            ])
+            .args(["--watch", "-o", "json"])
+            .env("PATH", path_with_tools())
+            .env("HOME", root)
+            .stdout(std::fs::File::create(root.join("watch.out")).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("the watch's first object", &log, || {
+        std::fs::read_to_string(root.join("watch.out")).is_ok_and(|t| t.contains("*/5"))
+    });
+    kubectl_apply(&kubeconfig, "cron.yaml", &crontab_v1alpha1("0 3 * * *"));
+    wait_for("the converted watch event", &log, || {
+        std::fs::read_to_string(root.join("watch.out"))
+            .is_ok_and(|t| t.contains("\"cronSpec\": \"0 3 * * *\""))
+    });
+    drop(watch);
+    let watched = std::fs::read_to_string(root.join("watch.out")).unwrap();
+    assert!(!watched.contains("\"schedule\""), "{watched}");
+    assert_eq!(
+        get("crontabs.v1.stable.example.com")["spec"],
+        json!({"schedule": "0 3 * * *", "image": "busybox"})
+    );
+    let listed = kubectl_json(
+        &kubeconfig,
+        &[
+            "get",
+            "crontabs.v1alpha1.stable.example.com",
+            "-n",
+            "default",
+        ],
+    )
+    .unwrap();
+    assert_eq!(listed["items"][0]["spec"]["cronSpec"], "0 3 * * *");
 }

@@ -134,7 +134,31 @@ fn review(reply: Reply) -> Value {
     match reply {
         Reply::Review(v) => v,
         Reply::BadRequest(m) => panic!("bad request: {m}"),
+        Reply::Unavailable(m) => panic!("unavailable: {m}"),
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hook_past_its_timeout_is_an_error_so_the_failure_policy_decides() {
+    let hooks = FakeHooks::new();
+    hooks.respond(|_| Ok(response(r#"{"allowed":false,"message":"too late"}"#)));
+    hooks.take_time(
+        |call| match call.binding_context[0]["review"]["request"]["name"].as_str() {
+            Some("sleepy") => Duration::from_secs(60),
+            _ => Duration::ZERO,
+        },
+    );
+    let op = start(webhook_tree(), "", hooks, FakeHelm::new()).await;
+    op.settle().await;
+    let answers = op.handle.admission_answers();
+    let path = || "/hooks/crontab-policy-example-com".to_string();
+    assert_eq!(
+        answers.answer(path(), admission_review("sleepy")).await,
+        Reply::Unavailable("hook 'hooks/policy' did not answer within 10s".into())
+    );
+    // an answer in time, even a denial, is still the hook's
+    let denied = review(answers.answer(path(), admission_review("quick")).await);
+    assert_eq!(denied["response"]["status"]["message"], "too late");
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,5 +1,6 @@
 //! The HTTP entry point: path routing to discovery, resource verbs, watches and admin paths.
 
+mod converted;
 mod read;
 mod scale;
 mod write;
@@ -68,7 +69,12 @@ pub async fn handle(
             return e.into_response();
         }
     };
-    let result = route(&app, &method, &path, &params, &headers, &bytes);
+    let result = match converting(&app, &path, &params) {
+        Some(target) => {
+            converted::serve(&app, &target, &method, &path, &params, &headers, &bytes).await
+        }
+        None => route(&app, &method, &path, &params, &headers, &bytes),
+    };
     match result {
         Ok(response) => {
             tracing::trace!(%method, %path, code = response.status().as_u16(), "request");
@@ -111,6 +117,22 @@ fn route(
         }
         _ => Err(not_found_path()),
     }
+}
+
+/// A request (not a watch: its stream converts each event) in a version its CRD converts by webhook.
+fn converting(
+    app: &App,
+    path: &str,
+    params: &Params,
+) -> Option<(ResourceRequest, crate::conversion::Conversion)> {
+    let req = resource_of(app, path)?;
+    let watching =
+        req.legacy_watch || matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
+    if watching {
+        return None;
+    }
+    let conversion = crate::conversion::for_request(app, &req)?;
+    Some((req, conversion))
 }
 
 /// The resource a path names, for the admission chain (`None`: not a resource path).

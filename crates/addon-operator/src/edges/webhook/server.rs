@@ -32,6 +32,9 @@ pub enum Reply {
     Review(Value),
     /// `400` with this text (the body is not a review).
     BadRequest(String),
+    /// `500` with this text: no answer in time, so the API server applies the webhook's
+    /// `failurePolicy` (as it does when the server cannot be reached).
+    Unavailable(String),
 }
 
 /// Answers the reviews posted to one server.
@@ -189,6 +192,9 @@ async fn review(
             .into_response(),
         Reply::BadRequest(message) => {
             (StatusCode::BAD_REQUEST, format!("{message}\n")).into_response()
+        }
+        Reply::Unavailable(message) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, format!("{message}\n")).into_response()
         }
     }
 }
