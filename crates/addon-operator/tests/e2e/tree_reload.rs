@@ -261,3 +261,30 @@ fn a_hundred_rapid_edits_cause_one_or_two_reloads() {
     );
     assert_eq!(operator.reloads("applied"), before + 1);
 }
+
+#[test]
+fn an_edited_schedule_changes_when_the_hook_runs() {
+    if !tools_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    module(&root.join("modules/001-alpha"), "alpha");
+    let hook = root.join("modules/001-alpha/hooks/ticker");
+    let yearly = "configVersion: v1\nschedule:\n- {name: tick, crontab: \"0 0 1 1 *\"}";
+    write(&hook, &hook_text("ticker", yearly), true);
+    let operator = Operator::start(root);
+    assert!(!operator.hook_log("ticker").contains("tick"));
+    let every_second = "configVersion: v1\nschedule:\n- {name: tick, crontab: \"*/1 * * * * *\"}";
+    write(&hook, &hook_text("ticker", every_second), true);
+    operator.wait_for_reloads("applied", 1);
+    assert_eq!(
+        operator.last_reload()["changes"]["changed"],
+        serde_json::json!(["alpha"])
+    );
+    wait_for(
+        "the new schedule to run the hook",
+        &root.join("operator.log"),
+        || operator.hook_log("ticker").contains("tick"),
+    );
+}
