@@ -117,9 +117,6 @@ pub async fn start_parallel(
     start_with(dir, config, hooks, helm, settings).await
 }
 
-/// [`start`] with `settings` (the retry delays, the history and the resource monitor are the
-/// scenarios' own).
-
 /// [`start`] keeping the webhook configurations and CRD conversions in the fake cluster.
 pub async fn start_with_webhook_objects(
     dir: tempfile::TempDir,
@@ -134,6 +131,8 @@ pub async fn start_with_webhook_objects(
     start_with(dir, config, hooks, FakeHelm::new(), settings).await
 }
 
+/// [`start`] with `settings` (the retry delays, the history and the resource monitor are the
+/// scenarios' own).
 async fn start_with(
     dir: tempfile::TempDir,
     config: &str,
