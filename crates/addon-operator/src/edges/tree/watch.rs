@@ -97,7 +97,8 @@ fn watcher(
         let path = path.to_path_buf();
         move |source| TreeWatchError { path, source }
     };
-    let watched = roots.to_vec();
+    let watched: Vec<(PathBuf, Option<PathBuf>)> =
+        roots.iter().cloned().zip(resolve(roots)).collect();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
         if let Ok(event) = event
             && changes_tree(&event, &watched)
@@ -123,18 +124,18 @@ fn watcher(
 }
 
 /// Whether a file-system event may have changed the tree: anything but a mere read, of a path
-/// in a root, of a root itself, or of a `..data`-style entry beside it (a volume's swap); other
-/// entries of a root's parent (the config file, say) are not the tree's.
-fn changes_tree(event: &Event, roots: &[PathBuf]) -> bool {
+/// in a root or of a root itself, or any change beside a root that makes it lead elsewhere (a
+/// volume's `..data` symlink swapped); other entries of a root's parent (the config file, a
+/// config volume's own swap) are not the tree's.
+fn changes_tree(event: &Event, roots: &[(PathBuf, Option<PathBuf>)]) -> bool {
     if matches!(event.kind, EventKind::Access(_)) {
         return false;
     }
-    event.paths.iter().any(|path| {
-        roots.iter().any(|root| path.starts_with(root))
-            || path
-                .file_name()
-                .is_some_and(|f| f.as_encoded_bytes().starts_with(b".."))
-    })
+    let in_root = |path: &PathBuf| roots.iter().any(|(root, _)| path.starts_with(root));
+    if event.paths.iter().any(in_root) {
+        return true;
+    }
+    (roots.iter()).any(|(root, resolved)| std::fs::canonicalize(root).ok() != *resolved)
 }
 
 #[cfg(test)]
@@ -155,6 +156,31 @@ mod tests {
         assert_eq!(first.ok().flatten(), Some(()));
         let second = tokio::time::timeout(Duration::from_millis(600), watch.changed()).await;
         assert!(second.is_err(), "the writes were announced more than once");
+    }
+
+    #[tokio::test]
+    async fn a_swapped_data_link_is_a_change_and_other_files_beside_the_tree_are_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let volume = dir.path();
+        std::fs::create_dir_all(volume.join("..v1/modules")).expect("mkdir");
+        std::fs::create_dir_all(volume.join("..v2/modules/001-a")).expect("mkdir");
+        std::os::unix::fs::symlink("..v1", volume.join("..data")).expect("link");
+        std::os::unix::fs::symlink("..data/modules", volume.join("modules")).expect("link");
+        let root = volume.join("modules");
+        let mut watch =
+            TreeWatch::start(vec![root.clone()], Duration::from_millis(100)).expect("watch");
+        std::fs::write(volume.join("config.yaml"), "a: 1\n").expect("write");
+        let unrelated = tokio::time::timeout(Duration::from_millis(500), watch.changed()).await;
+        assert!(unrelated.is_err(), "a file beside the tree is not a change");
+        // the way Kubernetes updates a volume: a new link renamed over ..data
+        std::os::unix::fs::symlink("..v2", volume.join("..data_tmp")).expect("link");
+        std::fs::rename(volume.join("..data_tmp"), volume.join("..data")).expect("swap");
+        let swapped = tokio::time::timeout(Duration::from_secs(10), watch.changed()).await;
+        assert_eq!(swapped.ok().flatten(), Some(()));
+        // the new directory is watched now
+        std::fs::write(root.join("001-a/values.yaml"), "a: 1\n").expect("write");
+        let edited = tokio::time::timeout(Duration::from_secs(10), watch.changed()).await;
+        assert_eq!(edited.ok().flatten(), Some(()));
     }
 
     #[tokio::test]
