@@ -112,11 +112,12 @@ fn watcher(
             .watch(root, RecursiveMode::Recursive)
             .map_err(watch_error(root))?;
     }
-    for parent in roots
-        .iter()
-        .filter_map(|r| r.parent())
-        .filter(|p| p.is_dir())
-    {
+    // a relative root's parent is the working directory
+    let parents = roots.iter().filter_map(|r| r.parent()).map(|p| match p {
+        p if p.as_os_str().is_empty() => Path::new("."),
+        p => p,
+    });
+    for parent in parents.filter(|p| p.is_dir()) {
         // only the parent itself: its other entries are not the tree's
         let _ = watcher.watch(parent, RecursiveMode::NonRecursive);
     }
