@@ -266,14 +266,26 @@ impl NextGeneration<'_> {
             return Err(vec![problem]);
         }
         let changes = crate::cli::reload::changes(running, &tree);
+        let runtime = self.build(&tree).await?;
+        Ok((tree, runtime, changes))
+    }
+
+    /// The runtime of `tree` on new edges, with the config as it is now.
+    async fn build(&self, tree: &Tree) -> Result<Runtime, Vec<String>> {
         let (kube_tx, kube_events) = crate::runtime::edges::kube_event_channel();
         let cancel = self.cancel_hooks.clone();
-        let built = edges(args, self.cluster, kube_tx, cancel, self.metrics, self.pool);
+        let built = edges(
+            self.args,
+            self.cluster,
+            kube_tx,
+            cancel,
+            self.metrics,
+            self.pool,
+        );
         let (edges, _) = built.await.map_err(|e| vec![format!("{e:#}")])?;
         let settings = self.settings.clone();
         let built = Runtime::build(&tree.found, &tree.configs, edges, kube_events, settings);
-        let runtime = built.await.map_err(|e| e.errors)?;
-        Ok((tree, runtime, changes))
+        built.await.map_err(|e| e.errors)
     }
 }
 
@@ -308,7 +320,10 @@ async fn run_reloading(
         if shutdown.is_cancelled() {
             return;
         }
-        (tree, runtime) = (new_tree, new_runtime);
+        // built again on the config as the stopped runtime left it (a hook may have patched it
+        // meanwhile); the runtime built to validate the tree if that fails
+        runtime = next.build(&new_tree).await.unwrap_or(new_runtime);
+        tree = new_tree;
     }
 }
 
