@@ -340,11 +340,11 @@ impl Reloads<'_> {
             }
             match next.load(running).await {
                 Ok((tree, runtime, changes)) => {
-                    next.metrics.tree_reload("applied");
                     let summary = changes.summary();
                     tracing::info!(changes = %summary, "module tree reloaded");
                     let record = crate::cli::reload::applied_record(&changes);
                     self.status.tree_reloaded(record);
+                    next.metrics.tree_reload("applied");
                     self.last_problems.clear();
                     return (tree, runtime);
                 }
@@ -355,12 +355,13 @@ impl Reloads<'_> {
 
     /// Logs the problems not logged by the reload before; the running tree goes on.
     fn failed(&mut self, next: &NextGeneration<'_>, problems: Vec<String>) {
-        next.metrics.tree_reload("failed");
         for problem in problems.iter().filter(|p| !self.last_problems.contains(p)) {
             tracing::error!(%problem, "module tree not reloaded, the running tree goes on");
         }
         self.status
             .tree_reloaded(crate::cli::reload::failed_record(&problems));
+        // counted last: whoever waits for the count finds the log and the record written
+        next.metrics.tree_reload("failed");
         self.last_problems = problems;
     }
 }

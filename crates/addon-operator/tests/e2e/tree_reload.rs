@@ -50,8 +50,16 @@ struct Operator {
 impl Operator {
     /// `start --embedded-cluster` on `root` (modules in `root/modules`), ready.
     fn start(root: &Path) -> Self {
+        Self::start_with(root, &[])
+    }
+
+    /// [`Operator::start`] with environment variables `env`.
+    fn start_with(root: &Path, env: &[(&str, &str)]) -> Self {
         std::fs::create_dir_all(root.join("global-hooks")).unwrap();
-        let child = start_command(root.join("tmp"), root.join("debug.socket"))
+        let mut command = start_command(root.join("tmp"), root.join("debug.socket"));
+        command.env_remove("ADDON_OPERATOR_RELOAD_TREE");
+        command.envs(env.iter().copied());
+        let child = command
             .arg("--working-dir")
             .arg(root)
             .arg("--config-file")
@@ -61,7 +69,6 @@ impl Operator {
             .env("LOG_LEVEL", "info")
             .env_remove("ADDON_OPERATOR_MODULES_DIR")
             .env_remove("MODULES_DIR")
-            .env_remove("ADDON_OPERATOR_RELOAD_TREE")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(root.join("operator.log")).unwrap())
             .spawn()
@@ -200,7 +207,19 @@ fn a_broken_hook_config_keeps_the_running_tree_and_its_fix_applies() {
     assert_eq!(record["result"], "failed");
     let problems = record["problems"].to_string();
     assert!(problems.contains("hook"), "{record}");
-    assert!(operator_log(root).contains("module tree not reloaded"));
+    let logged = |log: &str| log.matches("module tree not reloaded").count();
+    assert!(logged(&operator_log(root)) >= 1);
+    // the same problem after another edit: counted and shown again, not logged again
+    let before = logged(&operator_log(root));
+    let broken_again = format!("{}# another edit\n", hook_text("alpha", broken));
+    write(&hook, &broken_again, true);
+    operator.wait_for_reloads("failed", 2);
+    assert_eq!(
+        logged(&operator_log(root)),
+        before,
+        "{}",
+        operator_log(root)
+    );
     // the running tree goes on: still ready, the release still there, nothing applied
     assert_eq!(
         get(&operator.addr, "/readyz").map(|(code, _)| code),
@@ -287,4 +306,23 @@ fn an_edited_schedule_changes_when_the_hook_runs() {
         &root.join("operator.log"),
         || operator.hook_log("ticker").contains("tick"),
     );
+}
+
+#[test]
+fn the_tree_is_watched_by_default_on_the_embedded_cluster_and_not_when_turned_off() {
+    if !tools_present() {
+        return;
+    }
+    const WATCHED: &str = "the module tree is reloaded when its files change";
+    let tmp = tempfile::tempdir().unwrap();
+    module(&tmp.path().join("on/modules/001-alpha"), "alpha");
+    let on = Operator::start(&tmp.path().join("on"));
+    assert!(operator_log(&on.root).contains(WATCHED));
+    drop(on);
+    module(&tmp.path().join("off/modules/001-alpha"), "alpha");
+    let off = Operator::start_with(
+        &tmp.path().join("off"),
+        &[("ADDON_OPERATOR_RELOAD_TREE", "false")],
+    );
+    assert!(!operator_log(&off.root).contains(WATCHED));
 }
