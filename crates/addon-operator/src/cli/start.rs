@@ -16,6 +16,7 @@ use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::cli::reload::TreeChanges;
 use crate::cli::support::parse_duration;
 use crate::edges::config::FileConfigStore;
 use crate::edges::config::backend::FileConfig;
@@ -35,6 +36,8 @@ use crate::edges::kube::no_cluster::NoCluster;
 use crate::edges::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
 use crate::edges::metrics::Metrics;
 use crate::edges::tree::dirs::DirFlags;
+use crate::edges::tree::runnable::Tree;
+use crate::edges::tree::watch::TreeWatch;
 use crate::env::shell_operator_default;
 use crate::runtime::edges::{ConfigBackend, Edges, KubeEvent, ObjectPatches, ObjectsError};
 use crate::runtime::startup_config::wait_for_config;
@@ -43,6 +46,8 @@ use addon_core::error::error_chain;
 
 /// How long file edits are gathered before the config is re-read.
 const CONFIG_DEBOUNCE: Duration = Duration::from_millis(200);
+/// How long the tree's files must be quiet before the tree is loaded again.
+const TREE_SETTLE: Duration = crate::edges::tree::watch::DEFAULT_SETTLE;
 
 pub fn run_cli(args: &StartArgs) -> anyhow::Result<ExitCode> {
     crate::cli::support::block_on(run(args))?
@@ -142,7 +147,13 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         .filter(|_| args.ha)
         .map(|client| LeaderElection::new(client, leader_settings(args)));
     settings.leadership = election.as_ref().map(LeaderElection::leadership);
-    let built = Runtime::build(&tree.found, &tree.configs, edges, kube_events, settings);
+    let built = Runtime::build(
+        &tree.found,
+        &tree.configs,
+        edges,
+        kube_events,
+        settings.clone(),
+    );
     let runtime = match built.await {
         Ok(runtime) => runtime,
         Err(e) => return Ok(fail("start", &e.errors)),
@@ -157,7 +168,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     let mut holding = None;
     if let Some(election) = election {
         status.starting("waiting for the leader lease (a standby)");
-        let stop = [shutdown.clone(), cancel_hooks];
+        let stop = [shutdown.clone(), cancel_hooks.clone()];
         match lead(election, &stop, &lost).await {
             Some(hold) => holding = Some(hold),
             None => return Ok(ExitCode::SUCCESS),
@@ -169,8 +180,21 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     if let Err(problem) = started.await {
         return Ok(fail("start", &[problem]));
     }
-    status.running(Arc::new(runtime.handle()));
-    runtime.run(shutdown).await;
+    let watch = reload_tree(args, &cluster, &tree);
+    let next = NextGeneration {
+        args,
+        cluster: &cluster,
+        cancel_hooks: cancel_hooks.clone(),
+        metrics: &metrics,
+        pool: pool.as_ref(),
+        settings,
+    };
+    let mut reloads = Reloads {
+        watch,
+        status: &status,
+        last_problems: Vec::new(),
+    };
+    run_reloading(runtime, tree, &mut reloads, &next, &shutdown).await;
     if let Some((stop_holding, held)) = holding {
         stop_holding.cancel();
         let _ = held.await;
@@ -185,6 +209,161 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     }
     tracing::info!("addon-operator stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The watch of the tree's directories when `--reload-tree` is on (by default without a cluster
+/// and with the embedded one) and the tree can be reloaded in place.
+fn reload_tree(args: &StartArgs, cluster: &Cluster, tree: &Tree) -> Option<TreeWatch> {
+    let on = args
+        .reload_tree
+        .unwrap_or(!matches!(cluster, Cluster::External(_)));
+    if !on {
+        return None;
+    }
+    if let Some(problem) = crate::cli::reload::webhook_problem(tree) {
+        tracing::warn!("the module tree is not reloaded: {problem}");
+        return None;
+    }
+    let dirs = crate::edges::tree::dirs::resolve(&args.dirs, &|name| std::env::var(name).ok());
+    let mut roots = dirs.modules_dirs;
+    roots.push(dirs.global_hooks_dir);
+    match TreeWatch::start(roots, TREE_SETTLE) {
+        Ok(watch) => {
+            tracing::info!("the module tree is reloaded when its files change (--reload-tree)");
+            Some(watch)
+        }
+        Err(e) => {
+            let error = error_chain(&e);
+            tracing::warn!(%error, "the module tree is not reloaded");
+            None
+        }
+    }
+}
+
+/// How a new tree becomes a runtime: new edges (their watches and config store) and the same
+/// settings as the first runtime.
+struct NextGeneration<'a> {
+    args: &'a StartArgs,
+    cluster: &'a Cluster,
+    cancel_hooks: CancellationToken,
+    metrics: &'a Arc<Metrics>,
+    pool: Option<&'a Arc<TmpPool>>,
+    settings: RuntimeSettings,
+}
+
+impl NextGeneration<'_> {
+    /// Loads the tree as `check` does and builds its runtime (not started); every problem found.
+    async fn load(&self, running: &Tree) -> Result<(Tree, Runtime, TreeChanges), Vec<String>> {
+        let args = self.args;
+        let tree = crate::edges::tree::runnable::load(&args.dirs, args.hook_timeout).await?;
+        if args.upstream.strict_check_values_mode_enabled {
+            let problems = crate::cli::upstream_flags::strict_values_problems(&tree.found);
+            if !problems.is_empty() {
+                return Err(problems);
+            }
+        }
+        if let Some(problem) = crate::cli::reload::webhook_problem(&tree) {
+            return Err(vec![problem]);
+        }
+        let changes = crate::cli::reload::changes(running, &tree);
+        let runtime = self.build(&tree).await?;
+        Ok((tree, runtime, changes))
+    }
+
+    /// The runtime of `tree` on new edges, with the config as it is now.
+    async fn build(&self, tree: &Tree) -> Result<Runtime, Vec<String>> {
+        let (kube_tx, kube_events) = crate::runtime::edges::kube_event_channel();
+        let cancel = self.cancel_hooks.clone();
+        let built = edges(
+            self.args,
+            self.cluster,
+            kube_tx,
+            cancel,
+            self.metrics,
+            self.pool,
+        );
+        let (edges, _) = built.await.map_err(|e| vec![format!("{e:#}")])?;
+        let settings = self.settings.clone();
+        let built = Runtime::build(&tree.found, &tree.configs, edges, kube_events, settings);
+        built.await.map_err(|e| e.errors)
+    }
+}
+
+/// The reloads of the tree: the watch (none when off), where their results are shown, and the
+/// problems already logged.
+struct Reloads<'a> {
+    watch: Option<TreeWatch>,
+    status: &'a Arc<StartupStatus>,
+    last_problems: Vec<String>,
+}
+
+/// Runs `runtime` until shutdown; each valid new tree replaces it: the running tasks finish (as
+/// at shutdown), then the new tree's runtime starts as at startup.
+async fn run_reloading(
+    mut runtime: Runtime,
+    mut tree: Tree,
+    reloads: &mut Reloads<'_>,
+    next: &NextGeneration<'_>,
+    shutdown: &CancellationToken,
+) {
+    loop {
+        reloads.status.running(Arc::new(runtime.handle()));
+        let generation = shutdown.child_token();
+        let running = runtime.run(generation.clone());
+        tokio::pin!(running);
+        let (new_tree, new_runtime) = tokio::select! {
+            () = &mut running => return,
+            reloaded = reloads.next_tree(&tree, next) => reloaded,
+        };
+        generation.cancel();
+        running.await;
+        if shutdown.is_cancelled() {
+            return;
+        }
+        // built again on the config as the stopped runtime left it (a hook may have patched it
+        // meanwhile); the runtime built to validate the tree if that fails
+        runtime = next.build(&new_tree).await.unwrap_or(new_runtime);
+        tree = new_tree;
+    }
+}
+
+impl Reloads<'_> {
+    /// Waits for a change that loads into a valid tree; invalid ones are logged and counted.
+    async fn next_tree(&mut self, running: &Tree, next: &NextGeneration<'_>) -> (Tree, Runtime) {
+        loop {
+            let changed = match &mut self.watch {
+                Some(watch) => watch.changed().await,
+                None => None,
+            };
+            if changed.is_none() {
+                return std::future::pending().await;
+            }
+            match next.load(running).await {
+                Ok((tree, runtime, changes)) => {
+                    let summary = changes.summary();
+                    tracing::info!(changes = %summary, "module tree reloaded");
+                    let record = crate::cli::reload::applied_record(&changes);
+                    self.status.tree_reloaded(record);
+                    next.metrics.tree_reload("applied");
+                    self.last_problems.clear();
+                    return (tree, runtime);
+                }
+                Err(problems) => self.failed(next, problems),
+            }
+        }
+    }
+
+    /// Logs the problems not logged by the reload before; the running tree goes on.
+    fn failed(&mut self, next: &NextGeneration<'_>, problems: Vec<String>) {
+        for problem in problems.iter().filter(|p| !self.last_problems.contains(p)) {
+            tracing::error!(%problem, "module tree not reloaded, the running tree goes on");
+        }
+        self.status
+            .tree_reloaded(crate::cli::reload::failed_record(&problems));
+        // counted last: whoever waits for the count finds the log and the record written
+        next.metrics.tree_reload("failed");
+        self.last_problems = problems;
+    }
 }
 
 fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
@@ -639,6 +818,12 @@ pub struct StartArgs {
         default_value = crate::edges::kube::leader::DEFAULT_LEASE_NAME
     )]
     pub ha_lease_name: String,
+    /// Reload the module tree when its files change (modules and global hooks directories),
+    /// without a restart; on by default without a cluster and with --embedded-cluster, off
+    /// against a cluster
+    #[arg(long, env = "ADDON_OPERATOR_RELOAD_TREE", num_args = 0..=1,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub reload_tree: Option<bool>,
     #[command(flatten)]
     pub http: crate::edges::http::HttpArgs,
     #[command(flatten)]

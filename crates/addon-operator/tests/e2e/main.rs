@@ -21,6 +21,7 @@ mod start;
 mod startup_faults;
 mod support;
 mod test_cmd;
+mod tree_reload;
 mod upstream;
 #[path = "../webhook/client.rs"]
 mod webhook_client;

@@ -1,7 +1,7 @@
 //! Every metric `docs/metrics.md` lists is served on `/metrics` with a plausible value after a
 //! scenario that goes through every path that records one: hooks of every binding (failing,
 //! allowed to fail, succeeding), Helm install and upgrades, a watch error, an absent resource, a
-//! release left `failed`, a module delete that fails once.
+//! release left `failed`, a failed reload of the tree, a module delete that fails once.
 
 use std::path::Path;
 use std::time::Duration;
@@ -174,7 +174,8 @@ fn every_documented_metric_is_recorded() {
     let root = tmp.path();
     tree(root);
     let cluster = Cluster::start(root);
-    let _operator = start_operator(root, &cluster, &["--resources-monitor-interval", "1s"]);
+    let extra = ["--resources-monitor-interval", "1s", "--reload-tree"];
+    let _operator = start_operator(root, &cluster, &extra);
     let addr = http_addr(root);
     let long = Duration::from_secs(90);
     wait_for_metrics(root, &addr, "the first converge", long, |_| {
@@ -214,6 +215,17 @@ fn every_documented_metric_is_recorded() {
     fail_the_release(root, &cluster);
     wait_for_metrics(root, &addr, "a redeploy", long, |t| {
         t.contains(r#"modules_helm_release_redeployed_total{module="alpha"} "#)
+    });
+
+    // a hook whose --config breaks: the tree is not reloaded, the running one goes on
+    hook(
+        root,
+        "modules/001-alpha/hooks/broken",
+        "onStartup: [no]",
+        "",
+    );
+    wait_for_metrics(root, &addr, "a failed tree reload", long, |t| {
+        t.contains(r#"tree_reloads_total{result="failed"} "#)
     });
 
     // the module disabled: its delete fails once (afterDeleteHelm), then succeeds

@@ -34,6 +34,7 @@ pub const ROUTES: &[&str] = &[
     "/hook/list.{json|yaml|text}",
     "/hook/{name}/snapshots.{json|yaml|text}?module={module}",
     "/config/list.{json|yaml|text}",
+    "/tree/reload.{json|yaml|text}",
     "POST /config/set?name=log.level&value={error|warn|info|debug|trace}[&duration=10m]",
 ];
 
@@ -83,6 +84,7 @@ pub fn handle(status: &dyn StatusSource, path: &str, query: &HashMap<String, Str
             "module" => module_wide(status, name, format),
             "hook" if name == "list" => hook_list(status, format),
             "config" if name == "list" => Some(config_list(format)),
+            "tree" if name == "reload" => Some(tree_reload(status, format)),
             _ => None,
         }),
         ["module", module, last] => with_format(last, |name, format| {
@@ -134,6 +136,14 @@ fn config_list(format: Format) -> Reply {
     match format {
         Format::Text => Reply::ok(format, format!("log.level: {level}\n")),
         _ => Reply::ok(format, format.render(&json!({ "log.level": level }))),
+    }
+}
+
+/// The last reload of the module tree; 404 before the first one.
+fn tree_reload(status: &dyn StatusSource, format: Format) -> Reply {
+    match status.tree_reload() {
+        Some(record) => Reply::ok(format, format.render(&record)),
+        None => Reply::not_found("the module tree was not reloaded"),
     }
 }
 

@@ -18,6 +18,8 @@ enum Phase {
 /// it the runtime's source, and delegates everything to that source afterwards.
 pub struct StartupStatus {
     phase: RwLock<Phase>,
+    /// The last reload of the module tree, whichever runtime runs.
+    reload: RwLock<Option<Value>>,
 }
 
 /// No task: the queue dump of an operator whose runtime does not exist yet.
@@ -33,6 +35,7 @@ impl StartupStatus {
     pub fn new(reason: impl Into<String>) -> Self {
         Self {
             phase: RwLock::new(Phase::Starting(reason.into())),
+            reload: RwLock::new(None),
         }
     }
 
@@ -47,6 +50,11 @@ impl StartupStatus {
     /// From now on every answer comes from `source`.
     pub fn running(&self, source: Arc<dyn StatusSource>) {
         *self.phase.write().unwrap_or_else(PoisonError::into_inner) = Phase::Running(source);
+    }
+
+    /// Records the last reload of the module tree (shown by the debug API).
+    pub fn tree_reloaded(&self, record: Value) {
+        *self.reload.write().unwrap_or_else(PoisonError::into_inner) = Some(record);
     }
 
     /// The runtime's source once it runs.
@@ -137,6 +145,13 @@ impl StatusSource for StartupStatus {
     fn hooks(&self) -> Option<Value> {
         self.source()?.hooks()
     }
+
+    fn tree_reload(&self) -> Option<Value> {
+        self.reload
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
 #[cfg(test)]
@@ -158,6 +173,18 @@ mod tests {
         );
         assert_eq!(status.queue_list(true).summary.total_tasks, 0);
         assert!(status.enabled_modules().is_empty() && status.module_values("a").is_none());
+    }
+
+    #[test]
+    fn the_last_tree_reload_is_shown_once_recorded() {
+        let status = StartupStatus::new("starting");
+        assert_eq!(status.tree_reload(), None);
+        status.tree_reloaded(serde_json::json!({"result": "failed"}));
+        status.tree_reloaded(serde_json::json!({"result": "applied"}));
+        assert_eq!(
+            status.tree_reload(),
+            Some(serde_json::json!({"result": "applied"}))
+        );
     }
 
     /// A running source that answers every optional question.

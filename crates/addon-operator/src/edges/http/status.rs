@@ -134,6 +134,12 @@ pub trait StatusSource: Send + Sync {
     fn hooks(&self) -> Option<Value> {
         None
     }
+
+    /// The last reload of the module tree (`--reload-tree`): its result, what changed, and its
+    /// problems; `None` before the first reload.
+    fn tree_reload(&self) -> Option<Value> {
+        None
+    }
 }
 
 #[cfg(test)]

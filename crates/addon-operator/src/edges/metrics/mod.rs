@@ -145,6 +145,14 @@ impl Metrics {
             .inc();
     }
 
+    /// A reload of the module tree (`--reload-tree`): `result` is `applied` or `failed`.
+    pub fn tree_reload(&self, result: &str) {
+        self.families
+            .tree_reloads
+            .get_or_create(&labels([("result", result)]))
+            .inc();
+    }
+
     /// A task run failed; `kind` says what failed (`addon_core::error::FailureKind`).
     pub fn task_failure(&self, queue: &str, kind: &str) {
         self.families

@@ -126,6 +126,7 @@ pub struct OperatorFamilies {
     pub binding_count: GaugeFamily,
     pub config_values_errors: Counter<u64>,
     pub config_reloads: CounterFamily,
+    pub tree_reloads: CounterFamily,
     pub task_failures: CounterFamily,
     pub modules_discover_errors: Counter<u64>,
     pub module_delete_errors: CounterFamily,
@@ -170,6 +171,7 @@ impl OperatorFamilies {
             binding_count: GaugeFamily::default(),
             config_values_errors: Counter::default(),
             config_reloads: CounterFamily::default(),
+            tree_reloads: CounterFamily::default(),
             task_failures: CounterFamily::default(),
             modules_discover_errors: Counter::default(),
             module_delete_errors: CounterFamily::default(),
@@ -209,6 +211,11 @@ impl OperatorFamilies {
             "config_reloads",
             "Changes seen on the config store: own_write echoes (ignored) and external edits",
             &self.config_reloads,
+        );
+        r.add(
+            "tree_reloads",
+            "Module tree reloads (--reload-tree) by result: applied, or failed (the running tree goes on)",
+            &self.tree_reloads,
         );
         r.add(
             "task_failures",

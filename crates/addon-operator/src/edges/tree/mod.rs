@@ -6,6 +6,7 @@ pub mod configs;
 pub mod dirs;
 pub mod hook_configs;
 pub mod runnable;
+pub mod watch;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs;
