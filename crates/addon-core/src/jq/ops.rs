@@ -1,7 +1,5 @@
 //! Operators and path primitives with gojq's semantics: arithmetic, indexing, slicing, `getpath`/`setpath`/`delpaths`.
 
-use std::rc::Rc;
-
 use num_bigint::BigInt;
 use num_traits::{Signed, Zero};
 
@@ -399,225 +397,183 @@ pub fn getpath(v: &Val, path: &[Val]) -> Result<Val, Flow> {
     Ok(cur)
 }
 
-/// What `update` writes at a path: a value, or the marker of a deletion.
-#[derive(Clone)]
-enum Put {
-    Value(Val),
-    Delete,
-}
-
+/// `setpath`: writes `new` at `path`, creating missing parents (objects for keys, arrays for
+/// indices) as gojq does.
 pub fn setpath(v: &Val, path: &[Val], new: Val) -> Result<Val, Flow> {
-    match update(Some(v.clone()), path, &Put::Value(new))? {
-        Slot::Val(v) => Ok(v),
-        Slot::Deleted => Ok(Val::Null),
-    }
-}
-
-/// Deletes every path at once (indices refer to the value before any deletion).
-pub fn delpaths(v: &Val, paths: &[Val]) -> Result<Val, Flow> {
-    let mut slot = Slot::Val(v.clone());
-    for p in paths {
-        let Val::Arr(path) = p else {
-            return Err(err(format!("expected an array but got: {}", describe(p))));
-        };
-        slot = match slot {
-            Slot::Val(v) => update(Some(v), path, &Put::Delete)?,
-            Slot::Deleted => Slot::Deleted,
-        };
-    }
-    Ok(match slot {
-        Slot::Val(v) => strip_deleted(v),
-        Slot::Deleted => Val::Null,
-    })
-}
-
-/// A slot of a value under deletion: gojq fills deleted places with a marker first, then
-/// removes the markers, so array indices do not move between deletions.
-enum Slot {
-    Val(Val),
-    Deleted,
-}
-
-const DELETED: &str = "\u{0}addon-operator-jq-deleted\u{0}";
-
-fn deleted_marker() -> Val {
-    Val::Str(Rc::from(DELETED))
-}
-
-fn is_deleted(v: &Val) -> bool {
-    matches!(v, Val::Str(s) if &**s == DELETED)
-}
-
-fn strip_deleted(v: Val) -> Val {
-    match v {
-        Val::Obj(m) if m.values().any(contains_deleted) => Val::obj(
-            m.iter()
-                .filter(|(_, x)| !is_deleted(x))
-                .map(|(k, x)| (k.clone(), strip_deleted(x.clone())))
-                .collect(),
-        ),
-        Val::Arr(items) if items.iter().any(contains_deleted) => Val::arr(
-            items
-                .iter()
-                .filter(|x| !is_deleted(x))
-                .map(|x| strip_deleted(x.clone()))
-                .collect(),
-        ),
-        other => other,
-    }
-}
-
-fn contains_deleted(v: &Val) -> bool {
-    match v {
-        Val::Obj(m) => m.values().any(contains_deleted),
-        Val::Arr(items) => items.iter().any(contains_deleted),
-        other => is_deleted(other),
-    }
-}
-
-fn update(v: Option<Val>, path: &[Val], put: &Put) -> Result<Slot, Flow> {
     let Some((key, rest)) = path.split_first() else {
-        return Ok(match put {
-            Put::Value(x) => Slot::Val(x.clone()),
-            Put::Delete => Slot::Deleted,
-        });
+        return Ok(new);
     };
-    let v = v.unwrap_or(Val::Null);
-    if is_deleted(&v) {
-        return Ok(Slot::Val(v));
+    let child = |cur: &Val| -> Result<Val, Flow> {
+        if matches!(cur, Val::Null) {
+            return Ok(Val::Null);
+        }
+        index(cur, key)
+    };
+    match key {
+        Val::Str(k) => {
+            let mut map = object_of(v)?;
+            let old = map.get(&**k).cloned().unwrap_or(Val::Null);
+            map.insert(k.clone(), setpath(&old, rest, new)?);
+            Ok(Val::obj(map))
+        }
+        Val::Int(_) | Val::Float(_) | Val::Big(_) => {
+            let i = key.as_int().unwrap_or(0);
+            let mut items = array_of(v)?;
+            let j = clamp_index(i, -1, items.len() as i64);
+            if j < 0 {
+                return Err(err(format!("array index should not be negative: {i}")));
+            }
+            if j >= items.len() as i64 && i >= 0x800_0000 {
+                return Err(err(format!("array index too large: {i}")));
+            }
+            let idx = if j < items.len() as i64 {
+                j as usize
+            } else {
+                i as usize
+            };
+            let old = items.get(idx).cloned().unwrap_or(Val::Null);
+            let value = setpath(&old, rest, new)?;
+            if idx >= items.len() {
+                items.resize(idx + 1, Val::Null);
+            }
+            items[idx] = value;
+            Ok(Val::arr(items))
+        }
+        Val::Obj(bounds) => {
+            let mut items = array_of(v)?;
+            let (s, e) = slice_bounds(items.len(), bounds)?;
+            let part = setpath(&child(v)?, rest, new)?;
+            let Val::Arr(part) = part else {
+                return Err(err(format!(
+                    "expected an array but got: {}",
+                    describe(&part)
+                )));
+            };
+            items.splice(s..e, part.iter().cloned());
+            Ok(Val::arr(items))
+        }
+        _ => Err(key_error(v, key)),
+    }
+}
+
+/// `delpaths`: deletes every path, as jq does it: the paths sorted and deleted from the last,
+/// so an index still names the element it named before any deletion.
+pub fn delpaths(v: &Val, paths: &[Val]) -> Result<Val, Flow> {
+    let mut sorted = Vec::with_capacity(paths.len());
+    for p in paths {
+        match p {
+            Val::Arr(path) => sorted.push(path),
+            _ => return Err(err(format!("expected an array but got: {}", describe(p)))),
+        }
+    }
+    sorted.sort_by(|a, b| compare(&Val::Arr((*a).clone()), &Val::Arr((*b).clone())));
+    sorted.dedup();
+    let mut acc = v.clone();
+    for path in sorted.into_iter().rev() {
+        acc = delpath(&acc, path)?;
+    }
+    Ok(acc)
+}
+
+/// Deletes one path; a path that leads nowhere leaves the value as it is.
+fn delpath(v: &Val, path: &[Val]) -> Result<Val, Flow> {
+    let Some((key, rest)) = path.split_first() else {
+        return Ok(Val::Null);
+    };
+    if !rest.is_empty() {
+        let child = index(v, key)?;
+        if matches!(child, Val::Null) && !present(v, key) {
+            return Ok(v.clone());
+        }
+        return setpath(v, std::slice::from_ref(key), delpath(&child, rest)?);
     }
     match key {
-        Val::Str(k) => update_object(v, k, rest, put),
+        Val::Str(k) => {
+            let mut map = object_of(v)?;
+            map.remove(&**k);
+            Ok(Val::obj(map))
+        }
         Val::Int(_) | Val::Float(_) | Val::Big(_) => {
-            update_index(v, key.as_int().unwrap_or(0), rest, put)
+            let mut items = array_of(v)?;
+            let j = clamp_index(key.as_int().unwrap_or(0), -1, items.len() as i64);
+            if j >= 0 && (j as usize) < items.len() {
+                items.remove(j as usize);
+            }
+            Ok(Val::arr(items))
         }
-        Val::Obj(bounds) => update_slice(v, bounds, rest, put),
-        _ => Err(err(match v {
-            Val::Arr(_) => format!(
-                "expected a number for indexing an array but got: {}",
-                describe(key)
-            ),
-            _ => format!(
-                "expected a string for object key but got: {}",
-                describe(key)
-            ),
-        })),
+        Val::Obj(bounds) => {
+            let mut items = array_of(v)?;
+            let (s, e) = slice_bounds(items.len(), bounds)?;
+            items.drain(s..e);
+            Ok(Val::arr(items))
+        }
+        _ => Err(key_error(v, key)),
     }
 }
 
-fn update_object(v: Val, k: &Rc<str>, rest: &[Val], put: &Put) -> Result<Slot, Flow> {
-    let mut map = match v {
-        Val::Null => Map::new(),
-        Val::Obj(m) => Rc::unwrap_or_clone(m),
-        other => {
-            return Err(err(format!(
-                "expected an object but got: {}",
-                describe(&other)
-            )));
+/// Whether `key` names something that exists in `v` (a key of an object, an index in range).
+fn present(v: &Val, key: &Val) -> bool {
+    match (v, key) {
+        (Val::Obj(m), Val::Str(k)) => m.contains_key(&**k),
+        (Val::Arr(items), n) if n.is_number() => {
+            let j = clamp_index(n.as_int().unwrap_or(0), -1, items.len() as i64);
+            j >= 0 && (j as usize) < items.len()
         }
-    };
-    let old = map.get(&**k).cloned();
-    if old.is_none() && matches!(put, Put::Delete) {
-        return Ok(Slot::Val(Val::obj(map)));
+        (Val::Arr(_), Val::Obj(_)) => true,
+        _ => false,
     }
-    let new = match update(old, rest, put)? {
-        Slot::Val(x) => x,
-        Slot::Deleted => deleted_marker(),
-    };
-    map.insert(k.clone(), new);
-    Ok(Slot::Val(Val::obj(map)))
 }
 
-fn update_index(v: Val, i: i64, rest: &[Val], put: &Put) -> Result<Slot, Flow> {
-    let mut items = match v {
-        Val::Null => Vec::new(),
-        Val::Arr(a) => Rc::unwrap_or_clone(a),
-        other => {
-            return Err(err(format!(
-                "expected an array but got: {}",
-                describe(&other)
-            )));
-        }
-    };
-    let len = items.len() as i64;
-    let j = clamp_index(i, -1, len);
-    let deleting = matches!(put, Put::Delete);
-    if j < 0 {
-        if deleting {
-            return Ok(Slot::Val(Val::arr(items)));
-        }
-        return Err(err(format!("array index should not be negative: {i}")));
+fn object_of(v: &Val) -> Result<Map, Flow> {
+    match v {
+        Val::Null => Ok(Map::new()),
+        Val::Obj(m) => Ok((**m).clone()),
+        other => Err(err(format!(
+            "expected an object but got: {}",
+            describe(other)
+        ))),
     }
-    let idx = if j < len {
-        j as usize
-    } else {
-        if deleting {
-            return Ok(Slot::Val(Val::arr(items)));
-        }
-        if i >= 0x800_0000 {
-            return Err(err(format!("array index too large: {i}")));
-        }
-        i as usize
-    };
-    let old = items.get(idx).cloned();
-    let new = match update(old, rest, put)? {
-        Slot::Val(x) => x,
-        Slot::Deleted => deleted_marker(),
-    };
-    if idx >= items.len() {
-        items.resize(idx + 1, Val::Null);
-    }
-    items[idx] = new;
-    Ok(Slot::Val(Val::arr(items)))
 }
 
-fn update_slice(v: Val, bounds: &Map, rest: &[Val], put: &Put) -> Result<Slot, Flow> {
-    let items = match v {
-        Val::Null => Vec::new(),
-        Val::Arr(a) => Rc::unwrap_or_clone(a),
-        other => {
-            return Err(err(format!(
-                "expected an array but got: {}",
-                describe(&other)
-            )));
-        }
-    };
+fn array_of(v: &Val) -> Result<Vec<Val>, Flow> {
+    match v {
+        Val::Null => Ok(Vec::new()),
+        Val::Arr(a) => Ok(a.to_vec()),
+        other => Err(err(format!(
+            "expected an array but got: {}",
+            describe(other)
+        ))),
+    }
+}
+
+/// The range a `{"start", "end"}` path element selects in an array of `len` items.
+fn slice_bounds(len: usize, bounds: &Map) -> Result<(usize, usize), Flow> {
     let (Some(start), Some(end)) = (bounds.get("start"), bounds.get("end")) else {
         return Err(err(format!(
             "expected {{\"start\", \"end\"}} object but got: {}",
             describe(&Val::obj(bounds.clone()))
         )));
     };
-    let len = items.len() as i64;
-    let s = start.as_int().map_or(0, |i| clamp_index(i, 0, len)) as usize;
+    let len = len as i64;
+    let s = start.as_int().map_or(0, |i| clamp_index(i, 0, len));
     let e = match end {
-        n if n.is_number() => clamp_index(n.as_int().unwrap_or(0), s as i64, len) as usize,
-        _ => items.len(),
+        n if n.is_number() => clamp_index(n.as_int().unwrap_or(0), s, len),
+        _ => len,
     };
-    let deleting = matches!(put, Put::Delete);
-    if s == e && deleting {
-        return Ok(Slot::Val(Val::arr(items)));
-    }
-    let part = Val::arr(items[s..e].to_vec());
-    match update(Some(part), rest, put)? {
-        Slot::Val(Val::Arr(new)) => {
-            let mut out = items[..s].to_vec();
-            out.extend(new.iter().cloned());
-            out.extend(items[e..].iter().cloned());
-            Ok(Slot::Val(Val::arr(out)))
-        }
-        Slot::Deleted => {
-            let mut out = items;
-            for x in &mut out[s..e] {
-                *x = deleted_marker();
-            }
-            Ok(Slot::Val(Val::arr(out)))
-        }
-        Slot::Val(other) => Err(err(format!(
-            "expected an array but got: {}",
-            describe(&other)
-        ))),
-    }
+    Ok((s as usize, e as usize))
+}
+
+fn key_error(v: &Val, key: &Val) -> Flow {
+    err(match v {
+        Val::Arr(_) => format!(
+            "expected a number for indexing an array but got: {}",
+            describe(key)
+        ),
+        _ => format!(
+            "expected a string for object key but got: {}",
+            describe(key)
+        ),
+    })
 }
 
 /// Whether `n` is negative, for numbers of any kind.
