@@ -599,21 +599,16 @@ fn keep_tail(tail: &mut Vec<u8>, line: &[u8]) {
 fn log_line(log: &LogFields, stream: &'static str, line: &Line) {
     let text = String::from_utf8_lossy(&line.bytes);
     let text = text.trim_end_matches(['\n', '\r']);
-    if log.quiet {
-        let (hook, binding) = (&log.hook, &log.binding);
-        tracing::debug!(
-            hook,
-            binding,
-            output = stream,
-            "{}",
-            &text[..text.len().min(MAX_LOG_LINE)]
-        );
-        return;
-    }
+    // cut on a character boundary: a byte index inside a multi-byte character would panic
     let (text, cut) = match text.char_indices().nth(MAX_LOG_LINE) {
         Some((cut, _)) => (&text[..cut], text.len() - cut),
         None => (text, 0),
     };
+    if log.quiet {
+        let (hook, binding) = (&log.hook, &log.binding);
+        tracing::debug!(hook, binding, output = stream, "{text}");
+        return;
+    }
     let dropped = line.dropped + cut;
     let marker = if dropped > 0 {
         truncation_marker(dropped)
