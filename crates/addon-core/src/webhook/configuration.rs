@@ -80,8 +80,9 @@ pub fn configuration_kind(kind: AdmissionKind) -> &'static str {
 
 /// The configuration to write given the one in the cluster (`None` if absent) and the entries
 /// of the enabled hooks: entries the operator wrote before (per the annotation) are replaced by
-/// `ours`, others' entries, labels and annotations stay. `None` means delete the object: nothing
-/// is ours and nothing else is left in it.
+/// `ours`, others' entries, labels and annotations stay. `None` means delete the object: it held
+/// only entries the operator wrote and none is wanted now. A configuration without the
+/// annotation and no entry to add is returned as it is (someone else's, even when empty).
 pub fn merge_configuration(
     kind: AdmissionKind,
     name: &str,
@@ -97,6 +98,10 @@ pub fn merge_configuration(
                 .collect()
         })
         .unwrap_or_default();
+    if ours.is_empty() && previous.is_empty() {
+        // nothing of ours is in it and nothing is to be added: not ours to change or delete
+        return existing.cloned();
+    }
     let our_names: BTreeSet<String> = ours
         .iter()
         .filter_map(|w| w["name"].as_str().map(str::to_string))
@@ -237,6 +242,17 @@ mod tests {
         assert_eq!(
             merge_configuration(AdmissionKind::Mutating, "hooks", None, vec![]),
             None
+        );
+        let someone_elses = json!({"metadata": {"name": "hooks"}, "webhooks": []});
+        assert_eq!(
+            merge_configuration(
+                AdmissionKind::Mutating,
+                "hooks",
+                Some(&someone_elses),
+                vec![]
+            ),
+            Some(someone_elses.clone()),
+            "a configuration without our annotation is left alone, even empty"
         );
         let created = merge_configuration(
             AdmissionKind::Mutating,

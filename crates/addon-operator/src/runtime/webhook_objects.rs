@@ -197,11 +197,14 @@ async fn write(
             new.clone(),
         );
         match merged {
-            Some(object) if Some(&object) != existing.as_ref() => ops.push(KubeOperation::Create {
-                mode: CreateMode::CreateOrUpdate,
-                object,
-                subresource: None,
-            }),
+            Some(object) if Some(&object) != existing.as_ref() => match &existing {
+                Some(current) => ops.extend(update_entries(target, current, &object)),
+                None => ops.push(KubeOperation::Create {
+                    mode: CreateMode::Create,
+                    object,
+                    subresource: None,
+                }),
+            },
             None if existing.is_some() => ops.push(KubeOperation::Delete {
                 target,
                 propagation: DeletePropagation::Foreground,
@@ -238,4 +241,22 @@ async fn write(
         "webhook objects written"
     );
     Ok(())
+}
+
+/// A JSON patch writing only the parts the operator changes (the webhooks list and the
+/// annotations), and only over the version read: a change made meanwhile (another tool's
+/// entry, an injected `caBundle`) makes it fail with a conflict, and the next tick merges again.
+fn update_entries(target: ObjectRef, current: &Value, merged: &Value) -> Option<KubeOperation> {
+    let patch = json!([
+        {"op": "test", "path": "/metadata/resourceVersion", "value": current["metadata"]["resourceVersion"]},
+        {"op": "add", "path": "/metadata/annotations", "value": merged["metadata"]["annotations"]},
+        {"op": "add", "path": "/webhooks", "value": merged["webhooks"]},
+    ]);
+    // the operations above are well-formed; a patch that does not parse is never sent
+    let patch = serde_json::from_value(patch).ok()?;
+    Some(KubeOperation::JsonPatch {
+        target,
+        patch,
+        ignore_missing_object: false,
+    })
 }
