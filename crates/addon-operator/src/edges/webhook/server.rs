@@ -22,6 +22,10 @@ use super::tls::{TlsError, TlsFiles, server_config};
 
 /// The largest request body read (a ConversionReview may carry many objects).
 pub const MAX_BODY_BYTES: usize = 32 << 20;
+/// Reviews answered at once (each may start a hook process); more wait for a turn.
+pub const MAX_CONCURRENT_REVIEWS: usize = 32;
+/// A review that found no turn by then is answered 503, so the webhook's failurePolicy decides.
+const TURN_TIMEOUT: Duration = Duration::from_secs(10);
 /// A client that has not finished its TLS handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -156,16 +160,27 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
+/// What every request of one server shares: who answers, and the turns to answer in.
+#[derive(Clone)]
+struct Served {
+    answerer: Arc<dyn Answerer>,
+    turns: Arc<tokio::sync::Semaphore>,
+}
+
 fn router(answerer: Arc<dyn Answerer>) -> Router {
+    let served = Served {
+        answerer,
+        turns: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_REVIEWS)),
+    };
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .fallback(review)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(answerer)
+        .with_state(served)
 }
 
 async fn review(
-    State(answerer): State<Arc<dyn Answerer>>,
+    State(served): State<Served>,
     method: axum::http::Method,
     uri: Uri,
     body: Bytes,
@@ -173,6 +188,11 @@ async fn review(
     if method != axum::http::Method::POST {
         return (StatusCode::METHOD_NOT_ALLOWED, "POST a review\n").into_response();
     }
+    let Ok(Ok(_turn)) = tokio::time::timeout(TURN_TIMEOUT, served.turns.acquire()).await else {
+        let message = format!("more than {MAX_CONCURRENT_REVIEWS} reviews at once\n");
+        return (StatusCode::SERVICE_UNAVAILABLE, message).into_response();
+    };
+    let answerer = served.answerer;
     let review: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
