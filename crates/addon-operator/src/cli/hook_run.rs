@@ -199,15 +199,20 @@ pub(crate) async fn monitor_cache(
     Ok(cache)
 }
 
-/// `objects` as `binding` sees them, filtered in the jq sandbox with the default bounds.
+/// `objects` as `binding` sees them, filtered in the jq sandbox with the default bounds. One
+/// sandbox per thread serves the whole command (a `test` run filters for every case and event);
+/// per thread, because the sandbox's pipes belong to the runtime that started it.
 pub(crate) async fn filter(
     binding: &KubernetesBinding,
     objects: &[Value],
 ) -> Result<Vec<FilteredObject>, String> {
-    let jq = JqRunner::sandbox(SandboxSettings::for_current_exe(
-        DEFAULT_TIMEOUT,
-        DEFAULT_MEMORY_LIMIT_BYTES,
-    ));
+    thread_local! {
+        static JQ: JqRunner = JqRunner::sandbox(SandboxSettings::for_current_exe(
+            DEFAULT_TIMEOUT,
+            DEFAULT_MEMORY_LIMIT_BYTES,
+        ));
+    }
+    let jq = JQ.with(JqRunner::clone);
     let filtered = jq.filter_objects(binding, objects).await;
     filtered.map_err(|e| format!("jqFilter of binding '{}': {e}", binding.name))
 }
