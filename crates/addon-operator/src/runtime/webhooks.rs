@@ -302,7 +302,6 @@ async fn convert(
     let version = |o: &Value| o["apiVersion"].as_str().unwrap_or_default().to_string();
     let mut out = request.objects.clone();
     let mut versions: Vec<String> = out.iter().map(version).collect();
-    versions.dedup();
     versions.sort();
     versions.dedup();
     for from in versions.into_iter().filter(|v| v != desired) {

@@ -130,31 +130,12 @@ fn label_document(
     let Value::Object(object) = &old else {
         return Ok(doc.to_string());
     };
-    let mut new = object.clone();
-    let metadata = new
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !metadata.is_object() {
-        *metadata = Value::Object(Map::new());
-    }
-    let Some(metadata) = metadata.as_object_mut() else {
-        return Ok(doc.to_string());
-    };
-    let label_map = metadata
-        .entry("labels")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !label_map.is_object() {
-        *label_map = Value::Object(Map::new());
-    }
-    if let Some(label_map) = label_map.as_object_mut() {
-        for (key, value) in labels {
-            label_map.insert((*key).to_string(), Value::from(*value));
-        }
-    }
-    let new = Value::Object(new);
-    if new == old {
+    if has_labels(object, labels) {
         return Ok(doc.to_string());
     }
+    let mut new = Value::Object(object.clone());
+    overlay_labels(&mut new, labels.iter().copied());
+
     if let Some(edited) = yaml_splice::splice(body, &old, &new) {
         return Ok(format!("{head}{edited}"));
     }
@@ -172,6 +153,46 @@ fn split_separator(doc: &str) -> (&str, &str) {
     match doc.split_inclusive('\n').next() {
         Some(first) if first.trim_end() == "---" => doc.split_at(first.len()),
         _ => ("", doc),
+    }
+}
+
+/// Whether `object` already carries every one of `labels`.
+fn has_labels(object: &Map<String, Value>, labels: &[(&str, &str)]) -> bool {
+    let own = &object.get("metadata").and_then(|m| m.get("labels"));
+    labels
+        .iter()
+        .all(|(k, v)| own.and_then(|l| l.get(*k)).and_then(Value::as_str) == Some(*v))
+}
+
+/// Sets `labels` over the object's own `metadata.labels`, making the maps when missing (a
+/// non-object `metadata` or `labels` is replaced): the overlay of the release post-renderer and
+/// of `--crd-extra-labels`.
+pub fn overlay_labels<'a>(
+    object: &mut Value,
+    labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+) {
+    let Some(object) = object.as_object_mut() else {
+        return;
+    };
+    let metadata = object
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !metadata.is_object() {
+        *metadata = Value::Object(Map::new());
+    }
+    let Some(metadata) = metadata.as_object_mut() else {
+        return;
+    };
+    let own = metadata
+        .entry("labels")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !own.is_object() {
+        *own = Value::Object(Map::new());
+    }
+    if let Some(own) = own.as_object_mut() {
+        for (key, value) in labels {
+            own.insert(key.to_string(), Value::from(value));
+        }
     }
 }
 

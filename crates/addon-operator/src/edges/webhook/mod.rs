@@ -3,7 +3,7 @@
 pub mod server;
 pub mod tls;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use addon_core::hook_config::FailurePolicy;
@@ -37,37 +37,6 @@ pub struct WebhookSettings {
     /// For admission bindings without `failurePolicy`.
     pub failure_policy: FailurePolicy,
     pub conversion: ServerSettings,
-}
-
-impl WebhookSettings {
-    /// shell-operator's defaults (certificates under `/validating-certs` and `/conversion-certs`).
-    pub fn upstream_defaults() -> Self {
-        let any = IpAddr::from([0, 0, 0, 0]);
-        let server = |port, dir: &str, service: &str| ServerSettings {
-            listen: SocketAddr::new(any, port),
-            tls: TlsFiles {
-                cert: PathBuf::from(format!("/{dir}/tls.crt")),
-                key: PathBuf::from(format!("/{dir}/tls.key")),
-                client_cas: Vec::new(),
-            },
-            ca: PathBuf::from(format!("/{dir}/ca.crt")),
-            service_name: service.to_string(),
-        };
-        Self {
-            admission: server(
-                DEFAULT_ADMISSION_PORT,
-                "validating-certs",
-                "shell-operator-validating-svc",
-            ),
-            configuration_name: "shell-operator-hooks".to_string(),
-            failure_policy: FailurePolicy::Fail,
-            conversion: server(
-                DEFAULT_CONVERSION_PORT,
-                "conversion-certs",
-                "shell-operator-conversion-svc",
-            ),
-        }
-    }
 }
 
 /// The `caBundle` of a CA file: its bytes in base64; `None` (with a warning) when unreadable.

@@ -181,23 +181,11 @@ fn with_labels(
     mut crd: serde_json::Value,
     labels: &std::collections::BTreeMap<String, String>,
 ) -> serde_json::Value {
-    if labels.is_empty() {
+    if labels.is_empty() || crd.get("metadata").is_none_or(|m| !m.is_object()) {
         return crd;
     }
-    let Some(meta) = crd.get_mut("metadata").and_then(|m| m.as_object_mut()) else {
-        return crd;
-    };
-    let own = meta
-        .entry("labels")
-        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
-    if !own.is_object() {
-        *own = serde_json::Value::Object(serde_json::Map::new());
-    }
-    if let Some(own) = own.as_object_mut() {
-        for (key, value) in labels {
-            own.insert(key.clone(), serde_json::Value::from(value.as_str()));
-        }
-    }
+    let labels = labels.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    crate::edges::helm::post_render::overlay_labels(&mut crd, labels);
     crd
 }
 
