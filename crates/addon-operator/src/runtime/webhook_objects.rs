@@ -214,6 +214,10 @@ async fn write(
     }
     for (crd, stanza) in &want.conversions {
         if before.conversions.get(crd) != Some(stanza) {
+            // a merge patch keeps fields it does not name: drop a `url` another tool set, which
+            // together with our `service` makes an invalid CRD
+            let mut stanza = stanza.clone();
+            stanza["webhook"]["clientConfig"]["url"] = Value::Null;
             ops.push(KubeOperation::MergePatch {
                 target: crd_ref(crd),
                 patch: json!({"spec": {"conversion": stanza}}),
