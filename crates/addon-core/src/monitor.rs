@@ -73,9 +73,16 @@ impl Listing {
     /// `keepFullObjectsInMemory: false`) is dropped here.
     pub fn extend_filtered(&mut self, objects: Vec<(Value, FilteredObject)>) {
         for (object, filtered) in objects {
-            let entry = self.cache.entry(&object, &filtered);
-            self.entries.push(entry);
+            self.push(&object, None, &filtered);
         }
+    }
+
+    /// Adds one object; `kept` is its compact text when the watch already keeps it (a watch
+    /// shared by several bindings keeps one copy for all of them), used instead of a new copy
+    /// when the binding keeps full objects.
+    pub fn push(&mut self, object: &Value, kept: Option<KeptObject>, filtered: &FilteredObject) {
+        let entry = self.cache.entry(object, kept, filtered);
+        self.entries.push(entry);
     }
 
     /// The cache of the complete listing (a later object of the same id wins).
@@ -155,7 +162,19 @@ impl MonitorCache {
         object: Value,
         filtered: FilteredObject,
     ) -> Option<ObjectAndFilterResult> {
-        let (key, entry) = self.entry(&object, &filtered);
+        self.apply_kept(event, &object, None, filtered)
+    }
+
+    /// [`MonitorCache::apply_filtered`] with the object's compact text when the watch already
+    /// keeps it (see [`Listing::push`]).
+    pub fn apply_kept(
+        &mut self,
+        event: WatchEvent,
+        object: &Value,
+        kept: Option<KeptObject>,
+        filtered: FilteredObject,
+    ) -> Option<ObjectAndFilterResult> {
+        let (key, entry) = self.entry(object, kept, &filtered);
         // the item is built only for an event the hook sees, from the filter result at hand
         // (not parsed back from the text the cache keeps)
         let item = |key: &Key, entry: &Entry| ObjectAndFilterResult {
@@ -193,7 +212,12 @@ impl MonitorCache {
         self.entries.is_empty()
     }
 
-    fn entry(&mut self, object: &Value, filtered: &FilteredObject) -> (Key, Entry) {
+    fn entry(
+        &mut self,
+        object: &Value,
+        kept: Option<KeptObject>,
+        filtered: &FilteredObject,
+    ) -> (Key, Entry) {
         let id = ObjectId::of(object);
         let place = Place {
             namespace: id.namespace.into_boxed_str(),
@@ -207,7 +231,7 @@ impl MonitorCache {
             object: self
                 .binding
                 .keep_full_objects_in_memory
-                .then(|| KeptObject::new(object)),
+                .then(|| kept.unwrap_or_else(|| KeptObject::new(object))),
             filter_result: filtered.filter_result.as_ref().map(KeptObject::new),
             checksum: filtered.checksum.to_be_bytes(),
         };
@@ -366,6 +390,31 @@ mod tests {
         let kept = kept.expect("the full object is kept");
         assert_eq!(kept.len(), big.to_string().len());
         assert_eq!(cache.items()[0].to_json(), json!({"object": big}));
+    }
+
+    #[test]
+    fn a_full_binding_keeps_the_copy_its_watch_already_holds_and_a_lean_one_drops_it() {
+        let object = pod("a", "x", "1");
+        let watched = KeptObject::new(&object);
+        for keep in [true, false] {
+            let b = binding(&format!("  keepFullObjectsInMemory: {keep}\n"));
+            let filtered = b.filter_object(&object).unwrap();
+            let mut listing = MonitorCache::listing(&b);
+            listing.push(&object, Some(watched.clone()), &filtered);
+            let mut cache = listing.done();
+            let listed = cache.items()[0].object.clone();
+            assert_eq!(listed.is_some_and(|o| o.is_same_copy(&watched)), keep);
+            let mut changed = pod("a", "y", "2");
+            changed["data"] = json!({"k": "v"});
+            let text = KeptObject::new(&changed);
+            let filtered = b.filter_object(&changed).unwrap();
+            let fired =
+                cache.apply_kept(WatchEvent::Modified, &changed, Some(text.clone()), filtered);
+            let object = fired.and_then(|item| item.object);
+            assert_eq!(object.is_some_and(|o| o.is_same_copy(&text)), keep);
+            let kept = cache.entries.values().next().and_then(|e| e.object.clone());
+            assert_eq!(kept.is_some_and(|o| o.is_same_copy(&text)), keep);
+        }
     }
 
     #[test]

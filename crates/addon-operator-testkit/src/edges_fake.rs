@@ -219,6 +219,7 @@ impl FakeKube {
                     key: key.clone(),
                     event,
                     object: object.clone(),
+                    kept: None,
                 });
             }
         }

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use addon_core::binding_context::ContextDocument;
+use addon_core::binding_context::{ContextDocument, KeptObject};
 use addon_core::config::{Config, ConfigErrors};
 use addon_core::discovery::HookFile;
 use addon_core::hook_config::{KubernetesBinding, WatchEvent};
@@ -123,6 +123,24 @@ pub struct KubeEvent {
     pub key: MonitorKey,
     pub event: WatchEvent,
     pub object: Value,
+    /// The object's compact JSON text when the watch keeps full objects: one copy shared by the
+    /// watch and every binding it reports to (see [`Listed`]).
+    pub kept: Option<KeptObject>,
+}
+
+/// An object of a watch's listing as the edge hands it over: parsed, and with its compact JSON
+/// text when the watch keeps full objects. A watch shared by several bindings keeps that text
+/// once; a binding that keeps full objects holds the same copy instead of making its own.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub object: Value,
+    pub kept: Option<KeptObject>,
+}
+
+impl From<Value> for Listed {
+    fn from(object: Value) -> Self {
+        Self { object, kept: None }
+    }
 }
 
 /// A watch that could not be started.
@@ -135,7 +153,8 @@ pub struct KubeError {
 }
 
 /// Starts and stops the watches of kubernetes bindings. Events go to the channel the
-/// implementation was built with.
+/// implementation was built with. Bindings that select the same objects may share one watch;
+/// each still gets its own listing and its own events (tagged with its key).
 pub trait KubeEvents: Send + Sync {
     /// Starts the watch (idempotent) and returns the objects that exist now.
     fn start<'a>(
@@ -149,12 +168,14 @@ pub trait KubeEvents: Send + Sync {
         &'a self,
         key: &'a MonitorKey,
         binding: &'a KubernetesBinding,
-        pages: mpsc::Sender<Vec<Value>>,
+        pages: mpsc::Sender<Vec<Listed>>,
     ) -> BoxFuture<'a, Result<(), KubeError>> {
         Box::pin(async move {
             let objects = self.start(key, binding).await?;
             // a closed receiver means the caller gave up on the listing
-            let _ = pages.send(objects).await;
+            let _ = pages
+                .send(objects.into_iter().map(Listed::from).collect())
+                .await;
             Ok(())
         })
     }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use addon_core::binding_context::{ContextBuilder, Snapshots};
+use addon_core::binding_context::{ContextBuilder, KeptObject, Snapshots};
 use addon_core::hook_config::{BindingType, FilteredObject, WatchEvent};
 use addon_core::jq::JqFilter;
 use addon_core::lifecycle::{self, EventRun};
@@ -118,8 +118,12 @@ async fn handle_kube_events(shared: &Shared, run: Vec<KubeEvent>) -> Option<Moni
         let filter = m.cache.binding().jq_filter.clone();
         (filter, MonitorLabels::of(&key, m))
     })?;
-    let (events, objects): (Vec<WatchEvent>, Vec<Value>) =
-        run.into_iter().map(|e| (e.event, e.object)).unzip();
+    let mut events = Vec::with_capacity(run.len());
+    let mut objects = Vec::with_capacity(run.len());
+    for e in run {
+        events.push((e.event, e.kept));
+        objects.push(e.object);
+    }
     // outside the lock: the filter runs in the jq sandbox, up to --jq-timeout
     let filtering = std::time::Instant::now();
     let filtered = filter_events(shared, &key, filter.as_ref(), &objects).await;
@@ -131,9 +135,9 @@ async fn handle_kube_events(shared: &Shared, run: Vec<KubeEvent>) -> Option<Moni
         return Some(labels);
     }
     labels.jq_filter(&shared.metrics, objects.len(), filter_time);
-    for ((event, object), filtered) in events.into_iter().zip(objects).zip(filtered) {
+    for (((event, kept), object), filtered) in events.into_iter().zip(objects).zip(filtered) {
         if let Some(filtered) = filtered {
-            apply_event(shared, &mut st, &key, event, object, filtered);
+            apply_event(shared, &mut st, &key, event, (object, kept), filtered);
         }
     }
     if let Some(monitor) = st.monitors.get(&key) {
@@ -171,24 +175,25 @@ async fn filter_events(
     out
 }
 
-/// Puts one filtered event into its monitor (or its buffer while the watch starts) and queues the
-/// hook run when the event changed what the hook sees and the binding runs on it.
+/// Puts one filtered event (the object with the text its watch keeps) into its monitor (or its
+/// buffer while the watch starts) and queues the hook run when the event changed what the hook
+/// sees and the binding runs on it.
 fn apply_event(
     shared: &Shared,
     st: &mut super::state::State,
     key: &MonitorKey,
     event: WatchEvent,
-    object: Value,
+    (object, kept): (Value, Option<KeptObject>),
     filtered: FilteredObject,
 ) {
     let Some(monitor) = st.monitors.get_mut(key) else {
         return;
     };
     if let Some(pending) = &mut monitor.pending {
-        pending.push((event, object, filtered));
+        pending.push((event, object, kept, filtered));
         return;
     }
-    let Some(item) = monitor.cache.apply_filtered(event, object, filtered) else {
+    let Some(item) = monitor.cache.apply_kept(event, &object, kept, filtered) else {
         return;
     };
     let synced = monitor.synced;
@@ -277,6 +282,7 @@ mod tests {
             },
             event: WatchEvent::Modified,
             object: serde_json::json!({"metadata": {"name": name}}),
+            kept: None,
         }
     }
 

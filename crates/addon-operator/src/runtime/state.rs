@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Deref;
 
-use addon_core::binding_context::Snapshots;
+use addon_core::binding_context::{KeptObject, Snapshots};
 use addon_core::discovery::ModuleSource;
 use addon_core::hook_config::{FilteredObject, WatchEvent};
 use addon_core::monitor::MonitorCache;
@@ -71,6 +71,15 @@ impl Deref for HookList {
     }
 }
 
+/// A watch event filtered while its binding's listing loads: the event, the object, its text
+/// kept by the watch (when it keeps full objects) and the filter result.
+pub type PendingEvent = (
+    WatchEvent,
+    serde_json::Value,
+    Option<KeptObject>,
+    FilteredObject,
+);
+
 /// A kubernetes binding's watch and cache.
 #[derive(Debug, Clone)]
 pub struct Monitor {
@@ -78,7 +87,7 @@ pub struct Monitor {
     /// Synchronization finished: events now run the hook.
     pub synced: bool,
     /// While the watch is starting: events that arrived before the listing was loaded.
-    pub pending: Option<Vec<(WatchEvent, serde_json::Value, FilteredObject)>>,
+    pub pending: Option<Vec<PendingEvent>>,
 }
 
 /// The runtime state.

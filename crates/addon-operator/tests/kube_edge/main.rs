@@ -11,3 +11,4 @@ mod events;
 mod leader;
 mod own_release;
 mod patcher;
+mod shared;

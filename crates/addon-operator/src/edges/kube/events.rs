@@ -3,6 +3,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use addon_core::binding_context::KeptObject;
+
 use addon_core::hook_config::{KubernetesBinding, NamespaceSelector};
 use futures::future::BoxFuture;
 
@@ -14,20 +16,106 @@ use tokio::task::AbortHandle;
 
 use super::discovery::{DiscoveryError, KindResolver, ResolvedKind};
 use super::namespaces::Follower;
-use super::watch::{Scope, Selection, Watch, WatchError};
+use super::shared::{Hub, SharedHub, lock};
+use super::watch::{PAGE, Scope, Selection, Watch, WatchError};
 use crate::edges::metrics::Metrics;
-use crate::runtime::edges::{KubeError, KubeEvent, KubeEvents, MonitorKey};
+use crate::runtime::edges::{KubeError, KubeEvent, KubeEvents, Listed, MonitorKey};
 
 /// The watches of kubernetes bindings: `start` lists the matching objects and watches them
 /// (one watch per namespace of `namespace.nameSelector` or `namespace.labelSelector`, following
 /// namespaces as they gain or lose the labels, else one for all namespaces); events
 /// go to the channel given to [`KubeWatches::new`]. Watches restart by themselves (dropped
 /// connections, `410 Gone`, API server restarts); a relist reports only real differences.
+///
+/// Bindings that select the same objects ([`WatchId`]) share one watch that keeps full objects:
+/// a binding starting after the first gets its listing from what the watch holds (no API list),
+/// and each event is parsed once and reported to every sharer. The last sharer's stop ends it.
 pub struct KubeWatches {
     resolver: Arc<KindResolver>,
     events: mpsc::Sender<KubeEvent>,
-    monitors: Mutex<HashMap<MonitorKey, Vec<AbortHandle>>>,
+    registry: Mutex<Registry>,
+    /// One start at a time per [`WatchId`], so that a second binding joins the first's watch
+    /// instead of starting its own while the first lists.
+    gates: Mutex<HashMap<WatchId, Arc<tokio::sync::Mutex<()>>>>,
     metrics: Option<Arc<Metrics>>,
+}
+
+/// What bindings must have in common to share a watch: the resource, the namespaces and the
+/// selectors, all as the API server gets them. Bindings differing only in selectors do not share:
+/// a broader watch filtered here would hold objects no binding wants, and field selectors are the
+/// server's to evaluate.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct WatchId {
+    api_version: String,
+    plural: String,
+    namespaces: Namespaces,
+    selection: Selection,
+}
+
+/// The namespaces a watch covers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Namespaces {
+    All,
+    Named(BTreeSet<String>),
+    /// `namespace.labelSelector`, as a query.
+    Labelled(String),
+}
+
+impl WatchId {
+    fn of(binding: &KubernetesBinding, resolved: &ResolvedKind) -> Self {
+        let namespaces = match (resolved.namespaced, &binding.namespace) {
+            (false, _) | (true, None) => Namespaces::All,
+            (true, Some(ns)) => match (&ns.label_selector, &ns.name_selector) {
+                (Some(labels), _) => Namespaces::Labelled(labels.to_query()),
+                (None, Some(names)) => Namespaces::Named(names.iter().cloned().collect()),
+                (None, None) => Namespaces::All,
+            },
+        };
+        Self {
+            api_version: resolved.resource.api_version.clone(),
+            plural: resolved.resource.plural.clone(),
+            namespaces,
+            selection: Selection::of(binding),
+        }
+    }
+}
+
+/// The running watches and the binding each key belongs to.
+#[derive(Default)]
+struct Registry {
+    keys: HashMap<MonitorKey, u64>,
+    watches: HashMap<u64, Running>,
+    next: u64,
+}
+
+/// One running (possibly shared) watch: its tasks abort when it stops.
+struct Running {
+    id: WatchId,
+    hub: SharedHub,
+    handles: Vec<AbortHandle>,
+}
+
+impl Registry {
+    /// Adds `key` to a running watch of `id` that can hand it a listing.
+    fn join(&mut self, key: &MonitorKey, id: &WatchId, full: bool) -> Option<Vec<KeptObject>> {
+        let (number, listing) = self
+            .watches
+            .iter()
+            .filter(|(_, running)| &running.id == id)
+            .find_map(|(n, running)| Some((*n, lock(&running.hub).join(key.clone(), full)?)))?;
+        self.keys.insert(key.clone(), number);
+        Some(listing)
+    }
+
+    /// Removes `key` from its watch; the watch's handles when it was the last sharer.
+    fn leave(&mut self, key: &MonitorKey) -> Option<Vec<AbortHandle>> {
+        let number = self.keys.remove(key)?;
+        let running = self.watches.get(&number)?;
+        if lock(&running.hub).leave(key) {
+            return Some(Vec::new());
+        }
+        self.watches.remove(&number).map(|r| r.handles)
+    }
 }
 
 impl KubeWatches {
@@ -36,7 +124,8 @@ impl KubeWatches {
         Self {
             resolver,
             events,
-            monitors: Mutex::default(),
+            registry: Mutex::default(),
+            gates: Mutex::default(),
             metrics: None,
         }
     }
@@ -49,20 +138,31 @@ impl KubeWatches {
 
     /// How many monitors are running (started and not stopped).
     pub fn running(&self) -> usize {
-        self.lock().len()
+        self.lock().keys.len()
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<MonitorKey, Vec<AbortHandle>>> {
-        self.monitors.lock().unwrap_or_else(PoisonError::into_inner)
+    /// How many watches serve them (bindings selecting the same objects share one).
+    pub fn watches(&self) -> usize {
+        self.lock().watches.len()
     }
 
-    /// Starts the watches; the initial objects go to `pages` a page at a time when given, else
-    /// they are returned.
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The gate of the starts of `id`.
+    fn gate(&self, id: &WatchId) -> Arc<tokio::sync::Mutex<()>> {
+        let mut gates = self.gates.lock().unwrap_or_else(PoisonError::into_inner);
+        gates.entry(id.clone()).or_default().clone()
+    }
+
+    /// Starts the binding's watch, or joins a running one of the same objects; the initial
+    /// objects go to `pages` a page at a time when given, else they are returned.
     async fn start_watches(
         &self,
         key: &MonitorKey,
         binding: &KubernetesBinding,
-        pages: Option<&mpsc::Sender<Vec<Value>>>,
+        pages: Option<&mpsc::Sender<Vec<Listed>>>,
     ) -> Result<Vec<Value>, WatchError> {
         // One watch per key: a new start replaces the running one.
         self.abort(key);
@@ -71,10 +171,21 @@ impl KubeWatches {
             .resolve(binding.api_version.as_deref(), &binding.kind)
             .await
             .map_err(WatchError::Resolve)?;
+        let id = WatchId::of(binding, &resolved);
+        let gate = self.gate(&id);
+        let _turn = gate.lock().await;
+        let full = binding.keep_full_objects_in_memory;
+        let joined = self.lock().join(key, &id, full);
+        if let Some(listing) = joined {
+            tracing::info!(hook = %key.hook, binding = %binding.name, kind = %resolved.resource.kind,
+                objects = listing.len(), "kubernetes binding joined a running watch of the same objects");
+            return Ok(hand_over(listing, pages).await);
+        }
         let scopes = self.scopes(binding, &resolved).await?;
+        let hub = Hub::new(key.clone(), full);
         let watch = Watch {
-            key: key.clone(),
-            binding: binding.name.clone(),
+            hub: hub.clone(),
+            label: format!("{}:{}", key.hook, binding.name),
             selection: Selection::of(binding),
             resource: resolved.resource.clone(),
             events: self.events.clone(),
@@ -111,8 +222,13 @@ impl KubeWatches {
                 .map(|started| watch.clone().resume(started))
                 .collect(),
         };
-        if let Some(old) = self.lock().insert(key.clone(), handles) {
-            old.iter().for_each(AbortHandle::abort);
+        {
+            let mut registry = self.lock();
+            let number = registry.next;
+            registry.next += 1;
+            registry.keys.insert(key.clone(), number);
+            let running = Running { id, hub, handles };
+            registry.watches.insert(number, running);
         }
         tracing::info!(hook = %key.hook, binding = %binding.name, kind = %resolved.resource.kind,
             objects = count, "kubernetes binding watch started");
@@ -158,9 +274,10 @@ impl KubeWatches {
         })
     }
 
-    /// Aborts the key's watches; whether there were any.
+    /// Takes the key out of its watch, which stops when no binding is left; whether the key had
+    /// one.
     fn abort(&self, key: &MonitorKey) -> bool {
-        let handles = self.lock().remove(key);
+        let handles = self.lock().leave(key);
         handles.iter().flatten().for_each(AbortHandle::abort);
         handles.is_some()
     }
@@ -206,7 +323,7 @@ impl KubeEvents for KubeWatches {
         &'a self,
         key: &'a MonitorKey,
         binding: &'a KubernetesBinding,
-        pages: mpsc::Sender<Vec<Value>>,
+        pages: mpsc::Sender<Vec<Listed>>,
     ) -> BoxFuture<'a, Result<(), KubeError>> {
         Box::pin(async move {
             self.start_watches(key, binding, Some(&pages))
@@ -234,10 +351,37 @@ fn start_error(binding: &KubernetesBinding, e: &WatchError) -> KubeError {
     }
 }
 
+/// A joining binding's listing, from the bodies its watch keeps: sent to `pages` a page at a time
+/// (each parsed once for the binding's filter) when given, else returned.
+async fn hand_over(
+    listing: Vec<KeptObject>,
+    pages: Option<&mpsc::Sender<Vec<Listed>>>,
+) -> Vec<Value> {
+    let Some(pages) = pages else {
+        return listing.iter().map(KeptObject::to_value).collect();
+    };
+    let mut listing = listing.into_iter().peekable();
+    while listing.peek().is_some() {
+        let page = listing
+            .by_ref()
+            .take(PAGE)
+            .map(|kept| Listed {
+                object: kept.to_value(),
+                kept: Some(kept),
+            })
+            .collect();
+        if pages.send(page).await.is_err() {
+            // the caller gave up on the listing
+            break;
+        }
+    }
+    Vec::new()
+}
+
 impl Drop for KubeWatches {
     fn drop(&mut self) {
-        for handles in self.lock().values() {
-            handles.iter().for_each(AbortHandle::abort);
+        for running in self.lock().watches.values() {
+            running.handles.iter().for_each(AbortHandle::abort);
         }
     }
 }

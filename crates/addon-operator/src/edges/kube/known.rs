@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+use addon_core::binding_context::KeptObject;
 use addon_core::hook_config::WatchEvent;
 use addon_core::words::Words;
 use serde_json::{Map, Value};
@@ -111,14 +112,16 @@ struct Place {
     namespace: Option<Box<str>>,
 }
 
-/// What is remembered of an object between events (the id is the map's key; 48 bytes): what a
-/// deletion found only by a relist carries, never its body (the binding's cache keeps what the
-/// hook needs).
+/// What is remembered of an object between events (the id is the map's key; 64 bytes): what a
+/// deletion found only by a relist carries, and the body as compact JSON text only in a watch
+/// that keeps full objects (one copy, shared with the caches of the bindings that keep them, to
+/// hand a binding joining the watch its listing).
 #[derive(Debug, Clone, PartialEq)]
 struct Seen {
     place: Arc<Place>,
     name: Option<Box<str>>,
     version: Option<Version>,
+    body: Option<KeptObject>,
 }
 
 impl Seen {
@@ -149,13 +152,15 @@ impl Seen {
     }
 }
 
-/// The version of every object reported so far, by uid (or `namespace/name` without one).
+/// The version of every object reported so far, by uid (or `namespace/name` without one), and
+/// its body when the watch keeps bodies.
 #[derive(Debug, Default)]
 pub struct KnownObjects {
     objects: BTreeMap<Id, Seen>,
     /// One copy of each (`apiVersion`, `kind`, namespace).
     places: Words<Place>,
     relist: Option<Vec<Value>>,
+    bodies: bool,
 }
 
 /// The known set of an initial list read a page at a time: the records are collected, then put
@@ -165,15 +170,28 @@ pub struct KnownObjects {
 pub struct Listing {
     records: Vec<(Id, Seen)>,
     places: Words<Place>,
+    bodies: bool,
 }
 
 impl Listing {
-    /// Remembers more objects of the list (a later record of the same id wins).
-    pub fn extend(&mut self, objects: &[Value]) {
+    /// A listing that keeps the objects' bodies when `bodies` is set.
+    pub fn new(bodies: bool) -> Self {
+        Self {
+            bodies,
+            ..Self::default()
+        }
+    }
+
+    /// Remembers more objects of the list (a later record of the same id wins); returns the body
+    /// kept of each, in order (all `None` when the listing keeps no bodies).
+    pub fn extend(&mut self, objects: &[Value]) -> Vec<Option<KeptObject>> {
+        let mut bodies = Vec::with_capacity(objects.len());
         for object in objects {
-            let seen = seen(&mut self.places, object);
+            let seen = seen(&mut self.places, object, self.bodies);
+            bodies.push(seen.body.clone());
             self.records.push((Id::of(object), seen));
         }
+        bodies
     }
 
     /// The known set of the complete list.
@@ -183,12 +201,13 @@ impl Listing {
             objects: self.records.into_iter().collect(),
             places: self.places,
             relist: None,
+            bodies: self.bodies,
         }
     }
 }
 
-/// What is kept of `object`, its place shared through `places`.
-fn seen(places: &mut Words<Place>, object: &Value) -> Seen {
+/// What is kept of `object`, its place shared through `places`, with its body when `body`.
+fn seen(places: &mut Words<Place>, object: &Value, body: bool) -> Seen {
     let text = |v: &Value| v.as_str().map(Box::from);
     let place = Place {
         api_version: text(&object["apiVersion"]),
@@ -199,6 +218,7 @@ fn seen(places: &mut Words<Place>, object: &Value) -> Seen {
         place: places.share(place),
         name: object["metadata"]["name"].as_str().map(Box::from),
         version: Version::of(object),
+        body: body.then(|| KeptObject::new(object)),
     }
 }
 
@@ -208,6 +228,39 @@ impl KnownObjects {
         let mut listing = Listing::default();
         listing.extend(objects);
         listing.done()
+    }
+
+    /// An empty set that keeps bodies when `bodies` is set.
+    pub fn with_bodies(bodies: bool) -> Self {
+        Self {
+            bodies,
+            ..Self::default()
+        }
+    }
+
+    /// Whether the bodies of the objects are kept.
+    pub fn keeps_bodies(&self) -> bool {
+        self.bodies
+    }
+
+    /// Stops keeping bodies and drops those kept.
+    pub fn drop_bodies(&mut self) {
+        self.bodies = false;
+        self.objects.values_mut().for_each(|seen| seen.body = None);
+    }
+
+    /// The body kept of `object` (the version last reported), when the watch keeps bodies.
+    pub fn body(&self, object: &Value) -> Option<KeptObject> {
+        self.objects.get(&Id::of(object))?.body.clone()
+    }
+
+    /// Every kept body with the object's namespace and name.
+    pub fn bodies(&self) -> impl Iterator<Item = (&str, &str, &KeptObject)> {
+        self.objects.values().filter_map(|seen| {
+            let namespace = seen.place.namespace.as_deref().unwrap_or_default();
+            let name = seen.name.as_deref().unwrap_or_default();
+            Some((namespace, name, seen.body.as_ref()?))
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -236,7 +289,7 @@ impl KnownObjects {
                 let kept = if self.changed(&object) {
                     object
                 } else {
-                    seen(&mut self.places, &object).stub(&Id::of(&object))
+                    seen(&mut self.places, &object, false).stub(&Id::of(&object))
                 };
                 self.relist.get_or_insert_default().push(kept);
                 Vec::new()
@@ -264,7 +317,7 @@ impl KnownObjects {
             Some(_) => WatchEvent::Modified,
             None => WatchEvent::Added,
         };
-        let seen = seen(&mut self.places, &object);
+        let seen = seen(&mut self.places, &object, self.bodies);
         self.objects.insert(id, seen);
         Some((event, object))
     }
@@ -460,9 +513,36 @@ mod tests {
     }
 
     #[test]
-    fn a_known_object_costs_72_bytes_plus_its_name() {
+    fn a_known_object_costs_88_bytes_plus_its_name() {
         // the map's entries (id and what is seen), without the B-tree's slack and the name's text
-        assert!(size_of::<Id>() + size_of::<Seen>() <= 72);
+        assert!(size_of::<Id>() + size_of::<Seen>() <= 88);
+    }
+
+    #[test]
+    fn a_watch_keeping_bodies_keeps_the_latest_one_and_can_drop_them() {
+        let mut listing = Listing::new(true);
+        let kept = listing.extend(&[obj("a", "1")]);
+        let mut known = listing.done();
+        let first = known.body(&obj("a", "1"));
+        assert!(first.is_some() && first == kept[0], "{kept:?}");
+        known.observe(Observed::Apply(obj("a", "2")));
+        let latest = known.body(&obj("a", "2")).map(|b| b.to_value());
+        assert_eq!(latest, Some(obj("a", "2")));
+        let listed: Vec<(&str, &str)> = known.bodies().map(|(ns, n, _)| (ns, n)).collect();
+        assert_eq!(listed, [("ns", "n-a")]);
+        known.observe(Observed::Init);
+        known.observe(Observed::InitApply(obj("a", "2")));
+        known.observe(Observed::InitDone);
+        assert!(
+            known.body(&obj("a", "2")).is_some(),
+            "an unchanged relist keeps the body"
+        );
+        known.drop_bodies();
+        assert!(known.body(&obj("a", "2")).is_none() && known.bodies().next().is_none());
+        known.observe(Observed::Apply(obj("a", "3")));
+        assert!(known.body(&obj("a", "3")).is_none());
+        let lean = KnownObjects::new(&[obj("b", "1")]);
+        assert!(lean.body(&obj("b", "1")).is_none());
     }
 
     #[test]

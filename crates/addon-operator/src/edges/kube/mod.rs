@@ -13,6 +13,7 @@ mod namespaces;
 pub mod no_cluster;
 pub mod own_release;
 pub mod patcher;
+mod shared;
 pub mod watch;
 
 pub use api_guard::ApiSettings;

@@ -8,7 +8,7 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::task::AbortHandle;
 
-use super::known::KnownObjects;
+use super::shared::lock;
 use super::watch::{Scope, Started, Watch};
 
 /// The per-namespace watches; dropping this (the follower was aborted) aborts them all.
@@ -94,17 +94,18 @@ impl Follower {
         if ns.is_empty() || self.children.0.contains_key(&ns) {
             return;
         }
-        tracing::info!(hook = %self.watch.key.hook, namespace = %ns, "namespace selected; watching it");
+        tracing::info!(watch = %self.watch.label, namespace = %ns, "namespace selected; watching it");
         let scope = Scope::namespaced(self.client.clone(), &ns, &self.watch.resource);
-        let handle = self.watch.clone().spawn(scope, KnownObjects::default());
+        let handle = self.watch.clone().spawn(scope);
         self.children.0.insert(ns, handle);
     }
 
     /// A namespace no longer matches (or is gone): its watch stops, without events (as upstream).
     fn remove(&mut self, ns: &str) {
         if let Some(handle) = self.children.0.remove(ns) {
-            tracing::info!(hook = %self.watch.key.hook, namespace = %ns, "namespace no longer selected");
+            tracing::info!(watch = %self.watch.label, namespace = %ns, "namespace no longer selected");
             handle.abort();
+            lock(&self.watch.hub).remove_scope(&Some(ns.to_string()));
         }
     }
 }

@@ -1,10 +1,11 @@
-//! One watch of a kubernetes binding in one scope: its selection, its first (paged) list and the
-//! stream of events after it, reported to the runtime as [`KubeEvent`]s.
+//! One watch in one scope, for the bindings sharing it: its selection, its first (paged) list and
+//! the stream of events after it, reported to the runtime as a [`KubeEvent`] for each sharer.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use addon_core::hook_config::KubernetesBinding;
+use addon_core::binding_context::KeptObject;
+use addon_core::hook_config::{KubernetesBinding, WatchEvent};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DynamicObject};
@@ -16,9 +17,10 @@ use tokio::task::AbortHandle;
 
 use super::discovery::DiscoveryError;
 use super::known::{KnownObjects, Listing, Observed};
+use super::shared::{SharedHub, lock};
 
 use crate::edges::metrics::Metrics;
-use crate::runtime::edges::{KubeEvent, MonitorKey};
+use crate::runtime::edges::{KubeEvent, Listed, MonitorKey};
 
 /// A binding's watch that could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +63,7 @@ impl WatchError {
 }
 
 /// What a binding selects inside one scope.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub(super) struct Selection {
     labels: Option<String>,
     fields: Option<String>,
@@ -161,11 +163,12 @@ pub(crate) fn to_json(object: DynamicObject, ar: &ApiResource) -> Value {
     Value::Object(map)
 }
 
-/// One running watch of a monitor.
+/// One running watch, of the bindings its hub reports to.
 #[derive(Clone)]
 pub(super) struct Watch {
-    pub(super) key: MonitorKey,
-    pub(super) binding: String,
+    pub(super) hub: SharedHub,
+    /// The watch in log lines: the hook and binding that started it.
+    pub(super) label: String,
     pub(super) selection: Selection,
     pub(super) resource: ApiResource,
     pub(super) events: mpsc::Sender<KubeEvent>,
@@ -176,7 +179,7 @@ pub(super) struct Watch {
 /// listing holds in memory at once, in up to three forms (response, watcher, JSON for the
 /// filter), and the allocator keeps that peak: 100 objects of 2 KB cost ~6 MB less than 500 for
 /// 5× the list requests (docs/benchmarks.md, "Watch memory").
-const PAGE: usize = 100;
+pub(super) const PAGE: usize = 100;
 
 /// A watch stream of one scope.
 type WatchStream = BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>;
@@ -196,18 +199,25 @@ impl Started {
 
 impl Watch {
     /// Watches `scope` from scratch: every object arrives as `Added`.
-    pub(super) fn spawn(self, scope: Scope, known: KnownObjects) -> AbortHandle {
+    pub(super) fn spawn(self, scope: Scope) -> AbortHandle {
+        let bodies = lock(&self.hub).keeps_bodies();
         let started = Started {
             stream: self.stream(scope.api),
             scope: scope.name,
-            known,
+            known: KnownObjects::with_bodies(bodies),
         };
         self.resume(started)
     }
 
-    /// Goes on watching after [`Watch::first_list`].
+    /// Goes on watching after [`Watch::first_list`]: what the list found joins the hub.
     pub(super) fn resume(self, started: Started) -> AbortHandle {
-        tokio::spawn(self.run(started)).abort_handle()
+        let Started {
+            scope,
+            stream,
+            known,
+        } = started;
+        lock(&self.hub).add_scope(scope.clone(), known);
+        tokio::spawn(self.run(scope, stream)).abort_handle()
     }
 
     fn stream(&self, api: Api<DynamicObject>) -> WatchStream {
@@ -223,10 +233,10 @@ impl Watch {
     pub(super) async fn first_list(
         &self,
         scope: Scope,
-        pages: Option<&mpsc::Sender<Vec<Value>>>,
+        pages: Option<&mpsc::Sender<Vec<Listed>>>,
     ) -> Result<(Started, Vec<Value>), WatchError> {
         let mut stream = self.stream(scope.api);
-        let mut known = Listing::default();
+        let mut known = Listing::new(lock(&self.hub).keeps_bodies());
         let mut objects = Vec::new();
         loop {
             let event = stream.try_next().await.map_err(|e| WatchError::List {
@@ -245,15 +255,21 @@ impl Watch {
             if let Some(pages) = pages
                 && (done || objects.len() >= PAGE)
             {
-                known.extend(&objects);
+                let kept = known.extend(&objects);
+                let page = std::mem::take(&mut objects)
+                    .into_iter()
+                    .zip(kept)
+                    .map(|(object, kept)| Listed { object, kept })
+                    .collect();
                 // a closed receiver means the caller gave up on the listing
-                let _ = pages.send(std::mem::take(&mut objects)).await;
+                let _ = pages.send(page).await;
             }
             if done {
                 break;
             }
         }
-        known.extend(&objects);
+        // without pages, the objects are returned: their bodies stay with the watch
+        let _ = known.extend(&objects);
         let started = Started {
             scope: scope.name,
             stream,
@@ -262,12 +278,7 @@ impl Watch {
         Ok((started, objects))
     }
 
-    async fn run(self, started: Started) {
-        let Started {
-            scope,
-            mut stream,
-            mut known,
-        } = started;
+    async fn run(self, scope: Option<String>, mut stream: WatchStream) {
         loop {
             let item = match stream.try_next().await {
                 Ok(Some(item)) => item,
@@ -276,7 +287,7 @@ impl Watch {
                     if let Some(metrics) = &self.metrics {
                         metrics.kube_watch_error(watch_error_type(&error));
                     }
-                    tracing::debug!(hook = %self.key.hook, binding = %self.binding,
+                    tracing::debug!(watch = %self.label,
                         namespace = scope.as_deref().unwrap_or(""), %error,
                         "watch interrupted; it restarts by itself");
                     continue;
@@ -285,21 +296,46 @@ impl Watch {
             let Some(observed) = self.observed(item) else {
                 continue;
             };
-            for (event, object) in known.observe(observed) {
-                // waits while the intake is behind (see KUBE_EVENT_BACKLOG)
-                let sent = self
-                    .events
-                    .send(KubeEvent {
-                        key: self.key.clone(),
-                        event,
-                        object,
-                    })
-                    .await;
-                if sent.is_err() {
+            let (events, keys) = lock(&self.hub).observe(&scope, observed);
+            for (event, object, kept) in events {
+                if !self.report(&keys, event, object, kept).await {
                     return;
                 }
             }
         }
+    }
+
+    /// Sends an event to each sharer (the object parsed once, moved to the last); `false` when
+    /// the runtime is gone. Waits while the intake is behind (see KUBE_EVENT_BACKLOG).
+    async fn report(
+        &self,
+        keys: &[MonitorKey],
+        event: WatchEvent,
+        object: Value,
+        kept: Option<KeptObject>,
+    ) -> bool {
+        let Some((last, others)) = keys.split_last() else {
+            return true;
+        };
+        for key in others {
+            let copy = KubeEvent {
+                key: key.clone(),
+                event,
+                object: object.clone(),
+                kept: kept.clone(),
+            };
+            if self.events.send(copy).await.is_err() {
+                return false;
+            }
+        }
+        let key = last.clone();
+        let last = KubeEvent {
+            key,
+            event,
+            object,
+            kept,
+        };
+        self.events.send(last).await.is_ok()
     }
 
     fn convert(&self, object: DynamicObject) -> Option<Value> {

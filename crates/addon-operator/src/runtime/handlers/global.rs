@@ -3,14 +3,14 @@
 
 use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::error::error_chain;
-use addon_core::hook_config::{FilteredObject, KubernetesBinding};
+use addon_core::hook_config::KubernetesBinding;
 use addon_core::lifecycle;
-use addon_core::monitor::MonitorCache;
+use addon_core::monitor::{Listing, MonitorCache};
 use addon_core::names::{HookName, QueueName};
 
 use crate::runtime::Shared;
 use crate::runtime::decisions;
-use crate::runtime::edges::MonitorKey;
+use crate::runtime::edges::{Listed, MonitorKey};
 use crate::runtime::error::{MonitorError, TaskError};
 use crate::runtime::hooks::{self, HookEffect, RunContext};
 use crate::runtime::kube_metrics::MonitorLabels;
@@ -98,26 +98,33 @@ pub async fn enable_kubernetes(shared: &Shared, hook: &HookName) -> Outcome {
 /// arrived meanwhile.
 fn load_monitor(monitor: &mut Monitor, cache: MonitorCache, synced: bool) {
     monitor.cache = cache;
-    for (event, object, filtered) in monitor.pending.take().unwrap_or_default() {
-        monitor.cache.apply_filtered(event, object, filtered);
+    for (event, object, kept, filtered) in monitor.pending.take().unwrap_or_default() {
+        monitor.cache.apply_kept(event, &object, kept, filtered);
     }
     monitor.synced = synced;
 }
 
-/// The listing as `binding` sees it, filtered in the jq sandbox (outside the state lock).
-async fn filter_listing(
+/// A page of the listing as `binding` sees it, filtered in the jq sandbox (outside the state
+/// lock), into `cache`.
+async fn filter_page(
     shared: &Shared,
     hook: &HookName,
     binding: &KubernetesBinding,
-    objects: Vec<serde_json::Value>,
-) -> Result<Vec<(serde_json::Value, FilteredObject)>, MonitorError> {
+    page: Vec<Listed>,
+    cache: &mut Listing,
+) -> Result<(), MonitorError> {
+    let (objects, kept): (Vec<serde_json::Value>, Vec<_>) =
+        page.into_iter().map(|l| (l.object, l.kept)).unzip();
     let filtered = shared.jq.filter_objects(binding, &objects).await;
     let filtered = filtered.map_err(|source| MonitorError::Filter {
         hook: hook.clone(),
         binding: binding.name.clone(),
         source,
     })?;
-    Ok(objects.into_iter().zip(filtered).collect())
+    for ((object, kept), filtered) in objects.iter().zip(kept).zip(&filtered) {
+        cache.push(object, kept, filtered);
+    }
+    Ok(())
 }
 
 /// Starts the watch and filters its listing a page at a time into a new cache, which keeps of
@@ -138,9 +145,8 @@ async fn list_filtered(
                 continue;
             }
             let started = std::time::Instant::now();
-            match filter_listing(shared, &key.hook, binding, page).await {
-                Ok(filtered) => cache.extend_filtered(filtered),
-                Err(e) => failed = Some(e),
+            if let Err(e) = filter_page(shared, &key.hook, binding, page, &mut cache).await {
+                failed = Some(e);
             }
             time += started.elapsed();
         }
