@@ -16,6 +16,7 @@ mod logs;
 mod metrics;
 mod processes;
 mod render;
+mod shared_watches;
 mod ship;
 mod start;
 mod startup_faults;

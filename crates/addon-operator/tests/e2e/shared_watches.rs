@@ -1,0 +1,173 @@
+//! Two modules whose hooks watch the same objects share one watch: each sees the same objects
+//! with its own filter results, one module disabled leaves the other's events flowing, and a
+//! dropped or expired watch heals both.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::cluster::{Cluster, get, http_addr, operator_log, start_operator};
+use crate::support::{require_tool, wait_for, write};
+
+/// Module `name`'s hook: watches ConfigMaps labelled `shared: "yes"` with `filter`, and appends
+/// each binding context it gets, one line per context, to `$STATE_DIR/<name>.jsonl`.
+fn module(root: &Path, order: u32, name: &str, filter: &str) {
+    let hook = format!(
+        r#"#!/usr/bin/env bash
+set -euo pipefail
+if [[ "${{1:-}}" == "--config" ]]; then
+cat <<'CFG'
+configVersion: v1
+kubernetes:
+- name: cms
+  kind: ConfigMap
+  labelSelector: {{matchLabels: {{shared: "yes"}}}}
+  jqFilter: '{filter}'
+CFG
+exit 0
+fi
+jq -c '.[]' "$BINDING_CONTEXT_PATH" >> "$STATE_DIR/{name}.jsonl"
+"#
+    );
+    write(
+        &root.join(format!("modules/{order:03}-{name}/hooks/watch")),
+        &hook,
+        true,
+    );
+}
+
+fn configmap(name: &str, n: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n  labels: {{shared: \"yes\"}}\ndata:\n  value: \"{n}\"\n"
+    )
+}
+
+/// The binding contexts module `name` got so far.
+fn contexts(root: &Path, name: &str) -> Vec<Value> {
+    std::fs::read_to_string(root.join(format!("{name}.jsonl")))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// `(object name, data.value, filterResult)` of a context's objects (Synchronization) or object.
+fn seen(context: &Value) -> Vec<(String, String, Value)> {
+    let one = |o: &Value| {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        (
+            text(&o["object"]["metadata"]["name"]),
+            text(&o["object"]["data"]["value"]),
+            o["filterResult"].clone(),
+        )
+    };
+    match context["objects"].as_array() {
+        Some(objects) => objects.iter().map(one).collect(),
+        None => vec![one(context)],
+    }
+}
+
+/// Whether module `name` has seen an Event of `cm` with `data.value` = `n`.
+fn has_event(root: &Path, name: &str, cm: &str, n: &str) -> bool {
+    contexts(root, name).iter().any(|c| {
+        c["type"] == "Event"
+            && c["object"]["metadata"]["name"] == cm
+            && c["object"]["data"]["value"] == n
+    })
+}
+
+#[test]
+fn modules_watching_the_same_objects_share_a_watch_that_survives_a_disable_and_heals_after_a_drop()
+{
+    if !(require_tool("jq") && require_tool("kubectl")) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    module(root, 10, "first", ".data.value");
+    module(root, 20, "second", r#".metadata.name + "=" + .data.value"#);
+    write(
+        &root.join("modules/values.yaml"),
+        "firstEnabled: true\nsecondEnabled: true\n",
+        false,
+    );
+    let cluster = Cluster::start(root);
+    let apply = |text: &str| {
+        cluster
+            .kubectl(&["apply", "--validate=false", "-f", "-"], Some(text))
+            .unwrap();
+    };
+    apply(&configmap("one", "1"));
+    apply(&configmap("two", "2"));
+    let _operator = start_operator(root, &cluster, &[]);
+    let addr = http_addr(root);
+    let log = root.join("operator.log");
+    wait_for("the first converge", &log, || {
+        get(&addr, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+
+    // the same objects, each module with its own filter results
+    let sync = |name: &str| {
+        let all = contexts(root, name);
+        let first = all.iter().find(|c| c["type"] == "Synchronization");
+        first.map(seen).unwrap_or_default()
+    };
+    let text = |s: &str| s.to_string();
+    assert_eq!(
+        sync("first"),
+        [
+            (text("one"), text("1"), Value::from("1")),
+            (text("two"), text("2"), Value::from("2"))
+        ]
+    );
+    assert_eq!(
+        sync("second"),
+        [
+            (text("one"), text("1"), Value::from("one=1")),
+            (text("two"), text("2"), Value::from("two=2"))
+        ]
+    );
+    let joined = operator_log(root)
+        .lines()
+        .filter(|l| l.contains("joined a running watch"))
+        .count();
+    assert_eq!(joined, 1, "{}", operator_log(root));
+
+    apply(&configmap("one", "10"));
+    wait_for("both modules see the change", &log, || {
+        has_event(root, "first", "one", "10") && has_event(root, "second", "one", "10")
+    });
+    let event = contexts(root, "second")
+        .into_iter()
+        .rfind(|c| c["type"] == "Event")
+        .unwrap();
+    assert_eq!(event["filterResult"], "one=10");
+    assert_eq!(event["watchEvent"], "Modified");
+
+    // the watch dropped after its history expired: it relists, and both modules heal
+    cluster.emulator.expire_history();
+    cluster.emulator.drop_watches();
+    apply(&configmap("two", "20"));
+    wait_for("both modules see the change after the drop", &log, || {
+        has_event(root, "first", "two", "20") && has_event(root, "second", "two", "20")
+    });
+
+    // the module whose binding started the watch is disabled: the other still gets events
+    let disable = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: default\ndata:\n  firstEnabled: \"false\"\n";
+    apply(disable);
+    wait_for("the first module's delete", &log, || {
+        operator_log(root).contains("kubernetes binding watch stopped")
+    });
+    let before = contexts(root, "first").len();
+    apply(&configmap("one", "100"));
+    wait_for("the second module sees the change", &log, || {
+        has_event(root, "second", "one", "100")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        contexts(root, "first").len(),
+        before,
+        "a disabled module's hook runs no more"
+    );
+}
