@@ -18,6 +18,9 @@ pub use set::{QueueError, QueueSet};
 use crate::error::Failure;
 use crate::names::QueueName;
 
+/// Task slots a queue keeps whatever its length (see `TaskQueue::release_spare`).
+const SPARE_SLOTS: usize = 64;
+
 /// What a queue needs to know about its tasks.
 pub trait QueueTask {
     /// One line for queue dumps, upstream style:
@@ -203,7 +206,19 @@ impl<T> TaskQueue<T> {
             self.running = None;
         }
         let index = self.position(id)?;
-        self.tasks.remove(index).map(|queued| queued.task)
+        let task = self.tasks.remove(index).map(|queued| queued.task);
+        self.release_spare();
+        task
+    }
+
+    /// Gives back most of the room a burst of tasks left once the queue is down to a quarter of
+    /// it: a queue that held thousands of watch events would otherwise keep their slots for good.
+    fn release_spare(&mut self) {
+        let capacity = self.tasks.capacity();
+        if capacity > SPARE_SLOTS && self.tasks.len() * 4 < capacity {
+            self.tasks
+                .shrink_to((self.tasks.len() * 2).max(SPARE_SLOTS));
+        }
     }
 
     /// Removes the head (a queue without concurrent head insertions).
@@ -257,10 +272,13 @@ impl<T> TaskQueue<T> {
                     && same_run(&head.task, &queued.task)
             })
             .count();
-        self.tasks
+        let followers = self
+            .tasks
             .drain(1..=count)
             .map(|queued| queued.task)
-            .collect()
+            .collect();
+        self.release_spare();
+        followers
     }
 
     /// Removes every task except the running one for which `remove` holds (for example the

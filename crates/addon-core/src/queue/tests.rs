@@ -303,3 +303,24 @@ fn a_failed_task_keeps_the_kind_and_message_of_its_last_failure() {
     );
     assert!(head.description().ends_with(":failures 2:upgrade failed"));
 }
+
+#[test]
+fn a_queue_gives_back_the_room_of_a_burst_once_it_drains() {
+    let mut q = queue();
+    for _ in 0..10_000 {
+        q.push_back(task("h", "b"));
+    }
+    let burst = q.tasks.capacity();
+    assert!(burst >= 10_000);
+    while q.len() > 10 {
+        q.pop();
+    }
+    assert!(q.tasks.capacity() <= SPARE_SLOTS, "{}", q.tasks.capacity());
+    for _ in 0..5_000 {
+        q.push_back(task("h", "b"));
+    }
+    let followers = q.take_followers(|_, _| true);
+    assert_eq!((followers.len(), q.len()), (5_009, 1));
+    assert!(q.tasks.capacity() <= SPARE_SLOTS, "{}", q.tasks.capacity());
+    assert_eq!(hooks(&q), ["h"]);
+}
