@@ -112,16 +112,14 @@ struct Place {
     namespace: Option<Box<str>>,
 }
 
-/// What is remembered of an object between events (the id is the map's key; 64 bytes): what a
-/// deletion found only by a relist carries, and the body as compact JSON text only in a watch
-/// that keeps full objects (one copy, shared with the caches of the bindings that keep them, to
-/// hand a binding joining the watch its listing).
+/// What is remembered of an object between events (the id is the map's key; 48 bytes): what a
+/// deletion found only by a relist carries, never its body (the binding's cache keeps what the
+/// hook needs; a watch keeping full objects holds them beside, see [`KnownObjects`]).
 #[derive(Debug, Clone, PartialEq)]
 struct Seen {
     place: Arc<Place>,
     name: Option<Box<str>>,
     version: Option<Version>,
-    body: Option<KeptObject>,
 }
 
 impl Seen {
@@ -152,15 +150,17 @@ impl Seen {
     }
 }
 
-/// The version of every object reported so far, by uid (or `namespace/name` without one), and
-/// its body when the watch keeps bodies.
+/// The version of every object reported so far, by uid (or `namespace/name` without one).
 #[derive(Debug, Default)]
 pub struct KnownObjects {
     objects: BTreeMap<Id, Seen>,
     /// One copy of each (`apiVersion`, `kind`, namespace).
     places: Words<Place>,
     relist: Option<Vec<Value>>,
-    bodies: bool,
+    /// In a watch keeping full objects only: the body of each object as compact JSON text (one
+    /// copy, shared with the caches of the bindings that keep them), to hand a binding joining
+    /// the watch its listing. A lean watch pays nothing for it.
+    bodies: Option<BTreeMap<Id, KeptObject>>,
 }
 
 /// The known set of an initial list read a page at a time: the records are collected, then put
@@ -170,14 +170,14 @@ pub struct KnownObjects {
 pub struct Listing {
     records: Vec<(Id, Seen)>,
     places: Words<Place>,
-    bodies: bool,
+    bodies: Option<Vec<(Id, KeptObject)>>,
 }
 
 impl Listing {
     /// A listing that keeps the objects' bodies when `bodies` is set.
     pub fn new(bodies: bool) -> Self {
         Self {
-            bodies,
+            bodies: bodies.then(Vec::new),
             ..Self::default()
         }
     }
@@ -185,13 +185,18 @@ impl Listing {
     /// Remembers more objects of the list (a later record of the same id wins); returns the body
     /// kept of each, in order (all `None` when the listing keeps no bodies).
     pub fn extend(&mut self, objects: &[Value]) -> Vec<Option<KeptObject>> {
-        let mut bodies = Vec::with_capacity(objects.len());
+        let mut kept = Vec::with_capacity(objects.len());
         for object in objects {
-            let seen = seen(&mut self.places, object, self.bodies);
-            bodies.push(seen.body.clone());
-            self.records.push((Id::of(object), seen));
+            let id = Id::of(object);
+            let body = self.bodies.as_mut().map(|bodies| {
+                let body = KeptObject::new(object);
+                bodies.push((id.clone(), body.clone()));
+                body
+            });
+            kept.push(body);
+            self.records.push((id, seen(&mut self.places, object)));
         }
-        bodies
+        kept
     }
 
     /// The known set of the complete list.
@@ -201,13 +206,13 @@ impl Listing {
             objects: self.records.into_iter().collect(),
             places: self.places,
             relist: None,
-            bodies: self.bodies,
+            bodies: self.bodies.map(|bodies| bodies.into_iter().collect()),
         }
     }
 }
 
-/// What is kept of `object`, its place shared through `places`, with its body when `body`.
-fn seen(places: &mut Words<Place>, object: &Value, body: bool) -> Seen {
+/// What is kept of `object`, its place shared through `places`.
+fn seen(places: &mut Words<Place>, object: &Value) -> Seen {
     let text = |v: &Value| v.as_str().map(Box::from);
     let place = Place {
         api_version: text(&object["apiVersion"]),
@@ -218,7 +223,6 @@ fn seen(places: &mut Words<Place>, object: &Value, body: bool) -> Seen {
         place: places.share(place),
         name: object["metadata"]["name"].as_str().map(Box::from),
         version: Version::of(object),
-        body: body.then(|| KeptObject::new(object)),
     }
 }
 
@@ -233,33 +237,33 @@ impl KnownObjects {
     /// An empty set that keeps bodies when `bodies` is set.
     pub fn with_bodies(bodies: bool) -> Self {
         Self {
-            bodies,
+            bodies: bodies.then(BTreeMap::new),
             ..Self::default()
         }
     }
 
     /// Whether the bodies of the objects are kept.
     pub fn keeps_bodies(&self) -> bool {
-        self.bodies
+        self.bodies.is_some()
     }
 
     /// Stops keeping bodies and drops those kept.
     pub fn drop_bodies(&mut self) {
-        self.bodies = false;
-        self.objects.values_mut().for_each(|seen| seen.body = None);
+        self.bodies = None;
     }
 
     /// The body kept of `object` (the version last reported), when the watch keeps bodies.
     pub fn body(&self, object: &Value) -> Option<KeptObject> {
-        self.objects.get(&Id::of(object))?.body.clone()
+        self.bodies.as_ref()?.get(&Id::of(object)).cloned()
     }
 
     /// Every kept body with the object's namespace and name.
     pub fn bodies(&self) -> impl Iterator<Item = (&str, &str, &KeptObject)> {
-        self.objects.values().filter_map(|seen| {
+        self.bodies.iter().flatten().filter_map(|(id, body)| {
+            let seen = self.objects.get(id)?;
             let namespace = seen.place.namespace.as_deref().unwrap_or_default();
             let name = seen.name.as_deref().unwrap_or_default();
-            Some((namespace, name, seen.body.as_ref()?))
+            Some((namespace, name, body))
         })
     }
 
@@ -289,7 +293,7 @@ impl KnownObjects {
                 let kept = if self.changed(&object) {
                     object
                 } else {
-                    seen(&mut self.places, &object, false).stub(&Id::of(&object))
+                    seen(&mut self.places, &object).stub(&Id::of(&object))
                 };
                 self.relist.get_or_insert_default().push(kept);
                 Vec::new()
@@ -317,15 +321,26 @@ impl KnownObjects {
             Some(_) => WatchEvent::Modified,
             None => WatchEvent::Added,
         };
-        let seen = seen(&mut self.places, &object, self.bodies);
+        if let Some(bodies) = &mut self.bodies {
+            bodies.insert(id.clone(), KeptObject::new(&object));
+        }
+        let seen = seen(&mut self.places, &object);
         self.objects.insert(id, seen);
         Some((event, object))
     }
 
     fn delete(&mut self, object: Value) -> Option<(WatchEvent, Value)> {
+        let id = Id::of(&object);
+        self.forget_body(&id);
         self.objects
-            .remove(&Id::of(&object))
+            .remove(&id)
             .map(|_| (WatchEvent::Deleted, object))
+    }
+
+    fn forget_body(&mut self, id: &Id) {
+        if let Some(bodies) = &mut self.bodies {
+            bodies.remove(id);
+        }
     }
 
     /// A relist: the listed objects are the whole truth. A deletion found this way carries the
@@ -338,6 +353,7 @@ impl KnownObjects {
             .filter(|id| !ids.contains(*id))
             .cloned()
             .collect();
+        gone.iter().for_each(|id| self.forget_body(id));
         let mut events: Vec<(WatchEvent, Value)> = gone
             .into_iter()
             .filter_map(|id| self.objects.remove(&id).map(|seen| seen.stub(&id)))
@@ -513,9 +529,9 @@ mod tests {
     }
 
     #[test]
-    fn a_known_object_costs_88_bytes_plus_its_name() {
+    fn a_known_object_costs_72_bytes_plus_its_name() {
         // the map's entries (id and what is seen), without the B-tree's slack and the name's text
-        assert!(size_of::<Id>() + size_of::<Seen>() <= 88);
+        assert!(size_of::<Id>() + size_of::<Seen>() <= 72);
     }
 
     #[test]
@@ -541,6 +557,18 @@ mod tests {
         assert!(known.body(&obj("a", "2")).is_none() && known.bodies().next().is_none());
         known.observe(Observed::Apply(obj("a", "3")));
         assert!(known.body(&obj("a", "3")).is_none());
+        known.observe(Observed::Delete(obj("a", "3")));
+        let mut full = KnownObjects::with_bodies(true);
+        full.observe(Observed::Apply(obj("b", "1")));
+        full.observe(Observed::Apply(obj("c", "1")));
+        full.observe(Observed::Delete(obj("b", "1")));
+        full.observe(Observed::Init);
+        let events = full.observe(Observed::InitDone);
+        assert_eq!(events.len(), 1, "c is gone");
+        assert!(
+            full.bodies().next().is_none(),
+            "no body outlives its object"
+        );
         let lean = KnownObjects::new(&[obj("b", "1")]);
         assert!(lean.body(&obj("b", "1")).is_none());
     }
