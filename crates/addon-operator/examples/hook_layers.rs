@@ -184,6 +184,7 @@ async fn run_once(layer: Layer, script: &Path, tmp: &Path, rig: &Rig) -> anyhow:
                 timeout: Duration::from_secs(60),
                 kill_grace: Duration::from_secs(1),
                 capture_stdout: false,
+                clear_env: false,
             };
             let output = run(&spec, &LogFields::default()).await?;
             anyhow::ensure!(output.succeeded(), "{}", output.failure_message());

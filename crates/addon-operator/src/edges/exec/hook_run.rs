@@ -269,6 +269,7 @@ pub fn config_spec(
         timeout: settings.timeout,
         kill_grace: settings.kill_grace,
         capture_stdout: true,
+        clear_env: false,
     }
 }
 
@@ -348,6 +349,7 @@ pub async fn run_hook(
         timeout: settings.timeout,
         kill_grace: settings.kill_grace,
         capture_stdout: false,
+        clear_env: false,
     };
     let log = LogFields {
         hook: hook.to_string(),
@@ -462,6 +464,7 @@ pub async fn run_enabled_script(
         timeout: settings.timeout,
         kill_grace: settings.kill_grace,
         capture_stdout: true,
+        clear_env: false,
     };
     let log = LogFields {
         hook: "enabled".to_string(),

@@ -1,5 +1,5 @@
 //! Asks every hook for its bindings: runs `<hook> --config` for all hooks in parallel (bounded by
-//! the number of CPUs) and returns each hook's stdout or the reason it gave none.
+//! twice the number of CPUs) and returns each hook's stdout or the reason it gave none.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,7 +40,9 @@ impl ConfigRunError {
 pub struct ConfigRunOptions {
     pub timeout: Duration,
     pub kill_grace: Duration,
-    /// At most this many hooks run at once.
+    /// At most this many hooks run at once: twice the CPUs, because a short hook process spends
+    /// part of its life in fork, exec and pipe reads where the CPU would idle (`check` of 100
+    /// modules × 3 extension-less hooks on 2 cores: 1.0 s with 4, 1.3 s with 2).
     pub parallelism: usize,
 }
 
@@ -50,7 +52,7 @@ impl ConfigRunOptions {
         Self {
             timeout,
             kill_grace: Duration::from_secs(5),
-            parallelism: cpus.max(2),
+            parallelism: (2 * cpus).max(4),
         }
     }
 }
