@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use addon_core::hook_config::FailurePolicy;
 use base64::Engine as _;
 
-pub use server::{Answerer, Reply, ServerError, WebhookServer};
+pub use server::{Answerer, MAX_BODY_BYTES, Reply, ServerError, WebhookServer};
 pub use tls::{TlsError, TlsFiles};
 
 /// shell-operator's default port of the validating (admission) webhook server.
