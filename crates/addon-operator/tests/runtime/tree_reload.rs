@@ -218,3 +218,91 @@ async fn a_tree_whose_schema_rejects_the_running_config_changes_nothing() {
     // the running schemas go on: an integer is still accepted
     assert_eq!(op.edit_config("db: {size: 2}\n").await, ["helm upgrade db"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_new_global_hook_runs_its_onstartup_then_all_modules_reload() {
+    let op = start(web_and_db(), "", Default::default(), FakeHelm::new()).await;
+    op.kube.set_objects(
+        "Node",
+        vec![json!({"kind": "Node", "metadata": {"name": "n1"}})],
+    );
+    op.settle().await;
+    let runs = op
+        .reload(|root| {
+            write(
+                &root.join("global-hooks/hooks/nodes"),
+                "configVersion: v1\nonStartup: 1\nkubernetes:\n- name: nodes\n  kind: Node\n",
+            );
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        runs,
+        [
+            "run hooks/nodes onStartup",
+            "run hooks/nodes kubernetes",
+            "run hooks/before-all beforeAll",
+            "run web/hooks/before beforeHelm",
+        ]
+    );
+    let sync = (op.hooks.calls().into_iter())
+        .find(|c| c.name == "hooks/nodes" && c.binding_context[0]["type"] == "Synchronization")
+        .unwrap();
+    assert_eq!(
+        sync.binding_context[0]["objects"].as_array().map(Vec::len),
+        Some(1)
+    );
+    // removed again: its watch stops
+    assert!(
+        op.kube
+            .monitors()
+            .iter()
+            .any(|k| k.hook.as_str() == "hooks/nodes")
+    );
+    let runs = op
+        .reload(|root| std::fs::remove_file(root.join("global-hooks/hooks/nodes")).unwrap())
+        .await
+        .unwrap();
+    assert!(
+        !op.kube
+            .monitors()
+            .iter()
+            .any(|k| k.hook.as_str() == "hooks/nodes")
+    );
+    assert_eq!(runs[0], "run hooks/before-all beforeAll");
+}
+
+#[tokio::test(start_paused = true)]
+async fn queued_runs_of_a_removed_hook_are_dropped() {
+    let hooks = addon_operator_testkit::FakeHooks::new();
+    // web's beforeHelm holds main while pod events queue runs of web's pods hook
+    hooks.take_time(|call| {
+        if call.name == "web/hooks/before" {
+            std::time::Duration::from_secs(10)
+        } else {
+            std::time::Duration::ZERO
+        }
+    });
+    let op = start(web_and_db(), "", hooks, FakeHelm::new()).await;
+    op.settle().await;
+    let pods = PODS.replace("executeHookOnEvent: []", "executeHookOnEvent: [Added]");
+    op.reload(|root| write(&root.join("modules/010-web/hooks/pods"), &pods))
+        .await
+        .unwrap();
+    // a run of web holds main; an event queues the pods hook behind it
+    let config = addon_core::config::Config::from_file("config.yaml", "web: {a: 1}\n");
+    op.config.edit(Ok(config.unwrap()));
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    op.kube.emit(WatchEvent::Added, pod("x"));
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert!(
+        op.handle.queues_text().contains("web:hooks/pods"),
+        "{}",
+        op.handle.queues_text()
+    );
+    let runs = op
+        .reload(|root| std::fs::remove_file(root.join("modules/010-web/hooks/pods")).unwrap())
+        .await
+        .unwrap();
+    assert!(!runs.iter().any(|r| r.contains("hooks/pods")), "{runs:?}");
+}
