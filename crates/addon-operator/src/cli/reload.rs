@@ -1,7 +1,9 @@
 //! `--reload-tree`: what a reload changed, as the log line and the debug API show it, and the
 //! record of the last reload.
 
-use addon_core::hook_config::HookConfig;
+use std::collections::BTreeMap;
+
+use addon_core::hook_config::{AdmissionBinding, ConversionBinding};
 use addon_core::names::{HookName, ModuleName};
 use addon_core::tree_diff::TreeDiff;
 use serde_json::{Value, json};
@@ -103,14 +105,43 @@ pub fn failed_record(problems: &[String]) -> Value {
     json!({ "result": "failed", "problems": problems })
 }
 
-/// Why a tree cannot be reloaded in place: webhook servers answer with the first runtime.
-pub fn webhook_problem(tree: &Tree) -> Option<String> {
-    tree.configs
-        .values()
-        .any(HookConfig::has_webhooks)
-        .then(|| {
-            "hooks with webhook bindings need a restart: --reload-tree does not reload them".into()
+/// The webhook bindings of each hook that has some (validating, mutating, conversions), by
+/// module (`None`: a global hook) and hook name.
+type WebhookBindings<'a> = BTreeMap<
+    (Option<&'a ModuleName>, &'a HookName),
+    (
+        &'a [AdmissionBinding],
+        &'a [AdmissionBinding],
+        &'a [ConversionBinding],
+    ),
+>;
+
+fn webhook_bindings(tree: &Tree) -> WebhookBindings<'_> {
+    let global = tree.found.global.hooks.iter().map(|h| (None, h));
+    let modules =
+        (tree.found.modules.iter()).flat_map(|m| m.hooks.iter().map(|h| (Some(&m.name), h)));
+    global
+        .chain(modules)
+        .filter_map(|(module, hook)| {
+            let config = tree.configs.get(&hook.config_key())?;
+            let bindings = (
+                config.validating.as_slice(),
+                config.mutating.as_slice(),
+                config.conversions.as_slice(),
+            );
+            config
+                .has_webhooks()
+                .then_some(((module, &hook.name), bindings))
         })
+        .collect()
+}
+
+/// Why `new` cannot be applied in place: its webhook bindings differ from the running tree's
+/// (the webhook servers, configurations and CRD conversions are set up at start).
+pub fn webhook_problem(running: &Tree, new: &Tree) -> Option<String> {
+    (webhook_bindings(running) != webhook_bindings(new)).then(|| {
+        "webhook bindings were added, removed or changed: they apply at the next start (--reload-tree applies a tree only while its webhook bindings stay the same)".into()
+    })
 }
 
 #[cfg(test)]
@@ -146,6 +177,69 @@ mod tests {
             json!(["hooks/tick"])
         );
         assert!(found.to_json()["hooks"].get("global").is_none());
+    }
+
+    fn webhook_tree(validating: &str, other: &str) -> Tree {
+        use addon_core::discovery::{Discovered, HookFile, ModuleSource};
+        use addon_core::hook_config::{HookScope, parse};
+        let hook = |name: &str| HookFile {
+            name: HookName::new(name).unwrap(),
+            path: std::path::PathBuf::from(format!("/m/{name}")),
+            working_dir: std::path::PathBuf::from("/m"),
+            args: Vec::new(),
+        };
+        let (policy, plain) = (hook("policy"), hook("plain"));
+        let configs = [(&policy, validating), (&plain, other)]
+            .into_iter()
+            .map(|(h, text)| {
+                let config = parse(&h.name, HookScope::Module, text).unwrap();
+                (h.config_key(), config)
+            })
+            .collect();
+        let module = ModuleSource {
+            name: module("a"),
+            order: 1,
+            path: "/m".into(),
+            modules_dir: None,
+            values_yaml: None,
+            enabled_script: None,
+            openapi: Default::default(),
+            has_chart: false,
+            hooks: vec![policy, plain],
+        };
+        let found = Discovered {
+            modules: vec![module],
+            ..Discovered::default()
+        };
+        Tree { found, configs }
+    }
+
+    #[test]
+    fn a_tree_reloads_while_its_webhook_bindings_stay_the_same() {
+        let rule = "  rules:\n  - {apiGroups: [''], apiVersions: [v1], operations: ['*'], resources: [pods]}\n";
+        let webhook = |name: &str| {
+            format!("configVersion: v1\nkubernetesValidating:\n- name: {name}\n{rule}")
+        };
+        let running = webhook_tree(
+            &webhook("a.example.com"),
+            "configVersion: v1\nonStartup: 1\n",
+        );
+        let other_hook = webhook_tree(
+            &webhook("a.example.com"),
+            "configVersion: v1\nonStartup: 2\n",
+        );
+        assert_eq!(webhook_problem(&running, &other_hook), None);
+        let changed = webhook_tree(
+            &webhook("b.example.com"),
+            "configVersion: v1\nonStartup: 1\n",
+        );
+        assert!(webhook_problem(&running, &changed).is_some());
+        let none = webhook_tree(
+            "configVersion: v1\nonStartup: 1\n",
+            "configVersion: v1\nonStartup: 1\n",
+        );
+        assert!(webhook_problem(&running, &none).is_some());
+        assert_eq!(webhook_problem(&none, &none), None);
     }
 
     #[test]

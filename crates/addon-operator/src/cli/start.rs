@@ -187,7 +187,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     if let Err(problem) = started.await {
         return Ok(fail("start", &[problem]));
     }
-    let watch = reload_tree(args, &cluster, &tree);
+    let watch = reload_tree(args, &cluster);
     let mut reloads = Reloads::new(args, watch, &status, &metrics, tree).await;
     run_reloading(runtime, &mut reloads, &shutdown).await;
     if let Some((stop_holding, held)) = holding {
@@ -207,16 +207,12 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The watch of the tree's directories when `--reload-tree` is on (by default without a cluster
-/// and with the embedded one) and the tree can be reloaded in place.
-fn reload_tree(args: &StartArgs, cluster: &Cluster, tree: &Tree) -> Option<TreeWatch> {
+/// and with the embedded one).
+fn reload_tree(args: &StartArgs, cluster: &Cluster) -> Option<TreeWatch> {
     let on = args
         .reload_tree
         .unwrap_or(!matches!(cluster, Cluster::External(_)));
     if !on {
-        return None;
-    }
-    if let Some(problem) = crate::cli::reload::webhook_problem(tree) {
-        tracing::warn!("the module tree is not reloaded: {problem}");
         return None;
     }
     let dirs = crate::edges::tree::dirs::resolve(&args.dirs, &|name| std::env::var(name).ok());
@@ -321,7 +317,7 @@ impl<'a> Reloads<'a> {
                 return Err(problems);
             }
         }
-        if let Some(problem) = crate::cli::reload::webhook_problem(&tree) {
+        if let Some(problem) = crate::cli::reload::webhook_problem(&self.tree, &tree) {
             return Err(vec![problem]);
         }
         let digests = digests_of(&tree).await;
