@@ -238,10 +238,10 @@ impl ValuesStore {
         for entry in old.modules {
             if kept.contains(&entry.name) {
                 if !self.modules.iter().any(|m| m.name == entry.name) {
-                    if let Some(file) = &entry.dir_values {
-                        if let Some(layer) = old.dir_layers.get(file) {
-                            self.dir_layers.entry(file.clone()).or_insert(layer.clone());
-                        }
+                    let dir = entry.dir_values.as_ref();
+                    if let Some((file, layer)) = dir.and_then(|f| Some((f, old.dir_layers.get(f)?)))
+                    {
+                        self.dir_layers.entry(file.clone()).or_insert(layer.clone());
                     }
                     self.modules.push(entry);
                 }
