@@ -98,8 +98,8 @@ impl RuntimeHandle {
 }
 
 /// New modules join (a module that comes back before it was deleted starts afresh); modules in
-/// both trees take their new definition and hooks, a started one keeps the bindings of its
-/// unchanged hooks and starts the others at its next run.
+/// both trees take their new definition and hooks, keep the bindings of their unchanged hooks,
+/// and start the others at their next run.
 fn replace_modules(
     shared: &Shared,
     st: &mut State,
@@ -125,28 +125,31 @@ fn replace_modules(
             st.modules.insert(name.clone(), state);
             continue;
         };
-        let started = state.startup_done;
         let old = state.hooks.clone();
-        if let Some(changes) = tree.diff.module(name).filter(|_| started) {
-            let stopping: Vec<&HookName> = changes.hooks.stopping().collect();
-            stop_bindings(shared, st, Some(name), &old, &stopping);
-        }
+        let Some(changes) = tree.diff.module(name) else {
+            if let Some(state) = st.modules.get_mut(name) {
+                (state.source, state.hooks) = (source.clone(), hooks);
+            }
+            continue;
+        };
+        // a module that has not started yet may be starting now, with the old hooks: the old
+        // bindings stop either way, and the new ones start at its next run (a startup run
+        // starts every hook and forgets these)
+        let stopping: Vec<&HookName> = changes.hooks.stopping().collect();
+        stop_bindings(shared, st, Some(name), &old, &stopping);
         let Some(state) = st.modules.get_mut(name) else {
             continue;
         };
-        if let Some(changes) = tree.diff.module(name).filter(|_| started) {
-            let pending = &mut state.pending;
-            pending
-                .first_run
-                .extend(changes.hooks.added.iter().cloned());
-            pending.bind.extend(changes.hooks.starting().cloned());
-            for gone in &changes.hooks.removed {
-                pending.first_run.remove(gone);
-                pending.bind.remove(gone);
-            }
+        let pending = &mut state.pending;
+        pending
+            .first_run
+            .extend(changes.hooks.added.iter().cloned());
+        pending.bind.extend(changes.hooks.starting().cloned());
+        for gone in &changes.hooks.removed {
+            pending.first_run.remove(gone);
+            pending.bind.remove(gone);
         }
-        state.source = source.clone();
-        state.hooks = hooks;
+        (state.source, state.hooks) = (source.clone(), hooks);
     }
 }
 
