@@ -37,7 +37,12 @@ pub struct TreeWatch {
 
 impl TreeWatch {
     /// Starts watching `roots` (the ones that exist). Must be called inside a tokio runtime.
+    /// Relative roots are taken from the working directory now (the events name absolute
+    /// paths); symlinks in them are kept, so a swapped link is still seen.
     pub fn start(roots: Vec<PathBuf>, settle: Duration) -> Result<Self, TreeWatchError> {
+        let roots: Vec<PathBuf> = (roots.into_iter())
+            .map(|root| std::path::absolute(&root).unwrap_or(root))
+            .collect();
         let (sender, signals) = mpsc::unbounded_channel();
         let watcher = watcher(&roots, sender.clone())?;
         Ok(Self {
@@ -182,6 +187,19 @@ mod tests {
         std::fs::write(root.join("001-a/values.yaml"), "a: 1\n").expect("write");
         let edited = tokio::time::timeout(Duration::from_secs(10), watch.changed()).await;
         assert_eq!(edited.ok().flatten(), Some(()));
+    }
+
+    #[tokio::test]
+    async fn a_relative_root_is_watched_from_the_working_directory() {
+        let dir = tempfile::tempdir_in(".").expect("tempdir in the working directory");
+        let name = dir.path().file_name().expect("name");
+        let root = std::path::Path::new(name).join("modules");
+        std::fs::create_dir_all(root.join("001-a")).expect("mkdir");
+        let mut watch =
+            TreeWatch::start(vec![root.clone()], Duration::from_millis(100)).expect("watch");
+        std::fs::write(root.join("001-a/values.yaml"), "a: 1\n").expect("write");
+        let changed = tokio::time::timeout(Duration::from_secs(10), watch.changed()).await;
+        assert_eq!(changed.ok().flatten(), Some(()));
     }
 
     #[tokio::test]
