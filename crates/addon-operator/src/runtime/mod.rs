@@ -453,16 +453,18 @@ fn queue_snapshot(st: &mut State) -> (Vec<(String, usize)>, Vec<crate::edges::me
 }
 
 /// `binding_count` of every hook with its config.
+/// `binding_count` of every hook in the tree (a reload's gone hooks and removed modules, whose
+/// bindings stopped, leave the family).
 fn record_bindings(metrics: &Metrics, st: &State) {
     let global = st.global_hooks.iter().map(|h| (None, h));
-    let modules = st
-        .modules
-        .iter()
+    let modules = (st.modules.iter())
+        .filter(|(_, s)| !s.removed)
         .flat_map(|(m, s)| s.hooks.iter().map(move |h| (Some(m.as_str()), h)));
-    for (module, def) in global.chain(modules) {
+    let counts = global.chain(modules).map(|(module, def)| {
         let count = def.config.binding_types().len();
-        metrics.binding_count(module, def.name().as_str(), count);
-    }
+        (module, def.name().as_str(), count)
+    });
+    metrics.binding_counts(counts);
 }
 
 /// The hooks of `files` with their configs; a hook without one is a problem in `errors`.
