@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::launch::launch;
 use super::process::{self, ExecError, LogFields, ProcessOutput, ProcessSpec};
-use super::tmp_files::{self, TmpFileError, limits};
+use super::tmp_files::{self, Content, TmpFileError, limits};
 use super::tmp_pool::{FileKind, RunFiles, TmpPool};
 
 /// Upstream default tmp dir (`--tmp-dir`).
@@ -224,7 +224,7 @@ fn new_file(
     kind: FileKind,
     content: &[u8],
 ) -> Result<PathBuf, TmpFileError> {
-    files.file(kind, || names.prefix(kind), content)
+    files.file(kind, || names.prefix(kind), Content::Bytes(content))
 }
 
 fn run_files(settings: &HookRunSettings) -> Result<RunFiles, TmpFileError> {
@@ -296,10 +296,10 @@ pub async fn run_hook(
 
     let mut files = run_files(settings).map_err(prepare)?;
     let context_path = files
-        .file_with(
+        .file(
             kinds::CONTEXT,
             || names.prefix(kinds::CONTEXT),
-            &mut |out| invocation.binding_context.write_to(out),
+            Content::Filled(&mut |out| invocation.binding_context.write_to(out)),
         )
         .map_err(prepare)?;
     let mut file =
