@@ -65,10 +65,19 @@ pub async fn expand(found: &mut Discovered, options: &ConfigRunOptions) -> Expan
     out
 }
 
-/// The paths of the hooks that answer `hook list` in the batch format, probed side by side.
+/// The paths of the hooks that answer `hook list` in the batch format, probed side by side (a
+/// task each, as `--config` runs).
 async fn batch_executables(hooks: Vec<&HookFile>, options: &ConfigRunOptions) -> BTreeSet<PathBuf> {
-    stream::iter(hooks.into_iter().filter(|hook| may_be_batch(&hook.path)))
-        .map(|hook| async move { lists_hooks(hook, options).await.then(|| hook.path.clone()) })
+    let candidates = hooks.into_iter().filter(|hook| may_be_batch(&hook.path));
+    stream::iter(candidates.cloned())
+        .map(|hook| {
+            let options = options.clone();
+            let probe =
+                tokio::spawn(
+                    async move { lists_hooks(&hook, &options).await.then_some(hook.path) },
+                );
+            async move { probe.await.ok().flatten() }
+        })
         .buffered(options.parallelism)
         .filter_map(std::future::ready)
         .collect()

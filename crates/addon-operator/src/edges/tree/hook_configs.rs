@@ -27,6 +27,9 @@ pub enum ConfigRunError {
     },
     #[error("'{hook} --config' printed more than the limit of {limit} bytes")]
     TooLarge { hook: String, limit: usize },
+    /// The task running it panicked or was cancelled (a bug, or shutdown).
+    #[error("a --config run did not finish: {0}")]
+    Task(String),
 }
 
 impl ConfigRunError {
@@ -66,7 +69,13 @@ pub async fn fetch_all(
     stream::iter(hooks)
         .map(|(hook, module)| {
             let options = Arc::clone(&options);
-            async move { fetch_one(&hook, &module, &options).await }
+            // a task each: spawning and reading a process is work of the parent too, and in
+            // one task the runs would share one thread for it
+            let run = tokio::spawn(async move { fetch_one(&hook, &module, &options).await });
+            async move {
+                run.await
+                    .unwrap_or_else(|e| Err(ConfigRunError::Task(e.to_string())))
+            }
         })
         .buffered(options.parallelism)
         .collect()
