@@ -507,15 +507,7 @@ fn initial_state(
     let mut modules = BTreeMap::new();
     for source in &found.modules {
         let hooks = HookList::from(defs(&source.hooks));
-        let state = ModuleState {
-            source: source.clone(),
-            hooks,
-            startup_done: false,
-            schedules_on: false,
-            removed: false,
-            pending: Default::default(),
-        };
-        modules.insert(source.name.clone(), state);
+        modules.insert(source.name.clone(), ModuleState::new(source.clone(), hooks));
     }
     let mut queue_names = BTreeSet::new();
     let all_hooks = global_hooks

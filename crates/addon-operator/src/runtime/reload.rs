@@ -114,15 +114,8 @@ fn replace_modules(
                 let all: Vec<&HookName> = old.iter().map(HookDef::name).collect();
                 stop_bindings(shared, st, Some(name), &old, &all);
             }
-            let state = ModuleState {
-                source: source.clone(),
-                hooks,
-                startup_done: false,
-                schedules_on: false,
-                removed: false,
-                pending: Default::default(),
-            };
-            st.modules.insert(name.clone(), state);
+            st.modules
+                .insert(name.clone(), ModuleState::new(source.clone(), hooks));
             continue;
         };
         let old = state.hooks.clone();

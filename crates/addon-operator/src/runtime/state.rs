@@ -56,6 +56,20 @@ impl PendingHooks {
     }
 }
 
+impl ModuleState {
+    /// A module just loaded: nothing run yet.
+    pub fn new(source: ModuleSource, hooks: HookList) -> Self {
+        Self {
+            source,
+            hooks,
+            startup_done: false,
+            schedules_on: false,
+            removed: false,
+            pending: Default::default(),
+        }
+    }
+}
+
 /// Hooks in execution order, also found by name in one step: every hook run looks its hook up,
 /// and a scan would make a module of N hooks cost N² comparisons.
 #[derive(Debug, Clone, Default)]

@@ -41,6 +41,27 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// The admission server on the loopback `port` with the test certificates.
+fn admission_server_args(port: u16) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = [
+        "--validating-webhook-listen-address",
+        "127.0.0.1",
+        "--validating-webhook-listen-port",
+    ]
+    .map(Into::into)
+    .into();
+    args.push(port.to_string().into());
+    for (flag, file) in [
+        ("--validating-webhook-server-cert", "tls.crt"),
+        ("--validating-webhook-server-key", "tls.key"),
+        ("--validating-webhook-ca", "ca.crt"),
+    ] {
+        args.push(flag.into());
+        args.push(certs().join(file).into());
+    }
+    args
+}
+
 fn review(name: &str) -> String {
     json!({
         "apiVersion": "admission.k8s.io/v1",
@@ -100,14 +121,7 @@ fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
         .arg(root)
         .arg("--config-file")
         .arg(&config)
-        .args(["--validating-webhook-listen-address", "127.0.0.1"])
-        .args(["--validating-webhook-listen-port", &port.to_string()])
-        .arg("--validating-webhook-server-cert")
-        .arg(certs().join("tls.crt"))
-        .arg("--validating-webhook-server-key")
-        .arg(certs().join("tls.key"))
-        .arg("--validating-webhook-ca")
-        .arg(certs().join("ca.crt"))
+        .args(admission_server_args(port))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
@@ -267,18 +281,11 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
         .arg(&config)
         .arg("--embedded-cluster")
         .args(["--namespace", "default"])
-        .args(["--validating-webhook-listen-address", "127.0.0.1"])
-        .args(["--validating-webhook-listen-port", &free_port().to_string()])
+        .args(admission_server_args(free_port()))
         .args([
             "--validating-webhook-configuration-name",
             "addon-operator-hooks",
         ])
-        .arg("--validating-webhook-server-cert")
-        .arg(certs().join("tls.crt"))
-        .arg("--validating-webhook-server-key")
-        .arg(certs().join("tls.key"))
-        .arg("--validating-webhook-ca")
-        .arg(certs().join("ca.crt"))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
@@ -517,14 +524,7 @@ fn a_tree_with_webhooks_reloads_while_its_webhook_bindings_stay_the_same() {
         .arg("--working-dir")
         .arg(root)
         .env_remove("ADDON_OPERATOR_RELOAD_TREE")
-        .args(["--validating-webhook-listen-address", "127.0.0.1"])
-        .args(["--validating-webhook-listen-port", &port.to_string()])
-        .arg("--validating-webhook-server-cert")
-        .arg(certs().join("tls.crt"))
-        .arg("--validating-webhook-server-key")
-        .arg(certs().join("tls.key"))
-        .arg("--validating-webhook-ca")
-        .arg(certs().join("ca.crt"))
+        .args(admission_server_args(port))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
