@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # First converge of M unnumbered (all of ORDER 1, so they run side by side) hooks-only modules ×
 # 3 hooks (onStartup, beforeHelm, a schedule) and an enabled script each: `addon-operator start`
-# (local mode) from spawn to /readyz = 200, against a bash script running the same 6×M processes
+# (local mode) from spawn to /readyz = 200, against a bash script running the same processes
 # one by one, in interleaved rounds.
+# The hooks have no extension, so the operator asks each `hook list` first (as upstream does) and
+# the by-hand script runs those 300 probes too (`env -i HOOK hook list`); HOOK_EXT=.sh names the
+# hooks `*.sh`: no probes on either side, 6×M processes.
 # SLEEP=0.2: every beforeHelm hook sleeps that long, and the baseline is the same operator with
 # --parallel-module-runs 1 (e.g. SLEEP=0.2 bench/first-converge/run.sh 40 3).
 # Usage: bench/first-converge/run.sh [M=100] [ROUNDS=5] [TMP_DIR=/var/tmp]

@@ -7,7 +7,7 @@
 # round uses fresh namespaces. Every helm process of both sides goes through a wrapper that counts it.
 # Then the idle phase: the last operator keeps running IDLE_SECONDS with the resource monitor every
 # MONITOR_INTERVAL, and the helm processes it spawns are counted (per minute).
-# Usage: bench/helm-converge/run.sh [N=50] [ROUNDS=3]
+# Usage: bench/helm-converge/run.sh [N=50] [ROUNDS=3]   (ORDERED=1: numbered modules, one by one)
 # Env: BEFORE_BIN (another operator binary, e.g. an older build, measured in the same rounds),
 #      ADDON_OPERATOR_BIN, KUBE_EMULATOR_BIN (default target/release/...), HELM (default helm from
 #      .tools/bin or PATH), IDLE_SECONDS (60; 0 skips the idle phase), MONITOR_INTERVAL (10s),
@@ -44,11 +44,13 @@ done
 # the operation of each line of calls.<side> (PROFILE lines start with two timestamps)
 ops() { if [ -n "${PROFILE:-}" ]; then cut -d' ' -f3 "$1"; else cut -d' ' -f1 "$1"; fi; }
 
-# the tree: N modules, each a chart with one ConfigMap
+# the tree: N modules, each a chart with one ConfigMap (ORDERED=1: directories NNN-modNN, one
+# module per ORDER, so they converge one by one)
 mkdir -p "$work/tree/global-hooks" "$work/tree/modules"
 : > "$work/tree/modules/values.yaml"
+dir_of() { if [ -n "${ORDERED:-}" ]; then echo "$work/tree/modules/$((10#$1))-mod$1"; else echo "$work/tree/modules/mod$1"; fi; }
 for i in $(seq -w 1 "$n"); do
-  m="$work/tree/modules/mod$i"
+  m=$(dir_of "$i")
   mkdir -p "$m/templates"
   printf 'apiVersion: v2\nname: mod%s\nversion: 0.1.0\n' "$i" > "$m/Chart.yaml"
   printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  a: "1"\n' > "$m/templates/cm.yaml"
@@ -65,7 +67,7 @@ export HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" H
 baseline() { # $1: namespace
   local s; s=$(now)
   for i in $(seq -w 1 "$n"); do
-    "$work/helm-base" upgrade --install "mod$i" "$work/tree/modules/mod$i" -n "$1" --create-namespace \
+    "$work/helm-base" upgrade --install "mod$i" "$(dir_of "$i")" -n "$1" --create-namespace \
       --history-max 10 > /dev/null
   done
   echo "$(now) - $s" | bc

@@ -18,6 +18,7 @@ pub mod queue;
 pub mod quote;
 pub mod schema;
 pub mod setup;
+pub mod tree_diff;
 pub mod values;
 pub mod webhook;
 pub mod words;

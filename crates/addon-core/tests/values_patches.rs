@@ -380,3 +380,43 @@ fn reset_module_patches_forgets_remembered_values_patches() {
     s.reset_module_patches(&m("echo")).unwrap();
     assert_eq!(s.module_values(&m("echo")).unwrap(), json!({"x": 1}));
 }
+
+#[test]
+fn a_store_built_for_a_reloaded_tree_takes_the_running_config_patches_and_gone_modules() {
+    let mut running = store();
+    running
+        .add_module(
+            m("gone"),
+            Some(("modules/020-gone/values.yaml", "gone: {g: 1}\n")),
+            ScopeSchemas::none(&Scope::Module(m("gone"))),
+        )
+        .unwrap();
+    running.set_config(Config::from_file("config.yaml", "echo: {x: 5}\n").unwrap());
+    values(
+        &mut running,
+        &module_hook(),
+        r#"[{"op": "add", "path": "/echo/y", "value": "patched"}]"#,
+    )
+    .unwrap();
+    let mut reloaded = ValuesStore::new();
+    reloaded
+        .add_common_values("modules/values.yaml", "global:\n  a: 2\n")
+        .unwrap();
+    reloaded
+        .add_module(
+            m("echo"),
+            None,
+            ScopeSchemas::none(&Scope::Module(m("echo"))),
+        )
+        .unwrap();
+    reloaded.carry_over(running, &[m("gone")]);
+    assert_eq!(reloaded.global_values(), json!({"a": 2}));
+    assert_eq!(
+        reloaded.module_values(&m("echo")).unwrap(),
+        json!({"x": 5, "y": "patched"})
+    );
+    assert_eq!(reloaded.modules(), [m("echo"), m("gone")]);
+    assert_eq!(reloaded.module_values(&m("gone")).unwrap(), json!({"g": 1}));
+    reloaded.remove_module(&m("gone"));
+    assert_eq!(reloaded.modules(), [m("echo")]);
+}

@@ -25,6 +25,8 @@ pub struct HookCall {
     /// `<module>/<hook>` for module hooks, `<hook>` for global hooks, `<module>/enabled` for
     /// enabled scripts.
     pub name: String,
+    /// The file that ran (the script of an `enabled` call).
+    pub path: std::path::PathBuf,
     pub binding_context: Value,
     pub config_values: Value,
     pub values: Value,
@@ -118,6 +120,7 @@ impl HookExecutor for FakeHooks {
         };
         let call = HookCall {
             name,
+            path: req.hook.path.clone(),
             binding_context: req.binding_context.to_value(),
             config_values: req.values.config_values.clone(),
             values: req.values.values.clone(),
@@ -142,11 +145,12 @@ impl HookExecutor for FakeHooks {
     fn run_enabled<'a>(
         &'a self,
         module: &'a ModuleName,
-        _script: &'a Path,
+        script: &'a Path,
         values: &'a HookValues,
     ) -> BoxFuture<'a, Result<EnabledAnswer, HookFailure>> {
         let call = HookCall {
             name: format!("{module}/enabled"),
+            path: script.to_path_buf(),
             binding_context: Value::Null,
             config_values: values.config_values.clone(),
             values: values.values.clone(),

@@ -12,13 +12,15 @@ use addon_core::config::Config;
 use addon_core::discovery::Discovered;
 use addon_core::hook_config::{self, HookConfig, HookScope};
 use addon_core::queue::Backoff;
+use addon_core::tree_diff::{self, TreeView};
 use addon_operator::edges::config::memory::MemoryConfig;
 use addon_operator::edges::exec::hook_run::HookOutputs;
+use addon_operator::edges::tree::kept::KeptDirs;
 use addon_operator::edges::tree::{self as loader, LoaderConfig};
 use addon_operator::runtime::edges::Edges;
 use addon_operator::runtime::schedule::TokioClock;
 use addon_operator::runtime::webhook_objects::WebhookObjects;
-use addon_operator::runtime::{Runtime, RuntimeHandle, RuntimeSettings};
+use addon_operator::runtime::{NewTree, Runtime, RuntimeHandle, RuntimeSettings};
 use tokio_util::sync::CancellationToken;
 
 use crate::wait::wait_for_async;
@@ -35,7 +37,36 @@ pub struct Op {
     pub kube: FakeKube,
     pub config: Arc<MemoryConfig>,
     pub stop: CancellationToken,
+    /// The tree running now, for [`Op::reload`].
+    running: std::sync::Mutex<LoadedTree>,
+    kept: KeptDirs,
     _dir: tempfile::TempDir,
+}
+
+/// A tree as `--reload-tree` compares it: discovery, configs and content digests.
+struct LoadedTree {
+    found: Discovered,
+    configs: BTreeMap<PathBuf, HookConfig>,
+    digests: BTreeMap<PathBuf, String>,
+}
+
+impl LoadedTree {
+    fn load(root: &Path) -> Self {
+        let found = load(root);
+        Self {
+            configs: configs(&found),
+            digests: addon_operator::edges::tree::kept::digests(&found),
+            found,
+        }
+    }
+
+    fn view(&self) -> TreeView<'_> {
+        TreeView {
+            found: &self.found,
+            configs: &self.configs,
+            digests: &self.digests,
+        }
+    }
 }
 
 /// Files of a tree: (path, content). Files under a `hooks/` dir are hooks (made executable) and
@@ -140,8 +171,10 @@ async fn start_with(
     helm: FakeHelm,
     settings: RuntimeSettings,
 ) -> Op {
-    let found = load(dir.path());
-    let configs = configs(&found);
+    let loaded = LoadedTree::load(dir.path());
+    let (found, configs) = (&loaded.found, &loaded.configs);
+    let kept = KeptDirs::new(dir.path().join("kept"));
+    kept.refresh(&found.modules, configs);
     let config = Arc::new(MemoryConfig::new(
         Config::from_file("config.yaml", config).unwrap(),
     ));
@@ -164,7 +197,7 @@ async fn start_with(
         ..settings
     };
     let clock = Arc::new(TokioClock::starting_at(chrono::DateTime::UNIX_EPOCH));
-    let runtime = Runtime::build_with_clock(&found, &configs, edges, kube_events, settings, clock)
+    let runtime = Runtime::build_with_clock(found, configs, edges, kube_events, settings, clock)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let handle = runtime.handle();
@@ -177,6 +210,8 @@ async fn start_with(
         kube,
         config,
         stop,
+        running: std::sync::Mutex::new(loaded),
+        kept,
         _dir: dir,
     }
 }
@@ -229,6 +264,39 @@ impl Op {
         self.config.edit(Ok(config));
         self.settle().await;
         self.runs_since(mark)
+    }
+
+    /// The tree's root directory (`modules/`, `global-hooks/`).
+    pub fn root(&self) -> &Path {
+        self._dir.path()
+    }
+
+    /// Edits the tree's files with `edit`, applies the tree as `--reload-tree` does (the
+    /// difference from the running tree; removed modules' delete hooks from the kept copies),
+    /// waits until the operator settles, and returns the runs the reload caused, or the
+    /// problems that stopped it.
+    pub async fn reload(&self, edit: impl FnOnce(&Path)) -> Result<Vec<String>, Vec<String>> {
+        edit(self.root());
+        let mark = self.clear_history_marker();
+        let new = LoadedTree::load(self.root());
+        let diff = {
+            let running = self.running.lock().unwrap();
+            tree_diff::diff(running.view(), new.view())
+        };
+        let kept_dirs = self.kept.dirs();
+        self.handle.apply_tree(NewTree {
+            found: &new.found,
+            configs: &new.configs,
+            diff: &diff,
+            kept_dirs: &kept_dirs,
+        })?;
+        self.kept.refresh(&new.found.modules, &new.configs);
+        let mut keep: Vec<_> = new.found.modules.iter().map(|m| m.name.clone()).collect();
+        keep.extend(self.handle.removed_modules());
+        self.kept.prune(&keep);
+        *self.running.lock().unwrap() = new;
+        self.settle().await;
+        Ok(self.runs_since(mark))
     }
 
     /// History lines recorded after `mark`.

@@ -2,7 +2,8 @@
 //! through `addon-operator start` (local mode), from spawn to `/readyz` = 200, against the same
 //! processes run one by one by hand; with SLEEP_S, each beforeHelm hook sleeps that long and the
 //! baseline is the same operator with `--parallel-module-runs 1`.
-//! Run with `bench/first-converge/run.sh [M] [ROUNDS]` (`SLEEP=0.2` for the sleeping hooks).
+//! Run with `bench/first-converge/run.sh [M] [ROUNDS]` (`SLEEP=0.2` for the sleeping hooks,
+//! `HOOK_EXT=.sh` for hooks the operator does not probe with `hook list`).
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -110,9 +111,12 @@ fn one_by_one_against_parallel(
 }
 
 /// Writes the tree (modules without a number: all of ORDER 1; with `sleep`, beforeHelm hooks
-/// sleep that many seconds); returns the by-hand script: every process the first converge
-/// starts (each hook's `--config`, each `enabled` script, each `onStartup` and `beforeHelm` hook).
+/// sleep that many seconds; hook files named with `HOOK_EXT`, none by default); returns the
+/// by-hand script: every process the first converge starts (each extension-less hook's
+/// `hook list` probe with an empty environment, as the operator and upstream ask it, each hook's
+/// `--config`, each `enabled` script, each `onStartup` and `beforeHelm` hook).
 fn write_tree(root: &Path, modules: usize, sleep: Option<f64>) -> anyhow::Result<String> {
+    let extension = std::env::var("HOOK_EXT").unwrap_or_default();
     std::fs::create_dir_all(root.join("global-hooks"))?;
     let mut values = String::new();
     let mut script = String::from("set -e\nexport MODULE_ENABLED_RESULT=\"$1/enabled-result\"\n");
@@ -126,7 +130,7 @@ fn write_tree(root: &Path, modules: usize, sleep: Option<f64>) -> anyhow::Result
             "#!/bin/sh\necho true > \"$MODULE_ENABLED_RESULT\"\n",
         )?;
         for (name, config) in HOOKS {
-            let hook = dir.join("hooks").join(name);
+            let hook = dir.join("hooks").join(format!("{name}{extension}"));
             let run = match sleep {
                 Some(seconds) if name == "before" => format!("sleep {seconds}\n"),
                 _ => String::new(),
@@ -135,11 +139,18 @@ fn write_tree(root: &Path, modules: usize, sleep: Option<f64>) -> anyhow::Result
                 "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{config}'; exit 0; fi\n{run}exit 0\n"
             );
             executable(&hook, &body)?;
+            if extension.is_empty() {
+                script.push_str(&format!(
+                    "env -i '{}' hook list > /dev/null\n",
+                    hook.display()
+                ));
+            }
             script.push_str(&format!("'{}' --config > /dev/null\n", hook.display()));
         }
         script.push_str(&format!("'{}'\n", enabled.display()));
         for name in ["startup", "before"] {
-            script.push_str(&format!("'{}'\n", dir.join("hooks").join(name).display()));
+            let hook = dir.join("hooks").join(format!("{name}{extension}"));
+            script.push_str(&format!("'{}'\n", hook.display()));
         }
     }
     std::fs::write(root.join("modules/values.yaml"), values)?;
@@ -155,9 +166,12 @@ fn start_to_ready(operator: &Path, root: &Path, tmp_dir: &Path) -> anyhow::Resul
 }
 
 fn report(results: &[(String, Vec<f64>)], modules: usize) {
+    let (processes, probes) = match std::env::var("HOOK_EXT").unwrap_or_default().as_str() {
+        "" => (modules * 9, ", with the `hook list` probes"),
+        _ => (modules * 6, ""),
+    };
     println!(
-        "{modules} unnumbered modules × 3 hooks ({} processes), {} interleaved rounds; seconds: median (min–max)",
-        modules * 6,
+        "{modules} unnumbered modules × 3 hooks ({processes} processes{probes}), {} interleaved rounds; seconds: median (min–max)",
         results[0].1.len()
     );
     print_rows(results, 1.0, 3, "by hand / this");

@@ -37,6 +37,7 @@ mod bench_support;
 
 use addon_operator::edges::exec::hook_run::{HookInvocation, HookOwner, HookRunSettings, run_hook};
 use addon_operator::edges::exec::process::{LogFields, ProcessSpec, run};
+use addon_operator::edges::exec::tmp_files::Content;
 use addon_operator::edges::exec::tmp_pool::{FileKind, RunFiles, TmpPool};
 use anyhow::Context as _;
 use bench_support::{CONTRACT_FILES, bash_loop, executable, print_rows};
@@ -184,6 +185,7 @@ async fn run_once(layer: Layer, script: &Path, tmp: &Path, rig: &Rig) -> anyhow:
                 timeout: Duration::from_secs(60),
                 kill_grace: Duration::from_secs(1),
                 capture_stdout: false,
+                clear_env: false,
             };
             let output = run(&spec, &LogFields::default()).await?;
             anyhow::ensure!(output.succeeded(), "{}", output.failure_message());
@@ -254,7 +256,11 @@ fn run_supervised(script: &Path, pool: &Arc<TmpPool>) -> anyhow::Result<()> {
             stem: name,
             suffix: "",
         };
-        let path = files.file(kind, || format!("{name}-"), content.as_bytes())?;
+        let path = files.file(
+            kind,
+            || format!("{name}-"),
+            Content::Bytes(content.as_bytes()),
+        )?;
         command.env(name, &path);
         if index >= 3 {
             outputs.push((name, path));

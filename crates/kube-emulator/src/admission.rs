@@ -144,29 +144,7 @@ fn matches(app: &App, webhook: &Value, admission: &Admission<'_>, object: &Value
 
 /// A LabelSelector (`matchLabels`, `matchExpressions`) against labels; no selector selects all.
 fn selected(selector: &Value, labels: &Value) -> bool {
-    let label = |k: &str| labels.get(k).and_then(Value::as_str);
-    let labels_ok = selector["matchLabels"]
-        .as_object()
-        .is_none_or(|m| m.iter().all(|(k, v)| label(k) == v.as_str()));
-    let expressions_ok = selector["matchExpressions"].as_array().is_none_or(|exprs| {
-        exprs.iter().all(|e| {
-            let key = e["key"].as_str().unwrap_or_default();
-            let values = || {
-                e["values"].as_array().is_some_and(|vs| {
-                    vs.iter()
-                        .any(|v| Some(v.as_str().unwrap_or("")) == label(key))
-                })
-            };
-            match e["operator"].as_str() {
-                Some("In") => values(),
-                Some("NotIn") => !values(),
-                Some("Exists") => label(key).is_some(),
-                Some("DoesNotExist") => label(key).is_none(),
-                _ => false,
-            }
-        })
-    });
-    labels_ok && expressions_ok
+    crate::selector::LabelSelector::from_object(selector).matches_labels(Some(labels))
 }
 
 fn review(admission: &Admission<'_>, object: &Value) -> Value {

@@ -13,6 +13,8 @@ enum Requirement {
     NotIn(String, Vec<String>),
     Exists(String),
     NotExists(String),
+    /// An operator the API does not know: never holds.
+    Never,
 }
 
 /// A parsed `labelSelector` (all requirements must hold).
@@ -29,9 +31,41 @@ impl LabelSelector {
             .map(Self)
     }
 
+    /// A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`), as webhooks'
+    /// `objectSelector` and `namespaceSelector` spell it; absent parts select everything.
+    pub fn from_object(selector: &Value) -> Self {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let labels = (selector["matchLabels"].as_object().into_iter().flatten())
+            .map(|(k, v)| Requirement::Equals(k.clone(), text(v)));
+        let expressions = (selector["matchExpressions"]
+            .as_array()
+            .into_iter()
+            .flatten())
+        .map(|e| {
+            let key = text(&e["key"]);
+            let values = || {
+                e["values"]
+                    .as_array()
+                    .map_or_else(Vec::new, |vs| vs.iter().map(text).collect())
+            };
+            match e["operator"].as_str() {
+                Some("In") => Requirement::In(key, values()),
+                Some("NotIn") => Requirement::NotIn(key, values()),
+                Some("Exists") => Requirement::Exists(key),
+                Some("DoesNotExist") => Requirement::NotExists(key),
+                _ => Requirement::Never,
+            }
+        });
+        Self(labels.chain(expressions).collect())
+    }
+
     /// Whether an object's labels satisfy every requirement.
     pub fn matches(&self, object: &Value) -> bool {
-        let labels = object.pointer("/metadata/labels");
+        self.matches_labels(object.pointer("/metadata/labels"))
+    }
+
+    /// Whether `labels` (an object's `metadata.labels`) satisfy every requirement.
+    pub fn matches_labels(&self, labels: Option<&Value>) -> bool {
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
         self.0.iter().all(|req| match req {
             Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
@@ -40,6 +74,7 @@ impl LabelSelector {
             Requirement::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
             Requirement::Exists(k) => get(k).is_some(),
             Requirement::NotExists(k) => get(k).is_none(),
+            Requirement::Never => false,
         })
     }
 }
@@ -166,6 +201,26 @@ mod tests {
                 "{sel}"
             );
         }
+    }
+
+    #[test]
+    fn a_webhooks_selector_object_selects_as_its_query_form_does() {
+        let selector = json!({
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [
+                {"key": "tier", "operator": "In", "values": ["a", "b"]},
+                {"key": "skip", "operator": "DoesNotExist"},
+                {"key": "env", "operator": "NotIn", "values": ["prod"]},
+            ]
+        });
+        let selector = LabelSelector::from_object(&selector);
+        assert!(selector.matches(&obj(json!({"app": "web", "tier": "a"}))));
+        assert!(!selector.matches(&obj(json!({"app": "web", "tier": "c"}))));
+        assert!(!selector.matches(&obj(json!({"app": "web", "tier": "a", "skip": "1"}))));
+        assert!(!selector.matches(&obj(json!({"app": "web", "tier": "a", "env": "prod"}))));
+        assert!(LabelSelector::from_object(&Value::Null).matches(&obj(json!({}))));
+        let unknown = json!({"matchExpressions": [{"key": "a", "operator": "Gt"}]});
+        assert!(!LabelSelector::from_object(&unknown).matches(&obj(json!({"a": "1"}))));
     }
 
     #[test]

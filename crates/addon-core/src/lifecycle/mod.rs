@@ -7,6 +7,7 @@ mod group;
 mod hooks;
 mod module;
 mod reactions;
+mod reload;
 mod sync;
 mod task;
 #[cfg(test)]
@@ -23,6 +24,7 @@ pub use reactions::{
     EventRun, config_edited, event_run, hook_finished, resources_absent, schedule_tick_runs,
     watch_event_runs,
 };
+pub use reload::{RELOAD_REASON, tree_reloaded};
 pub use sync::{global_kubernetes_enabled, synchronization_run, synchronization_runs};
 pub use task::{GroupMember, HookTask, Origin, Task};
 
@@ -133,12 +135,27 @@ pub enum QueueEdit {
     /// Runs and hook runs of these modules, from every queue (a failing head included) and from
     /// the members of a running group that have not started yet.
     DropRunsOf(Vec<ModuleName>),
+    /// Tasks of what left the module tree (`--reload-tree`), from every queue and from the
+    /// members of a running group: runs and hook runs of `modules`, and hook runs (and the
+    /// start of kubernetes bindings) of `hooks` (`None`: a global hook).
+    DropGone {
+        modules: Vec<ModuleName>,
+        hooks: Vec<(Option<ModuleName>, crate::names::HookName)>,
+    },
 }
 
 impl QueueEdit {
     /// Whether the edit applies to every queue (else only to `main`).
     pub fn every_queue(&self) -> bool {
-        matches!(self, QueueEdit::DropRunsOf(_))
+        matches!(self, QueueEdit::DropRunsOf(_) | QueueEdit::DropGone { .. })
+    }
+
+    /// The modules whose pending members of a running group the edit drops.
+    pub fn dropped_members(&self) -> &[ModuleName] {
+        match self {
+            QueueEdit::DropRunsOf(modules) | QueueEdit::DropGone { modules, .. } => modules,
+            _ => &[],
+        }
     }
 
     /// Whether the edit removes `task` (a running task is never removed by the queue).
@@ -165,6 +182,17 @@ impl QueueEdit {
                 }) => modules.contains(module),
                 _ => false,
             },
+            QueueEdit::DropGone { modules, hooks } => match task {
+                Task::ModuleRun { module, .. } => modules.contains(module),
+                Task::Hook(h) => {
+                    h.module.as_ref().is_some_and(|m| modules.contains(m))
+                        || hooks.iter().any(|(m, n)| m == &h.module && n == &h.hook)
+                }
+                Task::EnableGlobalKubernetes { hook } => {
+                    hooks.iter().any(|(m, n)| m.is_none() && n == hook)
+                }
+                _ => false,
+            },
         }
     }
 }
@@ -188,4 +216,6 @@ pub enum Change {
     ModuleStarted(ModuleName),
     /// The module was deleted: its watches, schedules, progress and values patches go.
     ModuleStopped(ModuleName),
+    /// The schedules of these global hooks start (their bindings are new after a reload).
+    GlobalHookSchedulesStarted(Vec<crate::names::HookName>),
 }

@@ -226,6 +226,37 @@ impl ValuesStore {
         Ok(())
     }
 
+    /// Takes into this store, built for a reloaded tree, what the running store `old` learned:
+    /// its config, the values patches of the global scope and of every module both know, the
+    /// dynamic enable flags and the discovered API versions. The modules of `kept` (gone from
+    /// the tree, not deleted yet) are taken whole, after the others.
+    pub fn carry_over(&mut self, mut old: ValuesStore, kept: &[ModuleName]) {
+        self.config = std::mem::replace(&mut old.config, Config::empty());
+        self.global_patches = std::mem::take(&mut old.global_patches);
+        self.dynamic_enabled = std::mem::take(&mut old.dynamic_enabled);
+        self.discovered_api_versions = std::mem::take(&mut old.discovered_api_versions);
+        for entry in old.modules {
+            if kept.contains(&entry.name) {
+                if !self.modules.iter().any(|m| m.name == entry.name) {
+                    let dir = entry.dir_values.as_ref();
+                    if let Some((file, layer)) = dir.and_then(|f| Some((f, old.dir_layers.get(f)?)))
+                    {
+                        self.dir_layers.entry(file.clone()).or_insert(layer.clone());
+                    }
+                    self.modules.push(entry);
+                }
+            } else if let Some(new) = self.modules.iter_mut().find(|m| m.name == entry.name) {
+                new.patches = entry.patches;
+            }
+        }
+    }
+
+    /// Forgets a module (deleted after it left the tree).
+    pub fn remove_module(&mut self, module: &ModuleName) {
+        self.modules.retain(|m| &m.name != module);
+        self.dynamic_enabled.remove(module);
+    }
+
     /// Registered modules in module order.
     pub fn modules(&self) -> Vec<ModuleName> {
         self.modules.iter().map(|m| m.name.clone()).collect()

@@ -1,11 +1,11 @@
-//! `--reload-tree`: what changed between the running module tree and a newly loaded one (for the
-//! log line and the debug API), and the record of the last reload.
+//! `--reload-tree`: what a reload changed, as the log line and the debug API show it, and the
+//! record of the last reload.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
-use addon_core::discovery::{HookFile, ModuleSource};
-use addon_core::hook_config::HookConfig;
+use addon_core::hook_config::{AdmissionBinding, ConversionBinding};
+use addon_core::names::{HookName, ModuleName};
+use addon_core::tree_diff::TreeDiff;
 use serde_json::{Value, json};
 
 use crate::edges::tree::runnable::Tree;
@@ -19,12 +19,14 @@ pub struct TreeChanges {
     pub changed: Vec<String>,
     /// The global hooks, their configs or the global values differ.
     pub global: bool,
+    /// The hooks that changed, by scope (the debug record shows them).
+    pub hooks: Value,
 }
 
 impl TreeChanges {
-    /// Nothing the definitions show (only files they do not hold, like templates, changed).
+    /// Nothing changed that the operator uses.
     pub fn is_empty(&self) -> bool {
-        self == &Self::default()
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty() && !self.global
     }
 
     /// One line for the log: `added: a, b; removed: c; changed: d; global`.
@@ -43,7 +45,7 @@ impl TreeChanges {
             parts.push("global hooks or values changed".into());
         }
         if parts.is_empty() {
-            return "files changed (charts or hook scripts); definitions unchanged".into();
+            return "nothing the operator uses changed".into();
         }
         parts.join("; ")
     }
@@ -54,43 +56,43 @@ impl TreeChanges {
             "removed": self.removed,
             "changed": self.changed,
             "global": self.global,
+            "hooks": self.hooks,
         })
     }
 }
 
-type Configs = BTreeMap<PathBuf, HookConfig>;
-
-/// The modules and global parts `new` adds, removes or changes compared to `old`.
-pub fn changes(old: &Tree, new: &Tree) -> TreeChanges {
-    let by_name = |tree: &Tree| -> BTreeMap<String, ModuleSource> {
-        (tree.found.modules.iter())
-            .map(|m| (m.name.to_string(), m.clone()))
-            .collect()
-    };
-    let (before, after) = (by_name(old), by_name(new));
-    let mut changes = TreeChanges::default();
-    for (name, module) in &after {
-        match before.get(name) {
-            None => changes.added.push(name.clone()),
-            Some(was) if was != module || !same_configs(&was.hooks, old, new) => {
-                changes.changed.push(name.clone())
-            }
-            Some(_) => {}
+impl TreeChanges {
+    /// The changes `diff` names, by module.
+    pub fn of(diff: &TreeDiff) -> Self {
+        let names = |list: &[ModuleName]| list.iter().map(ToString::to_string).collect();
+        Self {
+            added: names(&diff.added),
+            removed: names(&diff.removed),
+            changed: diff.changed.iter().map(|m| m.module.to_string()).collect(),
+            global: !diff.global_hooks.is_empty() || diff.global_values,
+            hooks: hooks_json(diff),
         }
     }
-    changes.removed = (before.keys())
-        .filter(|name| !after.contains_key(*name))
-        .cloned()
-        .collect();
-    changes.global =
-        old.found.global != new.found.global || !same_configs(&old.found.global.hooks, old, new);
-    changes
 }
 
-/// Whether the hooks `hooks` have the same configs in both trees.
-fn same_configs(hooks: &[HookFile], old: &Tree, new: &Tree) -> bool {
-    let config = |configs: &Configs, hook: &HookFile| configs.get(&hook.config_key()).cloned();
-    (hooks.iter()).all(|hook| config(&old.configs, hook) == config(&new.configs, hook))
+/// The hooks that changed, by scope (`global` or the module) and kind of change.
+fn hooks_json(diff: &TreeDiff) -> Value {
+    let mut out = serde_json::Map::new();
+    let scopes = std::iter::once(("global".to_string(), &diff.global_hooks))
+        .chain((diff.changed.iter()).map(|m| (m.module.to_string(), &m.hooks)));
+    for (scope, hooks) in scopes.filter(|(_, h)| !h.is_empty()) {
+        let list = |names: &[HookName]| names.iter().map(ToString::to_string).collect::<Vec<_>>();
+        out.insert(
+            scope,
+            json!({
+                "added": list(&hooks.added),
+                "removed": list(&hooks.removed),
+                "rebound": list(&hooks.rebound),
+                "edited": list(&hooks.edited),
+            }),
+        );
+    }
+    Value::Object(out)
 }
 
 /// The debug API's record of a reload that applied.
@@ -103,61 +105,147 @@ pub fn failed_record(problems: &[String]) -> Value {
     json!({ "result": "failed", "problems": problems })
 }
 
-/// Why a tree cannot be reloaded in place: webhook servers answer with the first runtime.
-pub fn webhook_problem(tree: &Tree) -> Option<String> {
-    tree.configs
-        .values()
-        .any(HookConfig::has_webhooks)
-        .then(|| {
-            "hooks with webhook bindings need a restart: --reload-tree does not reload them".into()
+/// The webhook bindings of each hook that has some (validating, mutating, conversions), by
+/// module (`None`: a global hook) and hook name.
+type WebhookBindings<'a> = BTreeMap<
+    (Option<&'a ModuleName>, &'a HookName),
+    (
+        &'a [AdmissionBinding],
+        &'a [AdmissionBinding],
+        &'a [ConversionBinding],
+    ),
+>;
+
+fn webhook_bindings(tree: &Tree) -> WebhookBindings<'_> {
+    let global = tree.found.global.hooks.iter().map(|h| (None, h));
+    let modules =
+        (tree.found.modules.iter()).flat_map(|m| m.hooks.iter().map(|h| (Some(&m.name), h)));
+    global
+        .chain(modules)
+        .filter_map(|(module, hook)| {
+            let config = tree.configs.get(&hook.config_key())?;
+            let bindings = (
+                config.validating.as_slice(),
+                config.mutating.as_slice(),
+                config.conversions.as_slice(),
+            );
+            config
+                .has_webhooks()
+                .then_some(((module, &hook.name), bindings))
         })
+        .collect()
+}
+
+/// Why `new` cannot be applied in place: its webhook bindings differ from the running tree's
+/// (the webhook servers, configurations and CRD conversions are set up at start).
+pub fn webhook_problem(running: &Tree, new: &Tree) -> Option<String> {
+    (webhook_bindings(running) != webhook_bindings(new)).then(|| {
+        "webhook bindings were added, removed or changed: they apply at the next start (--reload-tree applies a tree only while its webhook bindings stay the same)".into()
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use addon_core::discovery::Discovered;
+    use addon_core::tree_diff::{HookChanges, ModuleChanges};
 
-    fn module(name: &str, order: u32) -> ModuleSource {
-        ModuleSource {
-            name: addon_core::names::ModuleName::new(name).expect("module name"),
-            order,
-            path: PathBuf::from(format!("/modules/{name}")),
+    fn module(name: &str) -> ModuleName {
+        ModuleName::new(name).unwrap()
+    }
+
+    #[test]
+    fn added_removed_and_changed_modules_are_named_with_their_hooks() {
+        let diff = TreeDiff {
+            added: vec![module("c")],
+            removed: vec![module("a")],
+            changed: vec![ModuleChanges {
+                module: module("b"),
+                hooks: HookChanges {
+                    rebound: vec![HookName::new("hooks/tick").unwrap()],
+                    ..HookChanges::default()
+                },
+                enablement: false,
+                files: false,
+            }],
+            ..TreeDiff::default()
+        };
+        let found = TreeChanges::of(&diff);
+        assert_eq!(found.summary(), "added: c; removed: a; changed: b");
+        assert!(!found.global);
+        assert_eq!(
+            found.to_json()["hooks"]["b"]["rebound"],
+            json!(["hooks/tick"])
+        );
+        assert!(found.to_json()["hooks"].get("global").is_none());
+    }
+
+    fn webhook_tree(validating: &str, other: &str) -> Tree {
+        use addon_core::discovery::{Discovered, HookFile, ModuleSource};
+        use addon_core::hook_config::{HookScope, parse};
+        let hook = |name: &str| HookFile {
+            name: HookName::new(name).unwrap(),
+            path: std::path::PathBuf::from(format!("/m/{name}")),
+            working_dir: std::path::PathBuf::from("/m"),
+            args: Vec::new(),
+        };
+        let (policy, plain) = (hook("policy"), hook("plain"));
+        let configs = [(&policy, validating), (&plain, other)]
+            .into_iter()
+            .map(|(h, text)| {
+                let config = parse(&h.name, HookScope::Module, text).unwrap();
+                (h.config_key(), config)
+            })
+            .collect();
+        let module = ModuleSource {
+            name: module("a"),
+            order: 1,
+            path: "/m".into(),
             modules_dir: None,
             values_yaml: None,
             enabled_script: None,
             openapi: Default::default(),
-            has_chart: true,
-            hooks: Vec::new(),
-        }
-    }
-
-    fn tree(modules: Vec<ModuleSource>) -> Tree {
-        Tree {
-            found: Discovered {
-                modules,
-                ..Discovered::default()
-            },
-            configs: BTreeMap::new(),
-        }
+            has_chart: false,
+            hooks: vec![policy, plain],
+        };
+        let found = Discovered {
+            modules: vec![module],
+            ..Discovered::default()
+        };
+        Tree { found, configs }
     }
 
     #[test]
-    fn added_removed_and_changed_modules_are_named() {
-        let old = tree(vec![module("a", 1), module("b", 2)]);
-        let new = tree(vec![module("b", 3), module("c", 4)]);
-        let found = changes(&old, &new);
-        assert_eq!(found.added, ["c"]);
-        assert_eq!(found.removed, ["a"]);
-        assert_eq!(found.changed, ["b"]);
-        assert!(!found.global);
-        assert_eq!(found.summary(), "added: c; removed: a; changed: b");
+    fn a_tree_reloads_while_its_webhook_bindings_stay_the_same() {
+        let rule = "  rules:\n  - {apiGroups: [''], apiVersions: [v1], operations: ['*'], resources: [pods]}\n";
+        let webhook = |name: &str| {
+            format!("configVersion: v1\nkubernetesValidating:\n- name: {name}\n{rule}")
+        };
+        let running = webhook_tree(
+            &webhook("a.example.com"),
+            "configVersion: v1\nonStartup: 1\n",
+        );
+        let other_hook = webhook_tree(
+            &webhook("a.example.com"),
+            "configVersion: v1\nonStartup: 2\n",
+        );
+        assert_eq!(webhook_problem(&running, &other_hook), None);
+        let changed = webhook_tree(
+            &webhook("b.example.com"),
+            "configVersion: v1\nonStartup: 1\n",
+        );
+        assert!(webhook_problem(&running, &changed).is_some());
+        let none = webhook_tree(
+            "configVersion: v1\nonStartup: 1\n",
+            "configVersion: v1\nonStartup: 1\n",
+        );
+        assert!(webhook_problem(&running, &none).is_some());
+        assert_eq!(webhook_problem(&none, &none), None);
     }
 
     #[test]
-    fn the_same_tree_changes_nothing_the_definitions_show() {
-        let found = changes(&tree(vec![module("a", 1)]), &tree(vec![module("a", 1)]));
+    fn an_empty_difference_says_nothing_changed() {
+        let found = TreeChanges::of(&TreeDiff::default());
         assert!(found.is_empty());
-        assert!(found.summary().contains("definitions unchanged"));
+        assert_eq!(found.summary(), "nothing the operator uses changed");
     }
 }

@@ -16,6 +16,12 @@ use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use std::collections::BTreeMap;
+
+use addon_core::discovery::ModuleSource;
+use addon_core::names::ModuleName;
+use addon_core::tree_diff::{self, TreeView};
+
 use crate::cli::reload::TreeChanges;
 use crate::cli::support::parse_duration;
 use crate::edges::config::FileConfigStore;
@@ -36,12 +42,13 @@ use crate::edges::kube::no_cluster::NoCluster;
 use crate::edges::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
 use crate::edges::metrics::Metrics;
 use crate::edges::tree::dirs::DirFlags;
+use crate::edges::tree::kept::KeptDirs;
 use crate::edges::tree::runnable::Tree;
 use crate::edges::tree::watch::TreeWatch;
 use crate::env::shell_operator_default;
 use crate::runtime::edges::{ConfigBackend, Edges, KubeEvent, ObjectPatches, ObjectsError};
 use crate::runtime::startup_config::wait_for_config;
-use crate::runtime::{Runtime, RuntimeSettings};
+use crate::runtime::{NewTree, Runtime, RuntimeHandle, RuntimeSettings};
 use addon_core::error::error_chain;
 
 /// How long file edits are gathered before the config is re-read.
@@ -180,21 +187,9 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     if let Err(problem) = started.await {
         return Ok(fail("start", &[problem]));
     }
-    let watch = reload_tree(args, &cluster, &tree);
-    let next = NextGeneration {
-        args,
-        cluster: &cluster,
-        cancel_hooks: cancel_hooks.clone(),
-        metrics: &metrics,
-        pool: pool.as_ref(),
-        settings,
-    };
-    let mut reloads = Reloads {
-        watch,
-        status: &status,
-        last_problems: Vec::new(),
-    };
-    run_reloading(runtime, tree, &mut reloads, &next, &shutdown).await;
+    let watch = reload_tree(args, &cluster);
+    let mut reloads = Reloads::new(args, watch, &status, &metrics, tree).await;
+    run_reloading(runtime, &mut reloads, &shutdown).await;
     if let Some((stop_holding, held)) = holding {
         stop_holding.cancel();
         let _ = held.await;
@@ -212,16 +207,12 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The watch of the tree's directories when `--reload-tree` is on (by default without a cluster
-/// and with the embedded one) and the tree can be reloaded in place.
-fn reload_tree(args: &StartArgs, cluster: &Cluster, tree: &Tree) -> Option<TreeWatch> {
+/// and with the embedded one).
+fn reload_tree(args: &StartArgs, cluster: &Cluster) -> Option<TreeWatch> {
     let on = args
         .reload_tree
         .unwrap_or(!matches!(cluster, Cluster::External(_)));
     if !on {
-        return None;
-    }
-    if let Some(problem) = crate::cli::reload::webhook_problem(tree) {
-        tracing::warn!("the module tree is not reloaded: {problem}");
         return None;
     }
     let dirs = crate::edges::tree::dirs::resolve(&args.dirs, &|name| std::env::var(name).ok());
@@ -240,20 +231,84 @@ fn reload_tree(args: &StartArgs, cluster: &Cluster, tree: &Tree) -> Option<TreeW
     }
 }
 
-/// How a new tree becomes a runtime: new edges (their watches and config store) and the same
-/// settings as the first runtime.
-struct NextGeneration<'a> {
+/// The reloads of the tree: the watch (none when off), the tree running now with its content
+/// digests, the kept copies of module directories with delete hooks, where results are shown,
+/// and the problems already logged.
+struct Reloads<'a> {
     args: &'a StartArgs,
-    cluster: &'a Cluster,
-    cancel_hooks: CancellationToken,
+    watch: Option<TreeWatch>,
+    status: &'a Arc<StartupStatus>,
     metrics: &'a Arc<Metrics>,
-    pool: Option<&'a Arc<TmpPool>>,
-    settings: RuntimeSettings,
+    tree: Tree,
+    digests: BTreeMap<PathBuf, String>,
+    kept: Option<Arc<KeptDirs>>,
+    last_problems: Vec<String>,
 }
 
-impl NextGeneration<'_> {
-    /// Loads the tree as `check` does and builds its runtime (not started); every problem found.
-    async fn load(&self, running: &Tree) -> Result<(Tree, Runtime, TreeChanges), Vec<String>> {
+/// Runs `runtime` until shutdown; each valid new tree is applied to it in place.
+async fn run_reloading(runtime: Runtime, reloads: &mut Reloads<'_>, shutdown: &CancellationToken) {
+    let handle = runtime.handle();
+    reloads.status.running(Arc::new(handle.clone()));
+    let running = runtime.run(shutdown.clone());
+    tokio::pin!(running);
+    loop {
+        tokio::select! {
+            () = &mut running => break,
+            () = reloads.next(&handle) => {}
+        }
+    }
+    if let Some(kept) = &reloads.kept {
+        kept.remove_all();
+    }
+}
+
+impl<'a> Reloads<'a> {
+    /// With a watch: the digests of `tree` and copies of its modules with delete hooks.
+    async fn new(
+        args: &'a StartArgs,
+        watch: Option<TreeWatch>,
+        status: &'a Arc<StartupStatus>,
+        metrics: &'a Arc<Metrics>,
+        tree: Tree,
+    ) -> Self {
+        let mut reloads = Self {
+            args,
+            watch,
+            status,
+            metrics,
+            tree,
+            digests: BTreeMap::new(),
+            kept: None,
+            last_problems: Vec::new(),
+        };
+        if reloads.watch.is_some() {
+            let kept = KeptDirs::new(args.tmp_dir.join("reload-tree"));
+            reloads.kept = Some(Arc::new(kept));
+            reloads.digests = digests_of(&reloads.tree).await;
+            let modules = reloads.tree.found.modules.iter().map(|m| m.name.clone());
+            reloads.keep_dirs(modules.collect(), &[]).await;
+        }
+        reloads
+    }
+
+    /// Waits for a change of the files and applies the new tree; an invalid one is logged and
+    /// counted.
+    async fn next(&mut self, handle: &RuntimeHandle) {
+        let changed = match &mut self.watch {
+            Some(watch) => watch.changed().await,
+            None => None,
+        };
+        if changed.is_none() {
+            return std::future::pending().await;
+        }
+        match self.load().await {
+            Ok((tree, digests)) => self.apply(handle, tree, digests).await,
+            Err(problems) => self.failed(problems),
+        }
+    }
+
+    /// Loads the tree as `check` does; every problem found.
+    async fn load(&self) -> Result<(Tree, BTreeMap<PathBuf, String>), Vec<String>> {
         let args = self.args;
         let tree = crate::edges::tree::runnable::load(&args.dirs, args.hook_timeout).await?;
         if args.upstream.strict_check_values_mode_enabled {
@@ -262,108 +317,103 @@ impl NextGeneration<'_> {
                 return Err(problems);
             }
         }
-        if let Some(problem) = crate::cli::reload::webhook_problem(&tree) {
+        if let Some(problem) = crate::cli::reload::webhook_problem(&self.tree, &tree) {
             return Err(vec![problem]);
         }
-        let changes = crate::cli::reload::changes(running, &tree);
-        let runtime = self.build(&tree).await?;
-        Ok((tree, runtime, changes))
+        let digests = digests_of(&tree).await;
+        Ok((tree, digests))
     }
 
-    /// The runtime of `tree` on new edges, with the config as it is now.
-    async fn build(&self, tree: &Tree) -> Result<Runtime, Vec<String>> {
-        let (kube_tx, kube_events) = crate::runtime::edges::kube_event_channel();
-        let cancel = self.cancel_hooks.clone();
-        let built = edges(
-            self.args,
-            self.cluster,
-            kube_tx,
-            cancel,
-            self.metrics,
-            self.pool,
-        );
-        let (edges, _) = built.await.map_err(|e| vec![format!("{e:#}")])?;
-        let settings = self.settings.clone();
-        let built = Runtime::build(&tree.found, &tree.configs, edges, kube_events, settings);
-        built.await.map_err(|e| e.errors)
-    }
-}
-
-/// The reloads of the tree: the watch (none when off), where their results are shown, and the
-/// problems already logged.
-struct Reloads<'a> {
-    watch: Option<TreeWatch>,
-    status: &'a Arc<StartupStatus>,
-    last_problems: Vec<String>,
-}
-
-/// Runs `runtime` until shutdown; each valid new tree replaces it: the running tasks finish (as
-/// at shutdown), then the new tree's runtime starts as at startup.
-async fn run_reloading(
-    mut runtime: Runtime,
-    mut tree: Tree,
-    reloads: &mut Reloads<'_>,
-    next: &NextGeneration<'_>,
-    shutdown: &CancellationToken,
-) {
-    loop {
-        reloads.status.running(Arc::new(runtime.handle()));
-        let generation = shutdown.child_token();
-        let running = runtime.run(generation.clone());
-        tokio::pin!(running);
-        let (new_tree, new_runtime) = tokio::select! {
-            () = &mut running => return,
-            reloaded = reloads.next_tree(&tree, next) => reloaded,
-        };
-        generation.cancel();
-        running.await;
-        if shutdown.is_cancelled() {
-            return;
+    /// Applies `tree` to the running runtime as its difference from the running tree.
+    async fn apply(
+        &mut self,
+        handle: &RuntimeHandle,
+        tree: Tree,
+        digests: BTreeMap<PathBuf, String>,
+    ) {
+        let diff = tree_diff::diff(view(&self.tree, &self.digests), view(&tree, &digests));
+        let kept_dirs = self.kept.as_ref().map(|k| k.dirs()).unwrap_or_default();
+        let applied = handle.apply_tree(NewTree {
+            found: &tree.found,
+            configs: &tree.configs,
+            diff: &diff,
+            kept_dirs: &kept_dirs,
+        });
+        if let Err(problems) = applied {
+            return self.failed(problems);
         }
-        // built again on the config as the stopped runtime left it (a hook may have patched it
-        // meanwhile); the runtime built to validate the tree if that fails
-        runtime = next.build(&new_tree).await.unwrap_or(new_runtime);
-        tree = new_tree;
+        let changes = TreeChanges::of(&diff);
+        tracing::info!(changes = %changes.summary(), "module tree reloaded");
+        self.status
+            .tree_reloaded(crate::cli::reload::applied_record(&changes));
+        let renewed = (diff.added.iter())
+            .chain(diff.changed.iter().map(|m| &m.module))
+            .cloned()
+            .collect();
+        self.tree = tree;
+        self.digests = digests;
+        self.keep_dirs(renewed, &handle.removed_modules()).await;
+        self.last_problems.clear();
+        // counted last: whoever waits for the count finds the log and the record written
+        self.metrics.tree_reload("applied");
     }
-}
 
-impl Reloads<'_> {
-    /// Waits for a change that loads into a valid tree; invalid ones are logged and counted.
-    async fn next_tree(&mut self, running: &Tree, next: &NextGeneration<'_>) -> (Tree, Runtime) {
-        loop {
-            let changed = match &mut self.watch {
-                Some(watch) => watch.changed().await,
-                None => None,
-            };
-            if changed.is_none() {
-                return std::future::pending().await;
-            }
-            match next.load(running).await {
-                Ok((tree, runtime, changes)) => {
-                    let summary = changes.summary();
-                    tracing::info!(changes = %summary, "module tree reloaded");
-                    let record = crate::cli::reload::applied_record(&changes);
-                    self.status.tree_reloaded(record);
-                    next.metrics.tree_reload("applied");
-                    self.last_problems.clear();
-                    return (tree, runtime);
-                }
-                Err(problems) => self.failed(next, problems),
-            }
+    /// Copies anew the directories of `renewed` modules that have delete hooks, and removes the
+    /// copies of modules neither in the tree nor waiting for their delete (`removed`).
+    async fn keep_dirs(&self, renewed: Vec<ModuleName>, removed: &[ModuleName]) {
+        let Some(kept) = self.kept.clone() else {
+            return;
+        };
+        let modules: Vec<ModuleSource> = (self.tree.found.modules.iter())
+            .filter(|m| renewed.contains(&m.name))
+            .cloned()
+            .collect();
+        let mut keep: Vec<ModuleName> = self
+            .tree
+            .found
+            .modules
+            .iter()
+            .map(|m| m.name.clone())
+            .collect();
+        keep.extend(removed.iter().cloned());
+        let configs = self.tree.configs.clone();
+        let copied = tokio::task::spawn_blocking(move || {
+            let problems = kept.refresh(&modules, &configs);
+            kept.prune(&keep);
+            problems
+        });
+        for problem in copied.await.unwrap_or_default() {
+            let error = error_chain(&problem);
+            tracing::warn!(%error, "a module directory was not kept: if the module is removed, its delete hooks do not run");
         }
     }
 
     /// Logs the problems not logged by the reload before; the running tree goes on.
-    fn failed(&mut self, next: &NextGeneration<'_>, problems: Vec<String>) {
+    fn failed(&mut self, problems: Vec<String>) {
         for problem in problems.iter().filter(|p| !self.last_problems.contains(p)) {
             tracing::error!(%problem, "module tree not reloaded, the running tree goes on");
         }
         self.status
             .tree_reloaded(crate::cli::reload::failed_record(&problems));
         // counted last: whoever waits for the count finds the log and the record written
-        next.metrics.tree_reload("failed");
+        self.metrics.tree_reload("failed");
         self.last_problems = problems;
     }
+}
+
+fn view<'a>(tree: &'a Tree, digests: &'a BTreeMap<PathBuf, String>) -> TreeView<'a> {
+    TreeView {
+        found: &tree.found,
+        configs: &tree.configs,
+        digests,
+    }
+}
+
+/// [`crate::edges::tree::kept::digests`] of `tree`, on the blocking pool.
+async fn digests_of(tree: &Tree) -> BTreeMap<PathBuf, String> {
+    let found = tree.found.clone();
+    let digests = tokio::task::spawn_blocking(move || crate::edges::tree::kept::digests(&found));
+    digests.await.unwrap_or_default()
 }
 
 fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {

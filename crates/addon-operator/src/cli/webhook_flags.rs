@@ -9,8 +9,9 @@ use tokio_util::sync::CancellationToken;
 
 use addon_core::webhook::ServiceRef;
 
-use crate::edges::webhook::{ServerSettings, TlsFiles, WebhookServer, WebhookSettings, ca_bundle};
+use crate::edges::webhook::{ServerSettings, TlsFiles, WebhookServer, WebhookSettings};
 use crate::runtime::RuntimeHandle;
+use crate::runtime::webhook_objects::CaBundle;
 use crate::runtime::webhook_objects::WebhookObjects;
 
 fn parse_failure_policy(text: &str) -> Result<FailurePolicy, String> {
@@ -178,8 +179,8 @@ pub fn objects(settings: &WebhookSettings, namespace: &str, embedded: bool) -> W
         admission_service: service(&settings.admission),
         conversion_service: service(&settings.conversion),
         failure_policy: settings.failure_policy,
-        admission_ca_bundle: ca_bundle(&settings.admission),
-        conversion_ca_bundle: ca_bundle(&settings.conversion),
+        admission_ca: CaBundle::File(settings.admission.ca.clone()),
+        conversion_ca: CaBundle::File(settings.conversion.ca.clone()),
         embedded_endpoints: embedded.then(|| {
             (
                 loopback(&settings.admission),

@@ -67,11 +67,16 @@ pub(super) fn enqueue_locked(
 
 fn edit_queues(st: &mut State, edits: &[QueueEdit]) {
     for edit in edits {
-        if let (QueueEdit::DropRunsOf(modules), Some(pending)) = (edit, &mut st.group_pending) {
+        let why = match edit {
+            QueueEdit::DropGone { .. } => "it is no longer in the module tree",
+            _ => "the module is disabled by the config",
+        };
+        if let Some(pending) = &mut st.group_pending {
+            let modules = edit.dropped_members();
             pending.retain(|member| {
                 let dropped = modules.contains(&member.module);
                 if dropped {
-                    tracing::info!(module = %member.module, "dropped from its parallel run: the module is disabled by the config");
+                    tracing::info!(module = %member.module, "dropped from its parallel run: {why}");
                 }
                 !dropped
             });
@@ -89,8 +94,8 @@ fn edit_queues(st: &mut State, edits: &[QueueEdit]) {
                 q.cancel_head_delay();
             }
             for task in q.remove_where(|t| edit.removes(t)) {
-                if matches!(edit, QueueEdit::DropRunsOf(_)) {
-                    tracing::info!(task = %task.description(), "dropped: the module is disabled by the config");
+                if matches!(edit, QueueEdit::DropRunsOf(_) | QueueEdit::DropGone { .. }) {
+                    tracing::info!(task = %task.description(), "dropped: {why}");
                 }
             }
         }
@@ -120,6 +125,13 @@ fn apply_changes(shared: &Shared, st: &mut State, changes: Vec<Change>) -> Vec<M
                 }
             }
             Change::ModuleStopped(module) => stopped.push(module),
+            Change::GlobalHookSchedulesStarted(names) => {
+                let hooks: Vec<_> = (st.global_hooks.iter())
+                    .filter(|h| names.contains(h.name()))
+                    .cloned()
+                    .collect();
+                shared.start_schedules(None, &hooks);
+            }
         }
     }
     stopped

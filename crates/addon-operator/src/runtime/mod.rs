@@ -11,6 +11,7 @@ mod handlers;
 pub(crate) mod hooks;
 mod intake;
 mod kube_metrics;
+mod reload;
 mod resource_monitor;
 pub mod schedule;
 pub mod startup_config;
@@ -35,6 +36,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use edges::{Edges, KubeEvent, MonitorKey};
+pub use reload::NewTree;
 use state::{HookDef, HookList, ModuleState, State};
 use task::Task;
 
@@ -175,7 +177,7 @@ impl Shared {
         self.start_schedules(Some(module), &hooks);
     }
 
-    fn start_schedules(&self, module: Option<&ModuleName>, hooks: &[HookDef]) {
+    pub(crate) fn start_schedules(&self, module: Option<&ModuleName>, hooks: &[HookDef]) {
         for def in hooks {
             for (index, binding) in def.config.schedules.iter().enumerate() {
                 let id = ScheduleId {
@@ -218,9 +220,13 @@ impl Shared {
         if let Some(m) = st.modules.get_mut(module) {
             m.startup_done = false;
             m.schedules_on = false;
+            m.pending = Default::default();
         }
         if let Err(e) = st.store.reset_module_patches(module) {
             tracing::error!(module = %module, error = %error_chain(&e), "values patches not reset");
+        }
+        if st.modules.get(module).is_some_and(|m| m.removed) {
+            reload::forget_module(&mut st, module);
         }
     }
 }
@@ -447,16 +453,45 @@ fn queue_snapshot(st: &mut State) -> (Vec<(String, usize)>, Vec<crate::edges::me
 }
 
 /// `binding_count` of every hook with its config.
+/// `binding_count` of every hook in the tree (a reload's gone hooks and removed modules, whose
+/// bindings stopped, leave the family).
 fn record_bindings(metrics: &Metrics, st: &State) {
     let global = st.global_hooks.iter().map(|h| (None, h));
-    let modules = st
-        .modules
-        .iter()
+    let modules = (st.modules.iter())
+        .filter(|(_, s)| !s.removed)
         .flat_map(|(m, s)| s.hooks.iter().map(move |h| (Some(m.as_str()), h)));
-    for (module, def) in global.chain(modules) {
+    let counts = global.chain(modules).map(|(module, def)| {
         let count = def.config.binding_types().len();
-        metrics.binding_count(module, def.name().as_str(), count);
-    }
+        (module, def.name().as_str(), count)
+    });
+    metrics.binding_counts(counts);
+}
+
+/// The hooks of `files` with their configs; a hook without one is a problem in `errors`.
+pub(crate) fn hook_defs(
+    files: &[addon_core::discovery::HookFile],
+    configs: &BTreeMap<PathBuf, HookConfig>,
+    errors: &mut Vec<String>,
+) -> Vec<HookDef> {
+    files
+        .iter()
+        .filter_map(|file| match configs.get(&file.config_key()) {
+            Some(config) => Some(HookDef {
+                file: std::sync::Arc::new(file.clone()),
+                config: std::sync::Arc::new(config.clone()),
+            }),
+            None => {
+                errors.push(format!("hook '{}' has no valid config", file.name));
+                None
+            }
+        })
+        .collect()
+}
+
+/// The queues a hook's schedule and kubernetes bindings name.
+pub(crate) fn binding_queues(def: &HookDef) -> impl Iterator<Item = QueueName> + '_ {
+    let schedules = def.config.schedules.iter().map(|s| s.queue.clone());
+    schedules.chain(def.config.kubernetes.iter().map(|k| k.queue.clone()))
 }
 
 /// The state before the first task: hooks, modules, queues.
@@ -467,40 +502,19 @@ fn initial_state(
     settings: &RuntimeSettings,
     errors: &mut Vec<String>,
 ) -> State {
-    let mut defs = |files: &[addon_core::discovery::HookFile]| -> Vec<HookDef> {
-        files
-            .iter()
-            .filter_map(|file| match configs.get(&file.config_key()) {
-                Some(config) => Some(HookDef {
-                    file: std::sync::Arc::new(file.clone()),
-                    config: std::sync::Arc::new(config.clone()),
-                }),
-                None => {
-                    errors.push(format!("hook '{}' has no valid config", file.name));
-                    None
-                }
-            })
-            .collect()
-    };
+    let mut defs = |files: &[addon_core::discovery::HookFile]| hook_defs(files, configs, errors);
     let global_hooks = HookList::from(defs(&found.global.hooks));
     let mut modules = BTreeMap::new();
     for source in &found.modules {
         let hooks = HookList::from(defs(&source.hooks));
-        let state = ModuleState {
-            source: source.clone(),
-            hooks,
-            startup_done: false,
-            schedules_on: false,
-        };
-        modules.insert(source.name.clone(), state);
+        modules.insert(source.name.clone(), ModuleState::new(source.clone(), hooks));
     }
     let mut queue_names = BTreeSet::new();
     let all_hooks = global_hooks
         .iter()
         .chain(modules.values().flat_map(|m| &m.hooks));
     for def in all_hooks {
-        queue_names.extend(def.config.schedules.iter().map(|s| s.queue.clone()));
-        queue_names.extend(def.config.kubernetes.iter().map(|k| k.queue.clone()));
+        queue_names.extend(binding_queues(def));
     }
     let lanes = addon_core::lifecycle::lanes(settings.parallel_module_runs);
     let mut queues = QueueSet::new(settings.backoff);

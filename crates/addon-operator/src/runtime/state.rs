@@ -27,6 +27,47 @@ pub struct ModuleState {
     pub startup_done: bool,
     /// Its schedules fire.
     pub schedules_on: bool,
+    /// It left the module tree (`--reload-tree`): it never runs again, and leaves the state
+    /// once it is deleted (its hooks run from a kept copy of its directory).
+    pub removed: bool,
+    /// Hooks of a started module that a reload added or rebound: its next run starts them.
+    pub pending: PendingHooks,
+}
+
+/// The hooks of a started module whose bindings a reload renewed, started by its next run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingHooks {
+    /// New hooks: they run their onStartup.
+    pub first_run: BTreeSet<HookName>,
+    /// New and rebound hooks: their kubernetes bindings start (with Synchronization) and their
+    /// schedules fire.
+    pub bind: BTreeSet<HookName>,
+}
+
+impl PendingHooks {
+    pub fn is_empty(&self) -> bool {
+        self.bind.is_empty() && self.first_run.is_empty()
+    }
+
+    /// Adds `other`'s hooks (a run that failed gives its hooks back).
+    pub fn merge(&mut self, other: PendingHooks) {
+        self.first_run.extend(other.first_run);
+        self.bind.extend(other.bind);
+    }
+}
+
+impl ModuleState {
+    /// A module just loaded: nothing run yet.
+    pub fn new(source: ModuleSource, hooks: HookList) -> Self {
+        Self {
+            source,
+            hooks,
+            startup_done: false,
+            schedules_on: false,
+            removed: false,
+            pending: Default::default(),
+        }
+    }
 }
 
 /// Hooks in execution order, also found by name in one step: every hook run looks its hook up,

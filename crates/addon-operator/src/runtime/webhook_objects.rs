@@ -19,8 +19,12 @@ use super::edges::ObjectsError;
 use super::state::State;
 use super::webhooks::enabled_hooks;
 
-/// How often the enabled hooks' webhooks are compared with what was last written.
+/// How often the enabled hooks' webhooks (and the CA files) are compared with what was last
+/// written.
 const SYNC_INTERVAL: Duration = Duration::from_secs(1);
+/// A failed write is retried after 2, 4, ... seconds, at most this long apart (an API server
+/// that refuses is not asked again every second).
+const MAX_RETRY_INTERVAL: Duration = Duration::from_secs(30);
 
 /// What the objects point at; built from the webhook flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,13 +34,65 @@ pub struct WebhookObjects {
     pub admission_service: ServiceRef,
     pub conversion_service: ServiceRef,
     pub failure_policy: FailurePolicy,
-    /// base64 of the CA files (`None`: unreadable, left out).
-    pub admission_ca_bundle: Option<String>,
-    pub conversion_ca_bundle: Option<String>,
+    /// Where each server's `caBundle` comes from.
+    pub admission_ca: CaBundle,
+    pub conversion_ca: CaBundle,
     /// With `--embedded-cluster`: the servers' loopback addresses (admission, conversion); the
     /// operator creates both Services with the emulator's endpoint annotation pointing there, so
     /// the embedded API server calls its own webhook servers.
     pub embedded_endpoints: Option<(String, String)>,
+}
+
+/// A server's `caBundle`: the CA file, read again at every tick (a rotated CA reaches the
+/// configurations without a restart), or a fixed value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaBundle {
+    File(std::path::PathBuf),
+    /// base64 of the CA's PEM (`None`: left out).
+    Fixed(Option<String>),
+}
+
+/// The two bundles as last read; an unreadable file keeps the bundle read before (a rotation
+/// replacing the file is not a moment without a CA), warned about once per distinct error.
+#[derive(Debug, Default)]
+struct Bundles {
+    admission: Option<String>,
+    conversion: Option<String>,
+    errors: [Option<String>; 2],
+}
+
+impl Bundles {
+    fn refresh(&mut self, objects: &WebhookObjects) {
+        let sources = [&objects.admission_ca, &objects.conversion_ca];
+        let slots = [&mut self.admission, &mut self.conversion];
+        for (index, (source, slot)) in sources.into_iter().zip(slots).enumerate() {
+            let path = match source {
+                CaBundle::Fixed(bundle) => {
+                    slot.clone_from(bundle);
+                    continue;
+                }
+                CaBundle::File(path) => path,
+            };
+            match crate::edges::webhook::ca_bundle(path) {
+                Ok(bundle) => {
+                    *slot = Some(bundle);
+                    self.errors[index] = None;
+                }
+                Err(e) => {
+                    let error = e.to_string();
+                    if self.errors[index].as_ref() != Some(&error) {
+                        let kept = if slot.is_some() {
+                            "the last one read is kept"
+                        } else {
+                            "caBundle left out"
+                        };
+                        tracing::warn!(ca = %path.display(), %error, "webhook CA cannot be read; {kept}");
+                        self.errors[index] = Some(error);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// What the enabled hooks ask for.
@@ -48,14 +104,14 @@ struct Desired {
     conversions: BTreeMap<String, Value>,
 }
 
-fn desired(st: &State, objects: &WebhookObjects) -> Desired {
+fn desired(st: &State, objects: &WebhookObjects, bundles: &Bundles) -> Desired {
     let mut out = Desired::default();
     for (_, def) in enabled_hooks(st) {
         for binding in def.config.admission_bindings() {
             let entry = webhook_entry(
                 binding,
                 &objects.admission_service,
-                objects.admission_ca_bundle.as_deref(),
+                bundles.admission.as_deref(),
                 objects.failure_policy,
             );
             match binding.kind {
@@ -67,7 +123,7 @@ fn desired(st: &State, objects: &WebhookObjects) -> Desired {
             let stanza = conversion_stanza(
                 &binding.crd_name,
                 &objects.conversion_service,
-                objects.conversion_ca_bundle.as_deref(),
+                bundles.conversion.as_deref(),
             );
             out.conversions.insert(binding.crd_name.clone(), stanza);
         }
@@ -75,23 +131,23 @@ fn desired(st: &State, objects: &WebhookObjects) -> Desired {
     out
 }
 
-/// Writes the objects whenever the enabled hooks' webhooks change (after the first converge),
-/// retrying a failed write at the next tick, until `stop`.
+/// Writes the objects whenever the enabled hooks' webhooks or the CAs change (after the first
+/// converge), retrying a failed write with a growing pause, until `stop`.
 pub async fn run(shared: Arc<Shared>, objects: WebhookObjects, stop: CancellationToken) {
     let mut written: Option<Desired> = None;
     let mut services_made = objects.embedded_endpoints.is_none();
+    let mut bundles = Bundles::default();
+    let mut pause = SYNC_INTERVAL;
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
-            () = tokio::time::sleep(SYNC_INTERVAL) => {}
+            () = tokio::time::sleep(pause) => {}
         }
-        let want = {
-            let st = shared.lock();
-            if !st.first_converge_done {
-                continue;
-            }
-            desired(&st, &objects)
-        };
+        if !shared.lock().first_converge_done {
+            continue;
+        }
+        bundles.refresh(&objects);
+        let want = desired(&shared.lock(), &objects, &bundles);
         if !services_made {
             services_made = make_services(&shared, &objects).await;
         }
@@ -100,13 +156,23 @@ pub async fn run(shared: Arc<Shared>, objects: WebhookObjects, stop: Cancellatio
         }
         let before = written.clone().unwrap_or_default();
         match write(&shared, &objects, &before, &want).await {
-            Ok(()) => written = Some(want),
+            Ok(()) => {
+                written = Some(want);
+                pause = SYNC_INTERVAL;
+            }
             Err(e) => {
+                pause = after_failure(pause);
                 let error = addon_core::error::error_chain(&e);
-                tracing::warn!(%error, "webhook objects not written, retrying");
+                tracing::warn!(%error, retry_in = ?pause, "webhook objects not written");
             }
         }
     }
+}
+
+/// The pause before the next try after a failed write: twice the last, at most
+/// [`MAX_RETRY_INTERVAL`].
+fn after_failure(pause: Duration) -> Duration {
+    (pause * 2).min(MAX_RETRY_INTERVAL)
 }
 
 /// The Services of the embedded cluster, pointing at the servers (the emulator's annotation).
@@ -263,4 +329,53 @@ fn update_entries(target: ObjectRef, current: &Value, merged: &Value) -> Option<
         patch,
         ignore_missing_object: false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_writes_are_retried_ever_less_often_up_to_the_cap() {
+        let mut pause = SYNC_INTERVAL;
+        let mut pauses = Vec::new();
+        for _ in 0..7 {
+            pause = after_failure(pause);
+            pauses.push(pause.as_secs());
+        }
+        assert_eq!(pauses, [2, 4, 8, 16, 30, 30, 30]);
+    }
+
+    #[test]
+    fn a_rotated_ca_file_is_read_again_and_an_unreadable_one_keeps_the_last_bundle() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.crt");
+        std::fs::write(&ca, "first").unwrap();
+        let objects = WebhookObjects {
+            configuration_name: "c".into(),
+            admission_service: ServiceRef {
+                namespace: "n".into(),
+                name: "a".into(),
+            },
+            conversion_service: ServiceRef {
+                namespace: "n".into(),
+                name: "c".into(),
+            },
+            failure_policy: FailurePolicy::Fail,
+            admission_ca: CaBundle::File(ca.clone()),
+            conversion_ca: CaBundle::Fixed(None),
+            embedded_endpoints: None,
+        };
+        let mut bundles = Bundles::default();
+        bundles.refresh(&objects);
+        assert_eq!(bundles.admission.as_deref(), Some("Zmlyc3Q="));
+        assert_eq!(bundles.conversion, None);
+        std::fs::write(&ca, "second").unwrap();
+        bundles.refresh(&objects);
+        assert_eq!(bundles.admission.as_deref(), Some("c2Vjb25k"));
+        std::fs::remove_file(&ca).unwrap();
+        bundles.refresh(&objects);
+        assert_eq!(bundles.admission.as_deref(), Some("c2Vjb25k"));
+        assert!(bundles.errors[0].is_some());
+    }
 }

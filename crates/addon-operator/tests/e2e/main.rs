@@ -25,5 +25,9 @@ mod test_cmd;
 mod tree_reload;
 mod upstream;
 #[path = "../webhook/client.rs"]
+#[allow(
+    dead_code,
+    reason = "shared with the webhook tests; the e2e tests use part of it"
+)]
 mod webhook_client;
 mod webhooks;

@@ -173,18 +173,36 @@ fn an_added_module_directory_is_installed_and_a_removed_one_uninstalled_without_
         operator.last_reload()["changes"]["added"],
         serde_json::json!(["beta"])
     );
+    // alpha did not change: its onStartup ran once, at startup
+    assert_eq!(operator.hook_log("alpha"), "onStartup\n");
 
-    // a removed module directory: its release is uninstalled
+    // a removed module directory: its release is uninstalled and its afterDeleteHelm hook runs
+    // (from the copy the operator kept, the directory being gone)
     std::fs::remove_dir_all(root.join("modules/001-alpha")).unwrap();
     operator.wait_for_reloads("applied", 2);
     wait_for(
-        "alpha's release uninstalled",
+        "alpha's release uninstalled and its afterDeleteHelm hook",
         &root.join("operator.log"),
-        || !operator.configmap_exists("alpha-cm"),
+        || {
+            !operator.configmap_exists("alpha-cm")
+                && operator.hook_log("alpha").contains("afterDeleteHelm")
+        },
     );
+    assert_eq!(operator.hook_log("alpha"), "onStartup\nafterDeleteHelm\n");
     assert!(operator.configmap_exists("beta-cm"));
+    assert_eq!(operator.hook_log("beta"), "onStartup\n");
     assert!(operator_log(root).contains("removed: alpha"));
     assert_eq!(operator.reloads("failed"), 0);
+    // the kept copy goes once the module is deleted and the next reload comes
+    let kept = root.join("tmp/reload-tree");
+    assert!(kept.join("beta").is_dir());
+    write(
+        &root.join("modules/002-beta/templates/extra.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n",
+        false,
+    );
+    operator.wait_for_reloads("applied", 3);
+    assert!(!kept.join("alpha").exists());
 }
 
 #[test]
@@ -231,11 +249,15 @@ fn a_broken_hook_config_keeps_the_running_tree_and_its_fix_applies() {
     let fixed = "configVersion: v1\nonStartup: 2\nafterDeleteHelm: 1";
     write(&hook, &hook_text("alpha", fixed), true);
     operator.wait_for_reloads("applied", 1);
+    let record = operator.last_reload();
+    assert_eq!(record["changes"]["changed"], serde_json::json!(["alpha"]));
     assert_eq!(
-        operator.last_reload()["changes"]["changed"],
-        serde_json::json!(["alpha"])
+        record["changes"]["hooks"]["alpha"]["rebound"],
+        serde_json::json!(["hooks/hook"])
     );
-    assert_eq!(operator.last_reload()["result"], "applied");
+    assert_eq!(record["result"], "applied");
+    // a rebound hook is not a new one: no second onStartup
+    assert_eq!(operator.hook_log("alpha"), "onStartup\n");
 }
 
 #[test]

@@ -41,6 +41,27 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// The admission server on the loopback `port` with the test certificates.
+fn admission_server_args(port: u16) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = [
+        "--validating-webhook-listen-address",
+        "127.0.0.1",
+        "--validating-webhook-listen-port",
+    ]
+    .map(Into::into)
+    .into();
+    args.push(port.to_string().into());
+    for (flag, file) in [
+        ("--validating-webhook-server-cert", "tls.crt"),
+        ("--validating-webhook-server-key", "tls.key"),
+        ("--validating-webhook-ca", "ca.crt"),
+    ] {
+        args.push(flag.into());
+        args.push(certs().join(file).into());
+    }
+    args
+}
+
 fn review(name: &str) -> String {
     json!({
         "apiVersion": "admission.k8s.io/v1",
@@ -100,14 +121,7 @@ fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
         .arg(root)
         .arg("--config-file")
         .arg(&config)
-        .args(["--validating-webhook-listen-address", "127.0.0.1"])
-        .args(["--validating-webhook-listen-port", &port.to_string()])
-        .arg("--validating-webhook-server-cert")
-        .arg(certs().join("tls.crt"))
-        .arg("--validating-webhook-server-key")
-        .arg(certs().join("tls.key"))
-        .arg("--validating-webhook-ca")
-        .arg(certs().join("ca.crt"))
+        .args(admission_server_args(port))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
@@ -267,18 +281,11 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
         .arg(&config)
         .arg("--embedded-cluster")
         .args(["--namespace", "default"])
-        .args(["--validating-webhook-listen-address", "127.0.0.1"])
-        .args(["--validating-webhook-listen-port", &free_port().to_string()])
+        .args(admission_server_args(free_port()))
         .args([
             "--validating-webhook-configuration-name",
             "addon-operator-hooks",
         ])
-        .arg("--validating-webhook-server-cert")
-        .arg(certs().join("tls.crt"))
-        .arg("--validating-webhook-server-key")
-        .arg(certs().join("tls.key"))
-        .arg("--validating-webhook-ca")
-        .arg(certs().join("ca.crt"))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
@@ -496,4 +503,58 @@ fn a_cr_written_as_v1alpha1_reads_back_as_v1_through_a_modules_conversion_hook()
     )
     .unwrap();
     assert_eq!(listed["items"][0]["spec"]["cronSpec"], "0 3 * * *");
+}
+
+#[test]
+fn a_tree_with_webhooks_reloads_while_its_webhook_bindings_stay_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        &root.join("modules/values.yaml"),
+        "cronEnabled: true\n",
+        false,
+    );
+    let hook = root.join("modules/010-cron/hooks/policy");
+    write(&hook, POLICY_HOOK, true);
+    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
+    let port = free_port();
+    let log = root.join("operator.log");
+    // local mode: --reload-tree is on by default
+    let child = start_command(root.join("tmp"), root.join("debug.socket"))
+        .arg("--working-dir")
+        .arg(root)
+        .env_remove("ADDON_OPERATOR_RELOAD_TREE")
+        .args(admission_server_args(port))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = Running(child);
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    wait_for("the admission server", &log, || {
+        rt.block_on(request(&connector(None), addr, "GET", "/healthz", ""))
+            .is_ok_and(|(status, _)| status == 200)
+    });
+    let message = |name| rt.block_on(ask(addr, name))["status"]["message"].clone();
+    assert_eq!(message("bad"), "bad crontabs are not allowed");
+
+    // the script changes, its webhook binding does not: the tree reloads
+    let kinder = POLICY_HOOK.replace("bad crontabs are not allowed", "please fix this crontab");
+    write(&hook, &kinder, true);
+    wait_for("the reload", &log, || {
+        let logged = std::fs::read_to_string(&log).unwrap();
+        logged.contains("module tree reloaded changes=\"changed: cron\"")
+    });
+    assert_eq!(message("bad"), "please fix this crontab");
+
+    // a changed webhook binding is a reload problem: the running tree goes on
+    let renamed = kinder.replace("crontab-policy.example.com", "renamed.example.com");
+    write(&hook, &renamed, true);
+    wait_for("the reload problem", &log, || {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("webhook bindings were added, removed or changed")
+    });
+    assert_eq!(message("bad"), "please fix this crontab");
 }

@@ -11,4 +11,5 @@ mod parallel;
 mod scenarios;
 mod shared_watches;
 mod state_ownership;
+mod tree_reload;
 mod webhooks;

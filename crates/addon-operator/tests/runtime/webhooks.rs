@@ -8,7 +8,7 @@ use std::time::Duration;
 use addon_core::hook_config::FailurePolicy;
 use addon_core::hook_output::kube_patch::KubeOperation;
 use addon_core::webhook::ServiceRef;
-use addon_operator::runtime::webhook_objects::WebhookObjects;
+use addon_operator::runtime::webhook_objects::{CaBundle, WebhookObjects};
 use addon_operator_testkit::scenario::{Op, start, start_with_webhook_objects, tree};
 use addon_operator_testkit::wait::wait_for_async;
 use addon_operator_testkit::{FakeHelm, FakeHooks};
@@ -399,8 +399,8 @@ fn webhook_objects() -> WebhookObjects {
         admission_service: service("validating-svc"),
         conversion_service: service("conversion-svc"),
         failure_policy: FailurePolicy::Ignore,
-        admission_ca_bundle: Some("Q0E=".into()),
-        conversion_ca_bundle: Some("Q0E=".into()),
+        admission_ca: CaBundle::Fixed(Some("Q0E=".into())),
+        conversion_ca: CaBundle::Fixed(Some("Q0E=".into())),
         embedded_endpoints: None,
     }
 }

@@ -63,6 +63,29 @@ pub async fn request_with_peer(
     path: &str,
     body: &str,
 ) -> Result<(u16, String, Vec<u8>), String> {
+    send(connector, addr, method, path, body.len(), body).await
+}
+
+/// A POST whose head declares `declared` bytes of body while `body` is what is sent (then the
+/// client waits for the answer without closing).
+pub async fn post_declaring(
+    connector: &TlsConnector,
+    addr: SocketAddr,
+    declared: usize,
+    body: &str,
+) -> Result<(u16, String), String> {
+    let (status, body, _) = send(connector, addr, "POST", "/review", declared, body).await?;
+    Ok((status, body))
+}
+
+async fn send(
+    connector: &TlsConnector,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    declared: usize,
+    body: &str,
+) -> Result<(u16, String, Vec<u8>), String> {
     let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
     let name = ServerName::try_from("localhost").unwrap();
     let mut tls = connector
@@ -77,8 +100,7 @@ pub async fn request_with_peer(
         .map(|c| c.to_vec())
         .unwrap_or_default();
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\nConnection: close\r\n\r\n"
     );
     tls.write_all(head.as_bytes())
         .await

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::Barrier;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{certs, connector, request, request_with_peer};
+use crate::client::{certs, connector, post_declaring, request, request_with_peer};
 
 /// Records what it is asked and echoes the path; waits on `barrier` first when given.
 #[derive(Default)]
@@ -49,7 +49,8 @@ fn files(dir: &std::path::Path, client_cas: Vec<PathBuf>) -> TlsFiles {
 async fn start(tls: &TlsFiles, answerer: Arc<Echo>) -> (SocketAddr, CancellationToken) {
     let server = WebhookServer::bind("127.0.0.1:0".parse().unwrap(), tls)
         .await
-        .unwrap();
+        .unwrap()
+        .with_body_timeout(Duration::from_millis(500));
     let addr = server.local_addr().unwrap();
     let stop = CancellationToken::new();
     tokio::spawn(server.run(answerer, stop.clone()));
@@ -95,6 +96,32 @@ async fn a_posted_review_reaches_the_answerer_with_its_path() {
     assert!(body.starts_with("Invalid JSON payload"), "{body}");
     let (status, body) = request(&c, addr, "POST", "/bad", "{}").await.unwrap();
     assert_eq!((status, body.as_str()), (400, "not a review\n"));
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_or_is_too_large_is_refused_before_the_answerer() {
+    let echo = Arc::new(Echo::default());
+    let (addr, stop) = start(&files(&certs(), vec![]), echo.clone()).await;
+    let c = connector(None);
+    // 100 bytes announced, 2 sent, the connection kept open: answered when the time is up
+    let trickled = post_declaring(&c, addr, 100, "{}");
+    let (status, body) = tokio::time::timeout(Duration::from_secs(20), trickled)
+        .await
+        .expect("a request whose body never arrives is answered")
+        .unwrap();
+    assert_eq!(status, 408, "{body}");
+    assert!(body.contains("did not arrive within"), "{body}");
+    let huge = addon_operator::edges::webhook::MAX_BODY_BYTES + 1;
+    let (status, body) = post_declaring(&c, addr, huge, "{}").await.unwrap();
+    assert_eq!(status, 413, "{body}");
+    assert!(
+        echo.seen.lock().unwrap().is_empty(),
+        "the answerer was asked"
+    );
+    // the server goes on serving
+    let got = request(&c, addr, "POST", "/ok", "{}").await.unwrap();
+    assert_eq!(got.0, 200);
     stop.cancel();
 }
 

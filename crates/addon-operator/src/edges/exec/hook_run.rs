@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::launch::launch;
 use super::process::{self, ExecError, LogFields, ProcessOutput, ProcessSpec};
-use super::tmp_files::{self, TmpFileError, limits};
+use super::tmp_files::{self, Content, TmpFileError, limits};
 use super::tmp_pool::{FileKind, RunFiles, TmpPool};
 
 /// Upstream default tmp dir (`--tmp-dir`).
@@ -224,7 +224,7 @@ fn new_file(
     kind: FileKind,
     content: &[u8],
 ) -> Result<PathBuf, TmpFileError> {
-    files.file(kind, || names.prefix(kind), content)
+    files.file(kind, || names.prefix(kind), Content::Bytes(content))
 }
 
 fn run_files(settings: &HookRunSettings) -> Result<RunFiles, TmpFileError> {
@@ -269,6 +269,7 @@ pub fn config_spec(
         timeout: settings.timeout,
         kill_grace: settings.kill_grace,
         capture_stdout: true,
+        clear_env: false,
     }
 }
 
@@ -295,10 +296,10 @@ pub async fn run_hook(
 
     let mut files = run_files(settings).map_err(prepare)?;
     let context_path = files
-        .file_with(
+        .file(
             kinds::CONTEXT,
             || names.prefix(kinds::CONTEXT),
-            &mut |out| invocation.binding_context.write_to(out),
+            Content::Filled(&mut |out| invocation.binding_context.write_to(out)),
         )
         .map_err(prepare)?;
     let mut file =
@@ -348,6 +349,7 @@ pub async fn run_hook(
         timeout: settings.timeout,
         kill_grace: settings.kill_grace,
         capture_stdout: false,
+        clear_env: false,
     };
     let log = LogFields {
         hook: hook.to_string(),
@@ -462,6 +464,7 @@ pub async fn run_enabled_script(
         timeout: settings.timeout,
         kill_grace: settings.kill_grace,
         capture_stdout: true,
+        clear_env: false,
     };
     let log = LogFields {
         hook: "enabled".to_string(),

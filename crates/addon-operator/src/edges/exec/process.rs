@@ -44,6 +44,9 @@ pub struct ProcessSpec {
     pub cwd: PathBuf,
     /// Added to (or overriding) the operator's own environment, which the child inherits.
     pub env: Vec<(String, String)>,
+    /// The child gets only `env`, not the operator's environment (the `hook list` probe, as
+    /// upstream runs it).
+    pub clear_env: bool,
     /// After this the process group gets SIGTERM.
     pub timeout: Duration,
     /// After SIGTERM (timeout or cancellation), how long until SIGKILL.
@@ -272,9 +275,11 @@ async fn spawn(
 fn command(spec: &ProcessSpec) -> std::process::Command {
     use std::os::unix::process::CommandExt;
     let mut command = std::process::Command::new(&spec.program);
+    command.args(&spec.args).current_dir(&spec.cwd);
+    if spec.clear_env {
+        command.env_clear();
+    }
     command
-        .args(&spec.args)
-        .current_dir(&spec.cwd)
         .envs(spec.env.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -700,6 +705,7 @@ mod tests {
             timeout,
             kill_grace: Duration::from_millis(300),
             capture_stdout: true,
+            clear_env: false,
         }
     }
 

@@ -112,26 +112,12 @@ impl TmpFiles {
         &mut self,
         prefix: &str,
         suffix: &str,
-        content: &[u8],
+        content: Content<'_>,
     ) -> Result<PathBuf, TmpFileError> {
         let (file, temp) = create_unique(&self.dir, prefix, suffix)?;
         let path = temp.to_path_buf();
         self.files.push(temp);
-        write_content(&file, &path, content)?;
-        Ok(path)
-    }
-
-    /// A new file `<prefix><random><suffix>` filled by `fill` ([`write_with`]); returns its path.
-    pub fn create_with(
-        &mut self,
-        prefix: &str,
-        suffix: &str,
-        fill: Fill<'_>,
-    ) -> Result<PathBuf, TmpFileError> {
-        let (file, temp) = create_unique(&self.dir, prefix, suffix)?;
-        let path = temp.to_path_buf();
-        self.files.push(temp);
-        write_with(&file, &path, fill)?;
+        content.write(&file, &path)?;
         Ok(path)
     }
 
@@ -151,6 +137,24 @@ impl TmpFiles {
 
 /// Fills a new file: writes through a buffer into it.
 pub type Fill<'a> = &'a mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>;
+
+/// What a new file holds.
+pub enum Content<'a> {
+    /// Bytes at hand: one write (none when empty).
+    Bytes(&'a [u8]),
+    /// What a filler writes, through a buffer (a binding context goes out object by object).
+    Filled(Fill<'a>),
+}
+
+impl Content<'_> {
+    /// Writes it into the new file at `path`.
+    pub fn write(self, file: &std::fs::File, path: &Path) -> Result<(), TmpFileError> {
+        match self {
+            Content::Bytes(bytes) => write_content(file, path, bytes),
+            Content::Filled(fill) => write_with(file, path, fill),
+        }
+    }
+}
 
 /// Fills the new file at `path` with what `fill` writes, through a buffer (a binding context
 /// goes out object by object, never as one document in memory).
@@ -349,13 +353,13 @@ mod tests {
     fn files_are_removed_when_finished_unless_kept() {
         let dir = tempfile::tempdir().unwrap();
         let mut files = TmpFiles::new(dir.path(), false).unwrap();
-        let path = files.create("a-", ".json", b"{}").unwrap();
+        let path = files.create("a-", ".json", Content::Bytes(b"{}")).unwrap();
         assert!(path.exists());
         files.finish();
         assert!(!path.exists());
 
         let mut kept = TmpFiles::new(dir.path(), true).unwrap();
-        let path = kept.create("a-", ".json", b"{}").unwrap();
+        let path = kept.create("a-", ".json", Content::Bytes(b"{}")).unwrap();
         kept.finish();
         assert_eq!(std::fs::read_to_string(path).unwrap(), "{}");
     }
@@ -431,7 +435,7 @@ mod tests {
         let dir = base.path().join("a/addon-operator");
         let mut files = TmpFiles::new(&dir, false).unwrap();
         assert_eq!(mode_of(&dir), 0o700);
-        let path = files.create("x-", ".json", b"{}").unwrap();
+        let path = files.create("x-", ".json", Content::Bytes(b"{}")).unwrap();
         assert_eq!(mode_of(&path), 0o600);
     }
 

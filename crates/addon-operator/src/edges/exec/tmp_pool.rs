@@ -10,7 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::tmp_files::{self, TmpFileError, TmpFiles};
+use super::tmp_files::{self, Content, TmpFileError, TmpFiles};
 
 /// Ready files kept per kind. Runs in different queues may take files at the same time; the
 /// thread refills every kind when it is woken.
@@ -188,16 +188,16 @@ impl RunFiles {
         })
     }
 
-    /// A new file holding `content`: a ready one of `kind`, or `<prefix><random><suffix>` (the
-    /// prefix is made only then).
+    /// A file of `kind` holding `content`: one from the pool when it has one, else a new one
+    /// named `<prefix()><random><suffix>`; returns its path.
     pub fn file(
         &mut self,
         kind: FileKind,
         prefix: impl FnOnce() -> String,
-        content: &[u8],
+        content: Content<'_>,
     ) -> Result<PathBuf, TmpFileError> {
         if let Some(ready) = self.pool.as_ref().and_then(|pool| pool.take(kind)) {
-            let written = tmp_files::write_content(&ready.file, &ready.path, content);
+            let written = content.write(&ready.file, &ready.path);
             let path = ready.path.clone();
             // handed back (and removed) even when the write failed; kept open until then: the
             // pool's thread closes it when it removes it
@@ -209,27 +209,6 @@ impl RunFiles {
             none => none.insert(TmpFiles::new(&self.dir, self.keep)?),
         };
         own.create(&prefix(), kind.suffix, content)
-    }
-
-    /// [`RunFiles::file`] filled by `fill` (through a buffer) instead of from bytes at hand.
-    pub fn file_with(
-        &mut self,
-        kind: FileKind,
-        prefix: impl FnOnce() -> String,
-        fill: tmp_files::Fill<'_>,
-    ) -> Result<PathBuf, TmpFileError> {
-        if let Some(ready) = self.pool.as_ref().and_then(|pool| pool.take(kind)) {
-            let written = tmp_files::write_with(&ready.file, &ready.path, fill);
-            let path = ready.path.clone();
-            // handed back (and removed) even when the write failed, as in `file`
-            self.taken.push(ready);
-            return written.map(|()| path);
-        }
-        let own = match &mut self.own {
-            Some(own) => own,
-            none => none.insert(TmpFiles::new(&self.dir, self.keep)?),
-        };
-        own.create_with(&prefix(), kind.suffix, fill)
     }
 
     /// Removes the files (the run's own ones at once, the pool's by its thread), or keeps the

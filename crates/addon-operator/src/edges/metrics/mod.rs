@@ -122,13 +122,18 @@ impl Metrics {
         outcome.get_or_create(&labels).inc();
     }
 
-    /// After loading a hook's config: how many bindings it has (`module` `None` for global hooks).
-    pub fn binding_count(&self, module: Option<&str>, hook: &str, count: usize) {
-        let labels = labels([("module", module.unwrap_or_default()), ("hook", hook)]);
-        self.families
-            .binding_count
-            .get_or_create(&labels)
-            .set(count as f64);
+    /// After loading the tree: how many bindings each hook has (module `None` for global
+    /// hooks); hooks not listed leave the family.
+    pub fn binding_counts<'a>(
+        &self,
+        hooks: impl Iterator<Item = (Option<&'a str>, &'a str, usize)>,
+    ) {
+        let family = &self.families.binding_count;
+        family.clear();
+        for (module, hook, count) in hooks {
+            let labels = labels([("module", module.unwrap_or_default()), ("hook", hook)]);
+            family.get_or_create(&labels).set(count as f64);
+        }
     }
 
     /// When config values (ConfigMap or config file) fail validation.

@@ -163,8 +163,14 @@ fn global_hook_failures_count_as_errors_or_allowed_errors_without_a_module_label
 #[test]
 fn module_lifecycle_metrics_have_upstream_names_and_labels() {
     let metrics = Metrics::default();
-    metrics.binding_count(Some("alpha"), "alpha/hooks/a", 3);
-    metrics.binding_count(None, "global-hooks/g", 1);
+    metrics.binding_counts([(Some("gone"), "gone/hooks/x", 2)].into_iter());
+    metrics.binding_counts(
+        [
+            (Some("alpha"), "alpha/hooks/a", 3),
+            (None, "global-hooks/g", 1),
+        ]
+        .into_iter(),
+    );
     metrics.config_values_error();
     metrics.discover_error();
     metrics.module_run("alpha", "OperatorStartup", Duration::from_secs(2), false);
@@ -181,6 +187,10 @@ fn module_lifecycle_metrics_have_upstream_names_and_labels() {
     assert_has(
         &text,
         r#"addon_operator_binding_count{module="",hook="global-hooks/g"} 1.0"#,
+    );
+    assert!(
+        !text.contains("gone/hooks/x"),
+        "a hook no longer in the tree: {text}"
     );
     assert_has(&text, "addon_operator_config_values_errors_total 1");
     assert_has(&text, "addon_operator_modules_discover_errors_total 1");

@@ -2,11 +2,12 @@
 //! (`hook list`), describes them (`hook config`) and runs one (`hook run <i>`, `hook ready`).
 //! Each becomes a hook of its own, with the shell-operator v1 config its description maps to.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use addon_core::discovery::{Discovered, HookFile};
 use addon_core::names::HookName;
+use futures::stream::{self, StreamExt};
 use serde_json::{Map, Value, json};
 
 use crate::edges::exec::process::{self, LogFields, ProcessSpec};
@@ -48,27 +49,51 @@ pub struct Expanded {
     pub errors: Vec<String>,
 }
 
-/// Finds batch executables among the hooks of `found` and replaces each by its hooks.
+/// Finds batch executables among the hooks of `found` and replaces each by its hooks. The
+/// `hook list` probes run side by side (as `--config` runs do); they are the startup's
+/// largest cost in a tree of extension-less hooks.
 pub async fn expand(found: &mut Discovered, options: &ConfigRunOptions) -> Expanded {
     let mut out = Expanded::default();
+    let all_hooks = (found.global.hooks.iter()).chain(found.modules.iter().flat_map(|m| &m.hooks));
+    let batches = batch_executables(all_hooks.collect(), options).await;
     let global = std::mem::take(&mut found.global.hooks);
-    found.global.hooks = expand_list(global, true, options, &mut out).await;
+    found.global.hooks = expand_list(global, true, &batches, options, &mut out).await;
     for module in &mut found.modules {
         let hooks = std::mem::take(&mut module.hooks);
-        module.hooks = expand_list(hooks, false, options, &mut out).await;
+        module.hooks = expand_list(hooks, false, &batches, options, &mut out).await;
     }
     out
+}
+
+/// The paths of the hooks that answer `hook list` in the batch format, probed side by side (a
+/// task each, as `--config` runs).
+async fn batch_executables(hooks: Vec<&HookFile>, options: &ConfigRunOptions) -> BTreeSet<PathBuf> {
+    let candidates = hooks.into_iter().filter(|hook| may_be_batch(&hook.path));
+    stream::iter(candidates.cloned())
+        .map(|hook| {
+            let options = options.clone();
+            let probe =
+                tokio::spawn(
+                    async move { lists_hooks(&hook, &options).await.then_some(hook.path) },
+                );
+            async move { probe.await.ok().flatten() }
+        })
+        .buffered(options.parallelism)
+        .filter_map(std::future::ready)
+        .collect()
+        .await
 }
 
 async fn expand_list(
     hooks: Vec<HookFile>,
     global: bool,
+    batches: &BTreeSet<PathBuf>,
     options: &ConfigRunOptions,
     out: &mut Expanded,
 ) -> Vec<HookFile> {
     let mut result = Vec::with_capacity(hooks.len());
     for hook in hooks {
-        if !may_be_batch(&hook.path) || !lists_hooks(&hook, options).await {
+        if !batches.contains(&hook.path) {
             result.push(hook);
             continue;
         }
@@ -171,26 +196,24 @@ fn spec(
     options: &ConfigRunOptions,
     clear_env: bool,
 ) -> ProcessSpec {
-    let (program, mut all) = if clear_env {
-        (
-            PathBuf::from("env"),
-            vec!["-i".to_string(), hook.path.display().to_string()],
-        )
+    // the probe's environment is empty, as upstream's: not even WORKING_DIR
+    let env = if clear_env {
+        Vec::new()
     } else {
-        (hook.path.clone(), Vec::new())
+        vec![(
+            "WORKING_DIR".to_string(),
+            hook.working_dir.display().to_string(),
+        )]
     };
-    all.extend(args.iter().map(|a| a.to_string()));
     ProcessSpec {
-        program,
-        args: all,
+        program: hook.path.clone(),
+        args: args.iter().map(|a| a.to_string()).collect(),
         cwd: hook
             .path
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-        env: vec![(
-            "WORKING_DIR".to_string(),
-            hook.working_dir.display().to_string(),
-        )],
+        env,
+        clear_env,
         timeout: options.timeout,
         kill_grace: options.kill_grace,
         capture_stdout: true,
@@ -437,6 +460,19 @@ mod tests {
         assert!(lists_hooks(&answers, &options).await);
         let with_extension = script(dir.path(), "plain.sh", "#!/bin/sh\n");
         assert!(!may_be_batch(&with_extension.path));
+    }
+
+    #[tokio::test]
+    async fn the_probe_runs_with_an_empty_environment_and_all_hooks_are_probed_side_by_side() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = ConfigRunOptions::new(std::time::Duration::from_secs(10));
+        // answers only when nothing but the shell's own PWD is in its environment
+        let text = "#!/bin/sh\n[ \"$1 $2\" = 'hook list' ] || exit 1\n\
+                    [ -z \"$(env | grep -v '^PWD=')\" ] && echo 'Found 1 items'\n";
+        let batch = script(dir.path(), "batch", text);
+        let plain = script(dir.path(), "plain", "#!/bin/sh\nexit 0\n");
+        let found = batch_executables(vec![&plain, &batch, &plain], &options).await;
+        assert_eq!(found, BTreeSet::from([batch.path.clone()]));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Asks every hook for its bindings: runs `<hook> --config` for all hooks in parallel (bounded by
-//! the number of CPUs) and returns each hook's stdout or the reason it gave none.
+//! twice the number of CPUs) and returns each hook's stdout or the reason it gave none.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +27,9 @@ pub enum ConfigRunError {
     },
     #[error("'{hook} --config' printed more than the limit of {limit} bytes")]
     TooLarge { hook: String, limit: usize },
+    /// The task running it panicked or was cancelled (a bug, or shutdown).
+    #[error("a --config run did not finish: {0}")]
+    Task(String),
 }
 
 impl ConfigRunError {
@@ -40,7 +43,9 @@ impl ConfigRunError {
 pub struct ConfigRunOptions {
     pub timeout: Duration,
     pub kill_grace: Duration,
-    /// At most this many hooks run at once.
+    /// At most this many hooks run at once: twice the CPUs, because a short hook process spends
+    /// part of its life in fork, exec and pipe reads where the CPU would idle (`check` of 100
+    /// modules × 3 extension-less hooks on 2 cores: 1.0 s with 4, 1.3 s with 2).
     pub parallelism: usize,
 }
 
@@ -50,7 +55,7 @@ impl ConfigRunOptions {
         Self {
             timeout,
             kill_grace: Duration::from_secs(5),
-            parallelism: cpus.max(2),
+            parallelism: (2 * cpus).max(4),
         }
     }
 }
@@ -64,7 +69,13 @@ pub async fn fetch_all(
     stream::iter(hooks)
         .map(|(hook, module)| {
             let options = Arc::clone(&options);
-            async move { fetch_one(&hook, &module, &options).await }
+            // a task each: spawning and reading a process is work of the parent too, and in
+            // one task the runs would share one thread for it
+            let run = tokio::spawn(async move { fetch_one(&hook, &module, &options).await });
+            async move {
+                run.await
+                    .unwrap_or_else(|e| Err(ConfigRunError::Task(e.to_string())))
+            }
         })
         .buffered(options.parallelism)
         .collect()

@@ -5,6 +5,8 @@ pub mod batch_hooks;
 pub mod configs;
 pub mod dirs;
 pub mod hook_configs;
+mod inotify;
+pub mod kept;
 pub mod runnable;
 pub mod watch;
 

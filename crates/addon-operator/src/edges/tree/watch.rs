@@ -5,8 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::inotify::{DirWatch, Seen};
 
 /// Quiet time after the last file-system event before the tree is loaded again.
 pub const DEFAULT_SETTLE: Duration = Duration::from_millis(500);
@@ -20,7 +22,7 @@ const MAX_SETTLES: u32 = 20;
 pub struct TreeWatchError {
     path: PathBuf,
     #[source]
-    source: notify::Error,
+    source: std::io::Error,
 }
 
 /// The watch of the modules and global hooks directories: each directory recursively, and its
@@ -32,21 +34,33 @@ pub struct TreeWatch {
     settle: Duration,
     signals: mpsc::UnboundedReceiver<()>,
     sender: mpsc::UnboundedSender<()>,
-    watcher: RecommendedWatcher,
+    /// Reads the events and signals the ones that change the tree.
+    reader: JoinHandle<()>,
+}
+
+impl Drop for TreeWatch {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
 }
 
 impl TreeWatch {
     /// Starts watching `roots` (the ones that exist). Must be called inside a tokio runtime.
+    /// Relative roots are taken from the working directory now; symlinks in them are kept, so a
+    /// swapped link is still seen.
     pub fn start(roots: Vec<PathBuf>, settle: Duration) -> Result<Self, TreeWatchError> {
+        let roots: Vec<PathBuf> = (roots.into_iter())
+            .map(|root| std::path::absolute(&root).unwrap_or(root))
+            .collect();
         let (sender, signals) = mpsc::unbounded_channel();
-        let watcher = watcher(&roots, sender.clone())?;
+        let reader = watch(&roots, sender.clone())?;
         Ok(Self {
             resolved: resolve(&roots),
             roots,
             settle,
             signals,
             sender,
-            watcher,
+            reader,
         })
     }
 
@@ -67,9 +81,10 @@ impl TreeWatch {
         if resolved == self.resolved {
             return Some(());
         }
-        match watcher(&self.roots, self.sender.clone()) {
-            Ok(watcher) => {
-                self.watcher = watcher;
+        match watch(&self.roots, self.sender.clone()) {
+            Ok(reader) => {
+                self.reader.abort();
+                self.reader = reader;
                 self.resolved = resolved;
             }
             Err(e) => {
@@ -89,54 +104,56 @@ fn resolve(roots: &[PathBuf]) -> Vec<Option<PathBuf>> {
         .collect()
 }
 
-fn watcher(
+/// Watches `roots` recursively and their parents alone; a task signals every change of the tree
+/// on `sender`.
+fn watch(
     roots: &[PathBuf],
     sender: mpsc::UnboundedSender<()>,
-) -> Result<RecommendedWatcher, TreeWatchError> {
+) -> Result<JoinHandle<()>, TreeWatchError> {
     let watch_error = |path: &Path| {
         let path = path.to_path_buf();
         move |source| TreeWatchError { path, source }
     };
+    let mut dirs = DirWatch::new().map_err(watch_error(Path::new("")))?;
+    for root in roots.iter().filter(|r| r.exists()) {
+        dirs.add(root, true).map_err(watch_error(root))?;
+    }
+    for parent in roots.iter().filter_map(|r| r.parent()) {
+        // only the parent itself: its other entries are not the tree's
+        if parent.is_dir() {
+            let _ = dirs.add(parent, false);
+        }
+    }
     let watched: Vec<(PathBuf, Option<PathBuf>)> =
         roots.iter().cloned().zip(resolve(roots)).collect();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
-        if let Ok(event) = event
-            && changes_tree(&event, &watched)
-        {
-            let _ = sender.send(());
+    Ok(tokio::spawn(async move {
+        loop {
+            let seen = match dirs.next().await {
+                Ok(seen) => seen,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the module tree watch stopped");
+                    return;
+                }
+            };
+            if seen.is_some_and(|s| changes_tree(&s, &watched)) && sender.send(()).is_err() {
+                return;
+            }
         }
-    })
-    .map_err(watch_error(Path::new("")))?;
-    for root in roots.iter().filter(|r| r.exists()) {
-        watcher
-            .watch(root, RecursiveMode::Recursive)
-            .map_err(watch_error(root))?;
-    }
-    // a relative root's parent is the working directory
-    let parents = roots.iter().filter_map(|r| r.parent()).map(|p| match p {
-        p if p.as_os_str().is_empty() => Path::new("."),
-        p => p,
-    });
-    for parent in parents.filter(|p| p.is_dir()) {
-        // only the parent itself: its other entries are not the tree's
-        let _ = watcher.watch(parent, RecursiveMode::NonRecursive);
-    }
-    Ok(watcher)
+    }))
 }
 
-/// Whether a file-system event may have changed the tree: anything but a mere read, of a path
-/// in a root or of a root itself, or any change beside a root that makes it lead elsewhere (a
-/// volume's `..data` symlink swapped); other entries of a root's parent (the config file, a
-/// config volume's own swap) are not the tree's.
-fn changes_tree(event: &Event, roots: &[(PathBuf, Option<PathBuf>)]) -> bool {
-    if matches!(event.kind, EventKind::Access(_)) {
-        return false;
+/// Whether an event may have changed the tree: anything inside a root, lost events, or a change
+/// beside a root that is the root's own entry or makes it lead elsewhere (a volume's `..data`
+/// symlink swapped); other entries of a root's parent (the config file, a config volume's own
+/// swap) are not the tree's.
+fn changes_tree(seen: &Seen, roots: &[(PathBuf, Option<PathBuf>)]) -> bool {
+    match seen {
+        Seen::InTree | Seen::Overflow => true,
+        Seen::Beside(name) => (roots.iter()).any(|(root, resolved)| {
+            root.file_name() == Some(name.as_os_str())
+                || std::fs::canonicalize(root).ok() != *resolved
+        }),
     }
-    let in_root = |path: &PathBuf| roots.iter().any(|(root, _)| path.starts_with(root));
-    if event.paths.iter().any(in_root) {
-        return true;
-    }
-    (roots.iter()).any(|(root, resolved)| std::fs::canonicalize(root).ok() != *resolved)
 }
 
 #[cfg(test)]
@@ -182,6 +199,52 @@ mod tests {
         std::fs::write(root.join("001-a/values.yaml"), "a: 1\n").expect("write");
         let edited = tokio::time::timeout(Duration::from_secs(10), watch.changed()).await;
         assert_eq!(edited.ok().flatten(), Some(()));
+    }
+
+    #[tokio::test]
+    async fn hooks_run_and_files_read_are_not_changes_but_a_file_in_a_new_directory_is() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("modules");
+        std::fs::create_dir_all(root.join("001-a/hooks")).expect("mkdir");
+        let hook = root.join("001-a/hooks/hook.sh");
+        std::fs::write(&hook, "#!/bin/sh\ncat \"$0\" > /dev/null\n").expect("write");
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let mut watch =
+            TreeWatch::start(vec![root.clone()], Duration::from_millis(100)).expect("watch");
+        for _ in 0..5 {
+            let status = std::process::Command::new(&hook).status().expect("run");
+            assert!(status.success());
+            std::fs::read_dir(root.join("001-a"))
+                .expect("list")
+                .for_each(drop);
+        }
+        let read = tokio::time::timeout(Duration::from_millis(600), watch.changed()).await;
+        assert!(
+            read.is_err(),
+            "running a hook and reading files is not a change"
+        );
+        // a directory made after the start is watched too
+        std::fs::create_dir_all(root.join("002-b/templates")).expect("mkdir");
+        let made = tokio::time::timeout(Duration::from_secs(10), watch.changed()).await;
+        assert_eq!(made.ok().flatten(), Some(()));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        std::fs::write(root.join("002-b/templates/cm.yaml"), "a: 1\n").expect("write");
+        let written = tokio::time::timeout(Duration::from_secs(10), watch.changed()).await;
+        assert_eq!(written.ok().flatten(), Some(()));
+    }
+
+    #[tokio::test]
+    async fn a_relative_root_is_watched_from_the_working_directory() {
+        let dir = tempfile::tempdir_in(".").expect("tempdir in the working directory");
+        let name = dir.path().file_name().expect("name");
+        let root = std::path::Path::new(name).join("modules");
+        std::fs::create_dir_all(root.join("001-a")).expect("mkdir");
+        let mut watch =
+            TreeWatch::start(vec![root.clone()], Duration::from_millis(100)).expect("watch");
+        std::fs::write(root.join("001-a/values.yaml"), "a: 1\n").expect("write");
+        let changed = tokio::time::timeout(Duration::from_secs(10), watch.changed()).await;
+        assert_eq!(changed.ok().flatten(), Some(()));
     }
 
     #[tokio::test]

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use addon_core::hook_config::FailurePolicy;
 use base64::Engine as _;
 
-pub use server::{Answerer, Reply, ServerError, WebhookServer};
+pub use server::{Answerer, MAX_BODY_BYTES, Reply, ServerError, WebhookServer};
 pub use tls::{TlsError, TlsFiles};
 
 /// shell-operator's default port of the validating (admission) webhook server.
@@ -39,13 +39,7 @@ pub struct WebhookSettings {
     pub conversion: ServerSettings,
 }
 
-/// The `caBundle` of a CA file: its bytes in base64; `None` (with a warning) when unreadable.
-pub fn ca_bundle(settings: &ServerSettings) -> Option<String> {
-    match std::fs::read(&settings.ca) {
-        Ok(pem) => Some(base64::engine::general_purpose::STANDARD.encode(pem)),
-        Err(e) => {
-            tracing::warn!(ca = %settings.ca.display(), error = %e, "webhook CA cannot be read; caBundle left out");
-            None
-        }
-    }
+/// The `caBundle` of a CA file: its bytes in base64.
+pub fn ca_bundle(ca: &std::path::Path) -> std::io::Result<String> {
+    std::fs::read(ca).map(|pem| base64::engine::general_purpose::STANDARD.encode(pem))
 }

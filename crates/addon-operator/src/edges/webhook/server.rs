@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::body::{Body, Bytes};
+use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -28,6 +28,9 @@ pub const MAX_CONCURRENT_REVIEWS: usize = 32;
 const TURN_TIMEOUT: Duration = Duration::from_secs(10);
 /// A client that has not finished its TLS handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A request whose body has not fully arrived by then is answered 408 (a client trickling bytes
+/// must not hold a review turn or its connection for ever).
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the server answers a review with.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +66,7 @@ pub enum ServerError {
 pub struct WebhookServer {
     listener: TcpListener,
     acceptor: TlsAcceptor,
+    body_timeout: Duration,
 }
 
 impl WebhookServer {
@@ -75,7 +79,14 @@ impl WebhookServer {
         Ok(Self {
             listener,
             acceptor: TlsAcceptor::from(config),
+            body_timeout: DEFAULT_BODY_TIMEOUT,
         })
+    }
+
+    /// How long a request's body may take to arrive ([`DEFAULT_BODY_TIMEOUT`] unless set).
+    pub fn with_body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
+        self
     }
 
     pub fn local_addr(&self) -> Option<SocketAddr> {
@@ -92,7 +103,7 @@ impl WebhookServer {
             tx,
             cancel.clone(),
         ));
-        let app = router(answerer);
+        let app = router(answerer, self.body_timeout);
         let served = axum::serve(TlsListener { rx, local }, app)
             .with_graceful_shutdown(cancel.cancelled_owned())
             .await;
@@ -165,29 +176,64 @@ impl axum::serve::Listener for TlsListener {
 struct Served {
     answerer: Arc<dyn Answerer>,
     turns: Arc<tokio::sync::Semaphore>,
+    body_timeout: Duration,
 }
 
-fn router(answerer: Arc<dyn Answerer>) -> Router {
+fn router(answerer: Arc<dyn Answerer>, body_timeout: Duration) -> Router {
     let served = Served {
         answerer,
         turns: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_REVIEWS)),
+        body_timeout,
     };
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .fallback(review)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(served)
+}
+
+/// The whole body within `timeout` and [`MAX_BODY_BYTES`], or the answer refusing it.
+async fn read_body(
+    headers: &axum::http::HeaderMap,
+    body: Body,
+    timeout: Duration,
+) -> Result<Bytes, Response> {
+    let declared =
+        (headers.get(header::CONTENT_LENGTH)).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let too_large = || {
+        let message = format!("the request body is larger than {MAX_BODY_BYTES} bytes\n");
+        (StatusCode::PAYLOAD_TOO_LARGE, message).into_response()
+    };
+    if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_BODY_BYTES)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        // without a declared length, the limit is what stops a chunked body
+        Ok(Err(_)) if declared.is_none() => Err(too_large()),
+        Ok(Err(e)) => {
+            Err((StatusCode::BAD_REQUEST, format!("reading the body: {e}\n")).into_response())
+        }
+        Err(_) => {
+            let message = format!("the request body did not arrive within {timeout:?}\n");
+            Err((StatusCode::REQUEST_TIMEOUT, message).into_response())
+        }
+    }
 }
 
 async fn review(
     State(served): State<Served>,
     method: axum::http::Method,
     uri: Uri,
-    body: Bytes,
+    headers: axum::http::HeaderMap,
+    body: Body,
 ) -> Response {
     if method != axum::http::Method::POST {
         return (StatusCode::METHOD_NOT_ALLOWED, "POST a review\n").into_response();
     }
+    let body = match read_body(&headers, body, served.body_timeout).await {
+        Ok(body) => body,
+        Err(refused) => return refused,
+    };
     let Ok(Ok(_turn)) = tokio::time::timeout(TURN_TIMEOUT, served.turns.acquire()).await else {
         let message = format!("more than {MAX_CONCURRENT_REVIEWS} reviews at once\n");
         return (StatusCode::SERVICE_UNAVAILABLE, message).into_response();

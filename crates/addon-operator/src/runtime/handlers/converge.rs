@@ -79,11 +79,15 @@ fn record_modules_info(shared: &Shared, st: &State, enabled: &[ModuleName]) {
     shared.metrics.modules_info(&info);
 }
 
+/// Every module of the tree; a module that left it (`--reload-tree`) is never enabled again,
+/// so that this discovery deletes it.
 fn candidates(st: &State) -> Vec<Candidate> {
-    st.store.enablement_candidates(|name| {
+    let mut candidates = st.store.enablement_candidates(|name| {
         st.module(name)
             .is_some_and(|m| m.source.enabled_script.is_some())
-    })
+    });
+    candidates.retain(|c| st.module(&c.name).is_some_and(|m| !m.removed));
+    candidates
 }
 
 /// Runs the enablement pass, calling `enabled` scripts in module order.

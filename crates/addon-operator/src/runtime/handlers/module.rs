@@ -20,7 +20,9 @@ use crate::runtime::decisions;
 use crate::runtime::edges::MonitorKey;
 use crate::runtime::error::{HookError, ModuleError, TaskError};
 use crate::runtime::hooks::{self, RunContext};
-use crate::runtime::state::{HookDef, ModuleState, hooks_by_order, hooks_with_kubernetes};
+use crate::runtime::state::{
+    HookDef, ModuleState, PendingHooks, hooks_by_order, hooks_with_kubernetes,
+};
 use crate::runtime::task::{HookTask, Outcome, Task};
 
 /// Runs a module as one task from `queue` (`main`, or a parallel lane of a group), retried as a
@@ -60,24 +62,39 @@ async fn run_steps(
     startup: bool,
     reason: &str,
 ) -> Outcome {
-    let Some(state) = shared.lock().module(module).cloned() else {
+    let Some((state, pending)) = take_state(shared, module, startup) else {
         return Outcome::Failed(unknown(module));
     };
-    let enabled = shared.lock().enabled.contains(module);
+    let enabled = shared.lock().enabled.contains(module) && !state.removed;
     let has_chart = state.source.has_chart;
-    let Some(phases) = lifecycle::module_run_phases(enabled, startup, has_chart) else {
-        tracing::info!(module = %module, "module is disabled now; its run is skipped");
+    let starts = Starting::of(&state, startup, &pending);
+    let phases = lifecycle::module_run_phases(enabled, starts.is_some(), has_chart);
+    let Some(phases) = phases else {
+        tracing::info!(module = %module, "module is disabled now or left the tree; its run is skipped");
         return Outcome::done();
     };
     let steps = async {
         let mut changed = false;
         for phase in phases {
-            changed |= run_phase(shared, queue, module, &state, phase, startup, reason).await?;
+            let run = PhaseRun {
+                queue,
+                module,
+                state: &state,
+                starts: starts.as_ref(),
+                startup,
+                reason,
+            };
+            changed |= run_phase(shared, run, phase).await?;
         }
         Ok::<bool, ModuleError>(changed)
     };
     match steps.await {
-        Err(source) => Outcome::Failed(failed(module, source)),
+        Err(source) => {
+            if let Some(m) = shared.lock().modules.get_mut(module) {
+                m.pending.merge(pending);
+            }
+            Outcome::Failed(failed(module, source))
+        }
         Ok(changed) => {
             let decision = lifecycle::module_run_finished(module, changed, queue.is_parallel());
             decisions::outcome(shared, shared.lock(), decision)
@@ -85,25 +102,102 @@ async fn run_steps(
     }
 }
 
+/// The module's state for a run, and the hooks a reload left for it to start (taken: a run
+/// that fails gives them back). A startup run starts every hook: nothing is left pending.
+fn take_state(
+    shared: &Shared,
+    module: &ModuleName,
+    startup: bool,
+) -> Option<(ModuleState, PendingHooks)> {
+    let mut st = shared.lock();
+    let m = st.modules.get_mut(module)?;
+    let pending = std::mem::take(&mut m.pending);
+    let state = m.clone();
+    Some((
+        state,
+        if startup {
+            PendingHooks::default()
+        } else {
+            pending
+        },
+    ))
+}
+
+/// The hooks a run starts: every hook on the module's startup, else the hooks a reload added
+/// (onStartup) or rebound (bindings). `None`: the run starts nothing.
+struct Starting {
+    on_startup: Vec<HookDef>,
+    bindings: Vec<HookDef>,
+    /// The module starts: its schedules start as a whole.
+    all: bool,
+}
+
+impl Starting {
+    fn of(state: &ModuleState, startup: bool, pending: &PendingHooks) -> Option<Self> {
+        if startup {
+            let all = state.hooks.to_vec();
+            return Some(Self {
+                on_startup: all.clone(),
+                bindings: all,
+                all: true,
+            });
+        }
+        if pending.is_empty() {
+            return None;
+        }
+        let pick = |names: &std::collections::BTreeSet<addon_core::names::HookName>| {
+            (state.hooks.iter())
+                .filter(|h| names.contains(h.name()))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        Some(Self {
+            on_startup: pick(&pending.first_run),
+            bindings: pick(&pending.bind),
+            all: false,
+        })
+    }
+}
+
+/// One phase of a module run and what it runs on.
+#[derive(Clone, Copy)]
+struct PhaseRun<'a> {
+    queue: &'a QueueName,
+    module: &'a ModuleName,
+    state: &'a ModuleState,
+    starts: Option<&'a Starting>,
+    startup: bool,
+    reason: &'a str,
+}
+
 /// Runs one phase of a module run; `true` when afterHelm hooks changed the module's values.
 async fn run_phase(
     shared: &Shared,
-    queue: &QueueName,
-    module: &ModuleName,
-    state: &ModuleState,
+    run: PhaseRun<'_>,
     phase: RunPhase,
-    startup: bool,
-    reason: &str,
 ) -> Result<bool, ModuleError> {
+    let PhaseRun {
+        queue,
+        module,
+        state,
+        starts,
+        startup,
+        reason,
+    } = run;
     let hooks = &state.hooks;
+    let none = Vec::new();
+    let (on_startup, bindings) = starts.map_or((&none, &none), |s| (&s.on_startup, &s.bindings));
     match phase {
         RunPhase::EnsureCrds => ensure_crds(shared, module, &state.source.path, startup).await?,
         RunPhase::OnStartup => {
             let at = lifecycle_run(queue);
-            run_lifecycle(shared, at, module, hooks, BindingType::OnStartup).await?
+            run_lifecycle(shared, at, module, on_startup, BindingType::OnStartup).await?
         }
-        RunPhase::Synchronize => synchronize(shared, queue, module, hooks).await?,
-        RunPhase::StartSchedules => shared.start_module_schedules(module),
+        RunPhase::Synchronize => synchronize(shared, queue, module, bindings).await?,
+        RunPhase::StartSchedules => match starts {
+            Some(s) if !s.all => shared.start_schedules(Some(module), &s.bindings),
+            _ => shared.start_module_schedules(module),
+        },
         RunPhase::BeforeHelm => {
             let at = lifecycle_run(queue);
             run_lifecycle(shared, at, module, hooks, BindingType::BeforeHelm).await?
