@@ -27,15 +27,17 @@ use crate::runtime::edges::{KubeError, KubeEvent, KubeEvents, Listed, MonitorKey
 /// go to the channel given to [`KubeWatches::new`]. Watches restart by themselves (dropped
 /// connections, `410 Gone`, API server restarts); a relist reports only real differences.
 ///
-/// Bindings that select the same objects ([`WatchId`]) share one watch that keeps full objects:
+/// Bindings that select the same objects (the same resource, namespaces and selectors) share one
+/// watch that keeps full objects:
 /// a binding starting after the first gets its listing from what the watch holds (no API list),
 /// and each event is parsed once and reported to every sharer. The last sharer's stop ends it.
 pub struct KubeWatches {
     resolver: Arc<KindResolver>,
     events: mpsc::Sender<KubeEvent>,
     registry: Mutex<Registry>,
-    /// One start at a time per [`WatchId`], so that a second binding joins the first's watch
-    /// instead of starting its own while the first lists.
+    /// One start at a time per selection, so that a second binding joins the first's watch
+    /// instead of starting its own while the first lists (one entry per selection ever started:
+    /// as many as the tree has distinct bindings).
     gates: Mutex<HashMap<WatchId, Arc<tokio::sync::Mutex<()>>>>,
     metrics: Option<Arc<Metrics>>,
 }
