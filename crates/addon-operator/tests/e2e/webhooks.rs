@@ -62,6 +62,18 @@ fn admission_server_args(port: u16) -> Vec<std::ffi::OsString> {
     args
 }
 
+/// Waits until the admission server on the loopback `port` answers `/healthz`; the runtime to
+/// ask it with and its address.
+fn admission_server_up(port: u16, log: &std::path::Path) -> (tokio::runtime::Runtime, SocketAddr) {
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    wait_for("the admission server", log, || {
+        rt.block_on(request(&connector(None), addr, "GET", "/healthz", ""))
+            .is_ok_and(|(status, _)| status == 200)
+    });
+    (rt, addr)
+}
+
 fn review(name: &str) -> String {
     json!({
         "apiVersion": "admission.k8s.io/v1",
@@ -127,12 +139,7 @@ fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
         .spawn()
         .unwrap();
     let _running = Running(child);
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    wait_for("the admission server", &log, || {
-        rt.block_on(request(&connector(None), addr, "GET", "/healthz", ""))
-            .is_ok_and(|(status, _)| status == 200)
-    });
+    let (rt, addr) = admission_server_up(port, &log);
 
     let denied = rt.block_on(ask(addr, "bad"));
     assert_eq!(
@@ -530,12 +537,7 @@ fn a_tree_with_webhooks_reloads_while_its_webhook_bindings_stay_the_same() {
         .spawn()
         .unwrap();
     let _running = Running(child);
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    wait_for("the admission server", &log, || {
-        rt.block_on(request(&connector(None), addr, "GET", "/healthz", ""))
-            .is_ok_and(|(status, _)| status == 200)
-    });
+    let (rt, addr) = admission_server_up(port, &log);
     let message = |name| rt.block_on(ask(addr, name))["status"]["message"].clone();
     assert_eq!(message("bad"), "bad crontabs are not allowed");
 
