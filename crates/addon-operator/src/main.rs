@@ -13,6 +13,9 @@ fn main() -> ExitCode {
         Ok(parsed) => parsed,
         Err(e) => e.exit(),
     };
+    if matches!(command, Command::Start(_)) {
+        addon_operator::malloc_trim::reexec_if_unset();
+    }
     addon_operator::logging::init(&log);
     let result = run(command);
     addon_operator::logging::flush();

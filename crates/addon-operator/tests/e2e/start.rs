@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use addon_operator_testkit::wait;
 use serde_json::{Value, json};
 
-use crate::support::{binary, path_with_tools, require_tool, start_command, write};
+use crate::support::{
+    Running, binary, path_with_tools, require_tool, start_command, wait_for, write,
+};
 
 /// A running operator on a temp tree.
 struct Operator {
@@ -456,5 +458,45 @@ fn unnumbered_modules_run_side_by_side_in_the_real_binary() {
     assert!(
         log.contains("parallel_queue_"),
         "the lanes are in the log: {log}"
+    );
+}
+
+#[test]
+fn the_operator_runs_with_a_fixed_malloc_trim_threshold_that_hooks_do_not_inherit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let seen = root.join("hook-env");
+    std::fs::create_dir_all(root.join("modules")).unwrap();
+    write(
+        &root.join("global-hooks/env.sh"),
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{{\"configVersion\":\"v1\",\"onStartup\":1}}'; exit 0; fi\n\
+             env | grep -c MALLOC > '{}.tmp'; mv '{0}.tmp' '{0}'\n",
+            seen.display()
+        ),
+        true,
+    );
+    let log = root.join("operator.log");
+    let child = start_command(root.join("tmp"), root.join("debug.socket"))
+        .arg("--working-dir")
+        .arg(root)
+        .env_remove("MALLOC_TRIM_THRESHOLD_")
+        .env_remove("ADDON_OPERATOR_MALLOC_TRIM")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let _running = Running(child);
+    wait_for("the hook's environment", &log, || seen.exists());
+    assert_eq!(std::fs::read_to_string(&seen).unwrap().trim(), "0");
+    // the same process, run again with the variable set (exec keeps the pid)
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(
+        environ
+            .split('\0')
+            .any(|v| v == "MALLOC_TRIM_THRESHOLD_=65536"),
+        "{environ}"
     );
 }
