@@ -31,16 +31,7 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        let mut fields = Map::new();
-        if let Some(scope) = ctx.event_scope() {
-            for span in scope.from_root() {
-                if let Some(formatted) = span.extensions().get::<FormattedFields<N>>()
-                    && let Ok(Value::Object(map)) = serde_json::from_str(&formatted.fields)
-                {
-                    fields.extend(map);
-                }
-            }
-        }
+        let mut fields = span_fields(ctx);
         let mut visitor = Fields::default();
         event.record(&mut visitor);
         fields.extend(visitor.0);
@@ -49,6 +40,28 @@ where
         let line = record(&level, fields, time);
         writeln!(writer, "{line}")
     }
+}
+
+/// The fields of the event's spans, from the outermost (an inner span's value of a key wins),
+/// as recorded by `JsonFields`.
+pub(crate) fn span_fields<S, N>(ctx: &FmtContext<'_, S, N>) -> Map<String, Value>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    let mut fields = Map::new();
+    for span in ctx
+        .event_scope()
+        .into_iter()
+        .flat_map(|scope| scope.from_root())
+    {
+        if let Some(formatted) = span.extensions().get::<FormattedFields<N>>()
+            && let Ok(Value::Object(map)) = serde_json::from_str(&formatted.fields)
+        {
+            fields.extend(map);
+        }
+    }
+    fields
 }
 
 pub(crate) fn now_rfc3339() -> String {

@@ -7,7 +7,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::fmt::format::Writer;
-use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
 use super::json::{Fields, PROXY_FIELD};
@@ -33,17 +33,10 @@ where
     ) -> fmt::Result {
         let mut visitor = Fields::default();
         event.record(&mut visitor);
+        // the event's fields first (the message leads the line), then the spans' it lacks
         let mut fields = visitor.0;
-        if let Some(scope) = ctx.event_scope() {
-            for span in scope.from_root() {
-                if let Some(formatted) = span.extensions().get::<FormattedFields<N>>()
-                    && let Ok(Value::Object(map)) = serde_json::from_str(&formatted.fields)
-                {
-                    for (key, value) in map {
-                        fields.entry(key).or_insert(value);
-                    }
-                }
-            }
+        for (key, value) in super::json::span_fields(ctx) {
+            fields.entry(key).or_insert(value);
         }
         let time = self.with_time.then(super::json::now_rfc3339);
         let level = event.metadata().level().as_str();
