@@ -47,13 +47,14 @@ fn reexec_with(env: &dyn Fn(&str) -> Option<OsString>, args: Vec<OsString>) {
     ));
 }
 
-/// The variables a hook's environment must not get from the operator's: the ones this step set.
+/// The variables a hook's environment must not get from the operator's: the ones this step set
+/// (read once; every process the operator starts asks).
 pub fn hidden_from_hooks() -> &'static [&'static str] {
-    if std::env::var_os(MARKER).is_some() {
-        &[VARIABLE, MARKER]
-    } else {
-        &[]
-    }
+    static HIDDEN: std::sync::OnceLock<&'static [&'static str]> = std::sync::OnceLock::new();
+    HIDDEN.get_or_init(|| match std::env::var_os(MARKER) {
+        Some(_) => &[VARIABLE, MARKER],
+        None => &[],
+    })
 }
 
 #[cfg(test)]
