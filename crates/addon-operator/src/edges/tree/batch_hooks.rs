@@ -424,18 +424,7 @@ fn pick(value: &Value, keys: &[&str]) -> Map<String, Value> {
 mod tests {
     use super::*;
 
-    fn script(dir: &Path, name: &str, text: &str) -> HookFile {
-        use std::os::unix::fs::PermissionsExt;
-        let path = dir.join(name);
-        std::fs::write(&path, text).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        HookFile {
-            name: HookName::new(name).unwrap(),
-            path,
-            working_dir: dir.to_path_buf(),
-            args: Vec::new(),
-        }
-    }
+    use crate::edges::tree::hook_configs::tests::script;
 
     #[tokio::test]
     async fn a_plain_hook_that_hangs_or_fails_on_hook_list_stays_a_plain_hook() {

@@ -125,15 +125,16 @@ pub async fn fetch_one(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use addon_core::names::HookName;
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 
-    fn hook(dir: &Path, name: &str, body: &str) -> HookFile {
+    /// An executable `name` in `dir` holding `text`, as a hook of that directory.
+    pub(in crate::edges::tree) fn script(dir: &Path, name: &str, text: &str) -> HookFile {
         let path = dir.join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::write(&path, text).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         HookFile {
             name: HookName::new(name).unwrap(),
@@ -141,6 +142,10 @@ mod tests {
             working_dir: dir.to_path_buf(),
             args: Vec::new(),
         }
+    }
+
+    fn hook(dir: &Path, name: &str, body: &str) -> HookFile {
+        script(dir, name, &format!("#!/bin/sh\n{body}\n"))
     }
 
     #[tokio::test]
