@@ -41,6 +41,22 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// A tree of the module `010-cron`, enabled, with `hooks` (name, text) and no global hooks.
+fn cron_tree(hooks: &[(&str, &str)]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        &root.join("modules/values.yaml"),
+        "cronEnabled: true\n",
+        false,
+    );
+    for (name, text) in hooks {
+        write(&root.join("modules/010-cron/hooks").join(name), text, true);
+    }
+    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
+    tmp
+}
+
 /// The admission server on the loopback `port` with the test certificates.
 fn admission_server_args(port: u16) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = [
@@ -111,19 +127,8 @@ async fn ask(addr: SocketAddr, name: &str) -> Value {
 
 #[test]
 fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = cron_tree(&[("policy", POLICY_HOOK)]);
     let root = tmp.path();
-    write(
-        &root.join("modules/values.yaml"),
-        "cronEnabled: true\n",
-        false,
-    );
-    write(
-        &root.join("modules/010-cron/hooks/policy"),
-        POLICY_HOOK,
-        true,
-    );
-    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
     let config = root.join("config.yaml");
     write(&config, "cronEnabled: true\n", false);
     let port = free_port();
@@ -259,25 +264,12 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
     if !require_tool("kubectl") {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = cron_tree(&[
+        ("policy", POLICY_HOOK),
+        ("guard", GUARD_HOOK),
+        ("sleepy", SLEEPY_HOOK),
+    ]);
     let root = tmp.path();
-    write(
-        &root.join("modules/values.yaml"),
-        "cronEnabled: true\n",
-        false,
-    );
-    write(
-        &root.join("modules/010-cron/hooks/policy"),
-        POLICY_HOOK,
-        true,
-    );
-    write(&root.join("modules/010-cron/hooks/guard"), GUARD_HOOK, true);
-    write(
-        &root.join("modules/010-cron/hooks/sleepy"),
-        SLEEPY_HOOK,
-        true,
-    );
-    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
     let config = root.join("config.yaml");
     write(&config, "cronEnabled: true\n", false);
     let log = root.join("operator.log");
@@ -407,19 +399,8 @@ fn a_cr_written_as_v1alpha1_reads_back_as_v1_through_a_modules_conversion_hook()
     if !require_tool("kubectl") || !require_tool("jq") {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = cron_tree(&[("convert", CONVERT_HOOK)]);
     let root = tmp.path();
-    write(
-        &root.join("modules/values.yaml"),
-        "cronEnabled: true\n",
-        false,
-    );
-    write(
-        &root.join("modules/010-cron/hooks/convert"),
-        CONVERT_HOOK,
-        true,
-    );
-    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
     let log = root.join("operator.log");
     let child = start_command(root.join("run"), root.join("debug.socket"))
         .arg("--working-dir")
@@ -514,16 +495,9 @@ fn a_cr_written_as_v1alpha1_reads_back_as_v1_through_a_modules_conversion_hook()
 
 #[test]
 fn a_tree_with_webhooks_reloads_while_its_webhook_bindings_stay_the_same() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = cron_tree(&[("policy", POLICY_HOOK)]);
     let root = tmp.path();
-    write(
-        &root.join("modules/values.yaml"),
-        "cronEnabled: true\n",
-        false,
-    );
     let hook = root.join("modules/010-cron/hooks/policy");
-    write(&hook, POLICY_HOOK, true);
-    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
     let port = free_port();
     let log = root.join("operator.log");
     // local mode: --reload-tree is on by default
