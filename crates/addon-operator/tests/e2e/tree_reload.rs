@@ -138,6 +138,18 @@ impl Operator {
     }
 }
 
+/// The operator on a tree of one module, alpha, once its release is installed.
+fn alpha_running() -> (tempfile::TempDir, Operator) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    module(&root.join("modules/001-alpha"), "alpha");
+    let operator = Operator::start(root);
+    wait_for("alpha's release", &root.join("operator.log"), || {
+        operator.configmap_exists("alpha-cm")
+    });
+    (tmp, operator)
+}
+
 fn tools_present() -> bool {
     require_tool("jq") && require_tool("helm") && require_tool("kubectl")
 }
@@ -147,13 +159,8 @@ fn an_added_module_directory_is_installed_and_a_removed_one_uninstalled_without_
     if !tools_present() {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, operator) = alpha_running();
     let root = tmp.path();
-    module(&root.join("modules/001-alpha"), "alpha");
-    let operator = Operator::start(root);
-    wait_for("alpha's release", &root.join("operator.log"), || {
-        operator.configmap_exists("alpha-cm")
-    });
 
     // a new module directory appears at once (made aside, then moved in)
     module(&root.join("staging/002-beta"), "beta");
@@ -210,13 +217,8 @@ fn a_broken_hook_config_keeps_the_running_tree_and_its_fix_applies() {
     if !tools_present() {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, operator) = alpha_running();
     let root = tmp.path();
-    module(&root.join("modules/001-alpha"), "alpha");
-    let operator = Operator::start(root);
-    wait_for("alpha's release", &root.join("operator.log"), || {
-        operator.configmap_exists("alpha-cm")
-    });
     let hook = root.join("modules/001-alpha/hooks/hook");
     let broken = "configVersion: v1\nonStartup: [not, a, number]";
     write(&hook, &hook_text("alpha", broken), true);
