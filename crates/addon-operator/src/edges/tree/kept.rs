@@ -172,8 +172,8 @@ pub fn digests(found: &Discovered) -> BTreeMap<PathBuf, String> {
         if out.contains_key(&hook.path) {
             continue;
         }
-        let digest = match std::fs::read(&hook.path) {
-            Ok(bytes) => format!("{:x}", Sha256::digest(&bytes)),
+        let digest = match file_digest(&hook.path) {
+            Ok(digest) => digest,
             Err(e) => format!("unreadable: {e}"),
         };
         out.insert(hook.path.clone(), digest);
@@ -184,6 +184,13 @@ pub fn digests(found: &Discovered) -> BTreeMap<PathBuf, String> {
         out.insert(module.path.clone(), digest);
     }
     out
+}
+
+/// SHA-256 of a file, read a buffer at a time (a batch hook is often a binary of tens of MB).
+fn file_digest(path: &Path) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+    Ok(format!("{:x}", hasher.finalize()))
 }
 
 #[cfg(test)]
