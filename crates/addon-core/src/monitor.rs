@@ -232,7 +232,7 @@ impl MonitorCache {
                 .binding
                 .keep_full_objects_in_memory
                 .then(|| kept.unwrap_or_else(|| KeptObject::new(object))),
-            filter_result: filtered.filter_result.as_ref().map(KeptObject::new),
+            filter_result: filtered.text.clone(),
             checksum: filtered.checksum.to_be_bytes(),
         };
         (key, entry)

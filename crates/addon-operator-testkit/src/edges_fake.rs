@@ -215,6 +215,7 @@ impl FakeKube {
 
     /// Sends an event for `object` (its `kind` decides which monitors get it).
     pub fn emit(&self, event: WatchEvent, object: Value) {
+        let object = Arc::new(object);
         let kind = object["kind"].as_str().unwrap_or_default().to_lowercase();
         let state = lock(&self.state);
         for (key, monitor_kind) in &state.monitors {
@@ -222,7 +223,7 @@ impl FakeKube {
                 let _ = self.events.try_send(KubeEvent {
                     key: key.clone(),
                     event,
-                    object: object.clone(),
+                    object: Arc::clone(&object),
                     kept: None,
                 });
             }

@@ -9,6 +9,7 @@ use super::selector::{
     FieldSelector, LabelSelector, NamespaceSelector, read_field_selector, read_label_selector,
     read_name_selector, read_namespace_selector, read_v0_selector,
 };
+use crate::binding_context::KeptObject;
 use crate::jq::{self, JqError, JqFilter};
 use crate::names::QueueName;
 
@@ -110,6 +111,9 @@ impl KubernetesBinding {
 pub struct FilteredObject {
     /// `Some` when the binding has a jqFilter.
     pub filter_result: Option<Value>,
+    /// The filter result's compact JSON text, as a binding's cache keeps it: made once, so that
+    /// bindings with the same jqFilter over the same object keep one copy.
+    pub text: Option<KeptObject>,
     /// Of the filter result, or of the whole object without a filter ([`jq::checksum`]).
     pub checksum: u128,
 }
@@ -120,6 +124,7 @@ impl FilteredObject {
     pub fn new(object: &Value, filter_result: Option<Value>) -> Self {
         let checksum = jq::checksum(filter_result.as_ref().unwrap_or(object));
         Self {
+            text: filter_result.as_ref().map(KeptObject::new),
             filter_result,
             checksum,
         }

@@ -122,7 +122,8 @@ pub fn kube_event_channel() -> (mpsc::Sender<KubeEvent>, mpsc::Receiver<KubeEven
 pub struct KubeEvent {
     pub key: MonitorKey,
     pub event: WatchEvent,
-    pub object: Value,
+    /// Parsed once per watch event and shared by every binding the watch reports it to.
+    pub object: Arc<Value>,
     /// The object's compact JSON text when the watch keeps full objects: one copy shared by the
     /// watch and every binding it reports to (see [`Listed`]).
     pub kept: Option<KeptObject>,

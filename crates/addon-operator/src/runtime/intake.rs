@@ -60,8 +60,9 @@ pub async fn kube_events(
         {
             batch.push(next);
         }
+        let mut memo = FilterMemo::default();
         for run in runs_by_hook(batch) {
-            on_kube_events(&shared, run).await;
+            on_kube_events(&shared, run, &mut memo).await;
         }
     }
 }
@@ -98,10 +99,10 @@ fn runs_by_hook(batch: Vec<KubeEvent>) -> Vec<Vec<KubeEvent>> {
 
 /// Handles a run of one binding's watch events and records `kube_event_duration_seconds` for each
 /// (its share of the run's time).
-async fn on_kube_events(shared: &Shared, run: Vec<KubeEvent>) {
+async fn on_kube_events(shared: &Shared, run: Vec<KubeEvent>, memo: &mut FilterMemo) {
     let started = std::time::Instant::now();
     let count = u32::try_from(run.len()).unwrap_or(u32::MAX).max(1);
-    if let Some(labels) = handle_kube_events(shared, run).await {
+    if let Some(labels) = handle_kube_events(shared, run, memo).await {
         let each = started.elapsed() / count;
         for _ in 0..count {
             labels.event(&shared.metrics, each);
@@ -112,7 +113,11 @@ async fn on_kube_events(shared: &Shared, run: Vec<KubeEvent>) {
 /// Filters the objects of a run of one binding's events (one sandbox request), updates the
 /// monitor and queues a hook run per event that changed what the hook sees. Returns the
 /// binding's metric labels (built once per run) when the monitor existed.
-async fn handle_kube_events(shared: &Shared, run: Vec<KubeEvent>) -> Option<MonitorLabels> {
+async fn handle_kube_events(
+    shared: &Shared,
+    run: Vec<KubeEvent>,
+    memo: &mut FilterMemo,
+) -> Option<MonitorLabels> {
     let key = run.first()?.key.clone();
     let (filter, labels) = shared.lock().monitors.get(&key).map(|m| {
         let filter = m.cache.binding().jq_filter.clone();
@@ -126,7 +131,7 @@ async fn handle_kube_events(shared: &Shared, run: Vec<KubeEvent>) -> Option<Moni
     }
     // outside the lock: the filter runs in the jq sandbox, up to --jq-timeout
     let filtering = std::time::Instant::now();
-    let filtered = filter_events(shared, &key, filter.as_ref(), &objects).await;
+    let filtered = memo.filter(shared, &key, filter.as_ref(), &objects).await;
     let filter_time = filtering.elapsed();
     let mut st = shared.lock();
     let monitor = st.monitors.get_mut(&key)?;
@@ -146,13 +151,87 @@ async fn handle_kube_events(shared: &Shared, run: Vec<KubeEvent>) -> Option<Moni
     Some(labels)
 }
 
+/// The filter results of one batch of watch events, by jqFilter and object. A watch shared by
+/// several bindings reports each event to all of them with one parsed object; the bindings with
+/// the same jqFilter get one evaluation and one copy of its result (six modules watching a shard
+/// with the same filter: a sixth of the jq work, and one kept result text instead of six).
+#[derive(Default)]
+struct FilterMemo {
+    /// By (filter source, object address); the object is held so the address stays its own.
+    results: HashMap<(Option<Box<str>>, usize), (Arc<Value>, FilteredObject)>,
+}
+
+impl FilterMemo {
+    fn key(filter: Option<&JqFilter>, object: &Arc<Value>) -> (Option<Box<str>>, usize) {
+        let address = Arc::as_ptr(object) as usize;
+        (filter.map(|f| Box::from(f.source())), address)
+    }
+
+    /// The filter results of `objects`: those evaluated earlier in the batch reused, the others
+    /// in one sandbox request (see [`filter_events`]). `None` for an object the filter failed on.
+    async fn filter(
+        &mut self,
+        shared: &Shared,
+        key: &MonitorKey,
+        filter: Option<&JqFilter>,
+        objects: &[Arc<Value>],
+    ) -> Vec<Option<FilteredObject>> {
+        let missing = self.missing(filter, objects);
+        if !missing.is_empty() {
+            let filtered = filter_events(shared, key, filter, &missing).await;
+            self.insert(filter, missing, filtered);
+        }
+        self.results(filter, objects)
+    }
+
+    /// The objects (each once) whose result under `filter` is not known yet.
+    fn missing(&self, filter: Option<&JqFilter>, objects: &[Arc<Value>]) -> Vec<Arc<Value>> {
+        let mut seen = std::collections::HashSet::new();
+        objects
+            .iter()
+            .filter(|o| {
+                let key = Self::key(filter, o);
+                !self.results.contains_key(&key) && seen.insert(key)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Records the results of `objects` (an object the filter failed on stays unknown).
+    fn insert(
+        &mut self,
+        filter: Option<&JqFilter>,
+        objects: Vec<Arc<Value>>,
+        filtered: Vec<Option<FilteredObject>>,
+    ) {
+        for (object, filtered) in objects.into_iter().zip(filtered) {
+            if let Some(filtered) = filtered {
+                self.results
+                    .insert(Self::key(filter, &object), (object, filtered));
+            }
+        }
+    }
+
+    /// The known result of each of `objects` under `filter`.
+    fn results(
+        &self,
+        filter: Option<&JqFilter>,
+        objects: &[Arc<Value>],
+    ) -> Vec<Option<FilteredObject>> {
+        objects
+            .iter()
+            .map(|o| self.results.get(&Self::key(filter, o)).map(|(_, f)| f.clone()))
+            .collect()
+    }
+}
+
 /// The filter results of `objects`, in one sandbox request; when that fails, one object at a
 /// time, so that an object the filter fails on drops only its own event.
 async fn filter_events(
     shared: &Shared,
     key: &MonitorKey,
     filter: Option<&JqFilter>,
-    objects: &[Value],
+    objects: &[Arc<Value>],
 ) -> Vec<Option<FilteredObject>> {
     if let Ok(all) = shared.jq.filter_with(filter, objects).await {
         return all.into_iter().map(Some).collect();
@@ -183,7 +262,7 @@ fn apply_event(
     st: &mut super::state::State,
     key: &MonitorKey,
     event: WatchEvent,
-    (object, kept): (Value, Option<KeptObject>),
+    (object, kept): (Arc<Value>, Option<KeptObject>),
     filtered: FilteredObject,
 ) {
     let Some(monitor) = st.monitors.get_mut(key) else {
@@ -281,7 +360,7 @@ mod tests {
                 binding: binding.parse().unwrap(),
             },
             event: WatchEvent::Modified,
-            object: serde_json::json!({"metadata": {"name": name}}),
+            object: Arc::new(serde_json::json!({"metadata": {"name": name}})),
             kept: None,
         }
     }
@@ -301,6 +380,46 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    #[test]
+    fn bindings_with_the_same_filter_over_the_same_object_share_one_evaluation_and_its_text() {
+        let filter = JqFilter::compile(".metadata.name").unwrap();
+        let other = JqFilter::compile(".metadata").unwrap();
+        let shared = Arc::new(serde_json::json!({"metadata": {"name": "a"}}));
+        let equal_copy = Arc::new(serde_json::json!({"metadata": {"name": "a"}}));
+        let mut memo = FilterMemo::default();
+        let objects = vec![Arc::clone(&shared), Arc::clone(&shared)];
+        let missing = memo.missing(Some(&filter), &objects);
+        assert_eq!(missing.len(), 1, "one object, evaluated once");
+        let result = FilteredObject::new(&shared, Some(serde_json::json!("a")));
+        memo.insert(Some(&filter), missing, vec![Some(result)]);
+        // a second binding with the same filter: nothing left to evaluate, the same text
+        let second = vec![Arc::clone(&shared)];
+        assert!(memo.missing(Some(&filter), &second).is_empty());
+        let first = memo.results(Some(&filter), &objects);
+        let again = memo.results(Some(&filter), &second);
+        let text = |f: &Option<FilteredObject>| f.as_ref().and_then(|f| f.text.clone());
+        let (a, b) = (text(&first[0]).unwrap(), text(&again[0]).unwrap());
+        assert!(a.is_same_copy(&b));
+        // another filter, or an equal object parsed separately, is evaluated on its own
+        assert_eq!(memo.missing(Some(&other), &second).len(), 1);
+        assert_eq!(memo.missing(None, &second).len(), 1);
+        assert_eq!(memo.missing(Some(&filter), &[equal_copy]).len(), 1);
+    }
+
+    #[test]
+    fn an_object_the_filter_failed_on_has_no_result_and_is_not_remembered() {
+        let filter = JqFilter::compile(".a").unwrap();
+        let object = Arc::new(serde_json::json!({"a": 1}));
+        let mut memo = FilterMemo::default();
+        let missing = memo.missing(Some(&filter), std::slice::from_ref(&object));
+        memo.insert(Some(&filter), missing, vec![None]);
+        assert!(memo.results(Some(&filter), std::slice::from_ref(&object))[0].is_none());
+        assert_eq!(
+            memo.missing(Some(&filter), std::slice::from_ref(&object)).len(),
+            1
+        );
     }
 
     #[test]

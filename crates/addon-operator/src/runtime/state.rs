@@ -116,7 +116,7 @@ impl Deref for HookList {
 /// kept by the watch (when it keeps full objects) and the filter result.
 pub type PendingEvent = (
     WatchEvent,
-    serde_json::Value,
+    std::sync::Arc<serde_json::Value>,
     Option<KeptObject>,
     FilteredObject,
 );

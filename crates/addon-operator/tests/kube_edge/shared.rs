@@ -116,7 +116,7 @@ async fn bindings_selecting_the_same_objects_share_one_list_one_watch_and_one_co
         panic!("the event carries the kept text");
     };
     assert!(one.is_same_copy(two));
-    assert_eq!(one.to_value(), events[0].object);
+    assert_eq!(one.to_value(), *events[0].object);
     no_events(&mut rx, Duration::from_millis(300)).await;
 }
 

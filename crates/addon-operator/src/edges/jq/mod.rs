@@ -12,6 +12,7 @@
 mod process;
 pub mod protocol;
 
+use std::borrow::Borrow;
 use std::sync::Arc;
 
 use addon_core::hook_config::{FilteredObject, KubernetesBinding};
@@ -46,15 +47,15 @@ impl JqRunner {
     }
 
     /// Evaluates `filter` on every input; the outer error fails the whole list.
-    pub async fn run(
+    pub async fn run<V: Borrow<Value> + Sync>(
         &self,
         filter: &JqFilter,
-        inputs: &[Value],
+        inputs: &[V],
     ) -> Result<Vec<Result<Value, JqError>>, JqError> {
         match self {
             Self::InProcess(limits) => Ok(inputs
                 .iter()
-                .map(|input| filter.apply_bounded(input, limits))
+                .map(|input| filter.apply_bounded(input.borrow(), limits))
                 .collect()),
             Self::Sandbox(sandbox) => {
                 let mut results = Vec::with_capacity(inputs.len());
@@ -85,22 +86,22 @@ impl JqRunner {
     }
 
     /// [`JqRunner::filter_objects`] for a binding whose jqFilter is `filter`.
-    pub async fn filter_with(
+    pub async fn filter_with<V: Borrow<Value> + Sync>(
         &self,
         filter: Option<&JqFilter>,
-        objects: &[Value],
+        objects: &[V],
     ) -> Result<Vec<FilteredObject>, JqError> {
         let Some(filter) = filter else {
             return Ok(objects
                 .iter()
-                .map(|o| FilteredObject::new(o, None))
+                .map(|o| FilteredObject::new(o.borrow(), None))
                 .collect());
         };
         let results = self.run(filter, objects).await?;
         objects
             .iter()
             .zip(results)
-            .map(|(object, result)| Ok(FilteredObject::new(object, Some(result?))))
+            .map(|(object, result)| Ok(FilteredObject::new(object.borrow(), Some(result?))))
             .collect()
     }
 }

@@ -1,5 +1,6 @@
 //! [`JqSandbox`]: the parent side of the jq sandbox, one long-lived child process killed and restarted when a filter crashes it or runs past the deadline.
 
+use std::borrow::Borrow;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -10,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
 
-use super::protocol::{Reply, Request};
+use super::protocol::{Inputs, Reply, RequestRef};
 
 /// How the sandbox process is started and bounded.
 #[derive(Debug, Clone)]
@@ -95,10 +96,10 @@ impl JqSandbox {
 
     /// Evaluates `filter` on every input in the child. The outer error says the whole request
     /// failed (deadline, crash, the child could not start); the child is then replaced.
-    pub async fn run(
+    pub async fn run<V: Borrow<Value> + Sync>(
         &self,
         filter: &JqFilter,
-        inputs: &[Value],
+        inputs: &[V],
     ) -> Result<Vec<Result<Value, JqError>>, JqError> {
         let line = self.request_line(filter, inputs)?;
         let max = self.settings.max_reply_bytes.saturating_add(1 << 20);
@@ -140,10 +141,14 @@ impl JqSandbox {
             .ok_or_else(|| JqError::apply_failed(filter.source(), "no jq sandbox"))
     }
 
-    fn request_line(&self, filter: &JqFilter, inputs: &[Value]) -> Result<Vec<u8>, JqError> {
-        let request = Request {
-            filter: filter.source().to_string(),
-            inputs: inputs.to_vec(),
+    fn request_line<V: Borrow<Value>>(
+        &self,
+        filter: &JqFilter,
+        inputs: &[V],
+    ) -> Result<Vec<u8>, JqError> {
+        let request = RequestRef {
+            filter: filter.source(),
+            inputs: Inputs(inputs),
             limits: self.settings.limits,
             max_reply_bytes: self.settings.max_reply_bytes,
             cpu_seconds: self.cpu_seconds(),

@@ -19,6 +19,28 @@ pub struct Request {
     pub cpu_seconds: u64,
 }
 
+/// A [`Request`] as the operator writes it: the inputs borrowed (an event's object is shared by
+/// every binding it reaches, and is not copied to be sent).
+#[derive(Debug, Serialize)]
+#[serde(bound = "V: std::borrow::Borrow<Value>")]
+pub struct RequestRef<'a, V> {
+    pub filter: &'a str,
+    pub inputs: Inputs<'a, V>,
+    pub limits: JqLimits,
+    pub max_reply_bytes: usize,
+    pub cpu_seconds: u64,
+}
+
+/// Inputs written as a JSON array of the values they borrow.
+#[derive(Debug)]
+pub struct Inputs<'a, V>(pub &'a [V]);
+
+impl<V: std::borrow::Borrow<Value>> Serialize for Inputs<'_, V> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(std::borrow::Borrow::borrow))
+    }
+}
+
 /// One result per input, in order.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Reply {

@@ -305,7 +305,7 @@ impl Watch {
         }
     }
 
-    /// Sends an event to each sharer (the object parsed once, moved to the last); `false` when
+    /// Sends an event to each sharer (the object parsed once and shared); `false` when
     /// the runtime is gone. Waits while the intake is behind (see KUBE_EVENT_BACKLOG).
     async fn report(
         &self,
@@ -314,28 +314,19 @@ impl Watch {
         object: Value,
         kept: Option<KeptObject>,
     ) -> bool {
-        let Some((last, others)) = keys.split_last() else {
-            return true;
-        };
-        for key in others {
+        let object = Arc::new(object);
+        for key in keys {
             let copy = KubeEvent {
                 key: key.clone(),
                 event,
-                object: object.clone(),
+                object: Arc::clone(&object),
                 kept: kept.clone(),
             };
             if self.events.send(copy).await.is_err() {
                 return false;
             }
         }
-        let key = last.clone();
-        let last = KubeEvent {
-            key,
-            event,
-            object,
-            kept,
-        };
-        self.events.send(last).await.is_ok()
+        true
     }
 
     fn convert(&self, object: DynamicObject) -> Option<Value> {
