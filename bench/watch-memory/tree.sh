@@ -68,6 +68,8 @@ port=$(free_port)
 # metric REGEX: the sum of the series whose name matches REGEX
 metric() { curl -sf "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1 ~ "^(" m ")({|$)" {s += $2} END {printf "%d\n", s}'; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
+# RSS split into heap and stacks (anonymous) and the binary's pages (file)
+rss_parts() { awk '/RssAnon/ {a = $2} /RssFile/ {f = $2} END {printf "anon %d kB, file %d kB", a, f}' "/proc/$pid/status"; }
 started=$(date +%s%N)
 ${WRAP:-} "$bin" start --working-dir "$tree" --kube-config "$work/kubeconfig" --namespace ops \
   --tmp-dir "$work/tmp" --prometheus-listen-address 127.0.0.1 --prometheus-listen-port "$port" \
@@ -87,7 +89,7 @@ idle() {
 }
 idle
 echo "objects: $n ConfigMaps of ~$size B (listing $json_bytes B); modules: $([ "$control" = 0 ] && echo "$modules watching $shards shards" || echo "none (control)"), $charts charts"
-echo "ready in ${ready_s}s: RSS $(rss) kB, snapshot objects $(metric addon_operator_kube_snapshot_objects)"
+echo "ready in ${ready_s}s: RSS $(rss) kB ($(rss_parts)), snapshot objects $(metric addon_operator_kube_snapshot_objects)"
 for r in $(seq "$rounds"); do
   python3 "$root/bench/watch-memory/shards.py" update "$url" bench "$n" "$updates" "$r"
   backlog=$(metric addon_operator_tasks_queue_length)

@@ -54,7 +54,7 @@ impl Entry {
         ObjectAndFilterResult {
             id: key.id(),
             object: self.object.clone(),
-            filter_result: self.filter_result.as_ref().map(|f| Arc::new(f.to_value())),
+            filter_result: self.filter_result.clone(),
         }
     }
 }
@@ -180,7 +180,7 @@ impl MonitorCache {
         let item = |key: &Key, entry: &Entry| ObjectAndFilterResult {
             id: key.id(),
             object: entry.object.clone(),
-            filter_result: filtered.filter_result.map(Arc::new),
+            filter_result: filtered.text,
         };
         match event {
             WatchEvent::Deleted => {
@@ -270,7 +270,7 @@ mod tests {
             .apply(WatchEvent::Modified, pod("a", "y", "3"))
             .unwrap()
             .unwrap();
-        assert_eq!(*fired.filter_result.unwrap(), json!({"app": "y"}));
+        assert_eq!(fired.filter_result.unwrap().to_value(), json!({"app": "y"}));
         assert_eq!(cache.len(), 1);
     }
 
@@ -323,7 +323,10 @@ mod tests {
         assert!(items.iter().all(|i| i.object.is_none()));
         let names: Vec<_> = items.iter().map(|i| i.id.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
-        assert_eq!(*items[0].filter_result.clone().unwrap(), json!("a"));
+        assert_eq!(
+            items[0].filter_result.clone().unwrap().to_value(),
+            json!("a")
+        );
     }
 
     #[test]
@@ -444,6 +447,9 @@ mod tests {
         let entry = cache.entries.values().next().expect("one entry");
         let kept = entry.filter_result.as_ref().map(KeptObject::len);
         assert_eq!(kept, Some(3), "the filter result is kept as its JSON text");
-        assert_eq!(*cache.items()[0].filter_result.clone().unwrap(), json!("a"));
+        assert_eq!(
+            cache.items()[0].filter_result.clone().unwrap().to_value(),
+            json!("a")
+        );
     }
 }

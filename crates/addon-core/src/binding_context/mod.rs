@@ -36,9 +36,10 @@ impl ObjectId {
     }
 }
 
-/// A full object a binding keeps (`keepFullObjectsInMemory: true`), shared by the binding's cache
-/// and every snapshot taken from it. Held as its compact JSON text, about a third of the memory of
-/// a parsed [`Value`]; parsed again when a binding context is rendered.
+/// A full object a binding keeps (`keepFullObjectsInMemory: true`), or a jqFilter result, shared
+/// by the binding's cache and every snapshot and event taken from it. Held as its compact JSON
+/// text, about a third of the memory of a parsed [`Value`] (a short filter result: a sixth), and
+/// written to binding context files as it is.
 #[derive(Clone, PartialEq, Eq)]
 pub struct KeptObject(Arc<str>);
 
@@ -85,7 +86,9 @@ impl std::fmt::Debug for KeptObject {
 pub struct ObjectAndFilterResult {
     pub id: ObjectId,
     pub object: Option<KeptObject>,
-    pub filter_result: Option<Arc<Value>>,
+    /// The jqFilter result as compact JSON text: the copy the binding's cache keeps, shared by
+    /// every snapshot and event that shows it (and by bindings with the same filter).
+    pub filter_result: Option<KeptObject>,
 }
 
 impl ObjectAndFilterResult {
@@ -94,7 +97,7 @@ impl ObjectAndFilterResult {
         Self {
             id: ObjectId::of(&object),
             object: Some(KeptObject::new(&object)),
-            filter_result: filter_result.map(Arc::new),
+            filter_result: filter_result.as_ref().map(KeptObject::new),
         }
     }
 
@@ -113,7 +116,7 @@ impl ObjectAndFilterResult {
         }
         if source.is_some_and(|b| b.jq_filter.is_some()) {
             self.filter_result
-                .get_or_insert_with(|| Arc::new(Value::Null));
+                .get_or_insert_with(|| KeptObject::new(&Value::Null));
         } else {
             self.filter_result = None;
         }
@@ -126,7 +129,7 @@ impl ObjectAndFilterResult {
             map.insert("object".into(), object.to_value());
         }
         if let Some(result) = &self.filter_result {
-            map.insert("filterResult".into(), (**result).clone());
+            map.insert("filterResult".into(), result.to_value());
         }
         Value::Object(map)
     }

@@ -169,7 +169,8 @@ fn write_item_fields<W: Write + ?Sized>(
         map.out.write_all(object.as_str().as_bytes())?;
     }
     if let Some(result) = &item.filter_result {
-        map.field("filterResult", &**result)?;
+        map.key("filterResult")?;
+        map.out.write_all(result.as_str().as_bytes())?;
     }
     Ok(())
 }

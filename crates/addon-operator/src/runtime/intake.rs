@@ -220,7 +220,11 @@ impl FilterMemo {
     ) -> Vec<Option<FilteredObject>> {
         objects
             .iter()
-            .map(|o| self.results.get(&Self::key(filter, o)).map(|(_, f)| f.clone()))
+            .map(|o| {
+                self.results
+                    .get(&Self::key(filter, o))
+                    .map(|(_, f)| f.clone())
+            })
             .collect()
     }
 }
@@ -417,7 +421,8 @@ mod tests {
         memo.insert(Some(&filter), missing, vec![None]);
         assert!(memo.results(Some(&filter), std::slice::from_ref(&object))[0].is_none());
         assert_eq!(
-            memo.missing(Some(&filter), std::slice::from_ref(&object)).len(),
+            memo.missing(Some(&filter), std::slice::from_ref(&object))
+                .len(),
             1
         );
     }
