@@ -52,6 +52,19 @@ pub fn combine(tasks: &[&[BindingContext]]) -> Combined {
     }
 }
 
+/// Whether a new task's contexts may join a queued, not yet started task of the same hook right
+/// away instead of waiting behind it to be combined when it starts. Only where that gives the
+/// same runs: neither is a v0 hook, and the new task has no Synchronization (whether a
+/// Synchronization joins depends on the head of the run, which is not known yet). A burst of
+/// events then holds one task per hook run instead of one per event.
+pub fn joins_queued(tail: &[BindingContext], new: &[BindingContext]) -> bool {
+    !tail.is_empty()
+        && !new.is_empty()
+        && !is_v0(tail)
+        && !is_v0(new)
+        && !new.iter().any(BindingContext::is_synchronization)
+}
+
 fn is_v0(task: &[BindingContext]) -> bool {
     task.iter().any(|c| c.format == ConfigVersion::V0)
 }

@@ -491,6 +491,60 @@ fn synchronizations_with_different_settings_are_not_merged() {
     assert_eq!(combine(&[&event, &sync_no_run]).merged_tasks, 1);
 }
 
+/// The runs a queue of `tasks` of one hook makes when each run combines its head with the
+/// tasks that follow it.
+fn runs(tasks: &[Vec<BindingContext>]) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < tasks.len() {
+        let rest: Vec<&[BindingContext]> = tasks[at..].iter().map(Vec::as_slice).collect();
+        let combined = combine(&rest);
+        out.push(render(&combined.contexts));
+        at += combined.merged_tasks.max(1);
+    }
+    out
+}
+
+#[test]
+fn a_task_joining_the_queued_tail_makes_the_same_runs_as_combining_when_it_starts() {
+    let c = kube_hook();
+    let v0 = config(HookScope::Global, "onKubernetesEvent:\n- kind: Pod\n");
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    let b0 = ContextBuilder::new(&v0, &s);
+    let p = item(pod("a", "p", json!({})), None);
+    let kinds = [
+        vec![b.event(&c.kubernetes[0], WatchEvent::Added, &p)],
+        vec![b.event(&c.kubernetes[1], WatchEvent::Modified, &p)],
+        vec![b.schedule(&c.schedules[0])],
+        vec![b.schedule(&c.schedules[1])],
+        vec![b.synchronization(&c.kubernetes[0], &[])],
+        vec![b.synchronization(&c.kubernetes[2], &[])],
+        vec![b.synchronization(&c.kubernetes[3], &[])],
+        vec![b0.event(&v0.kubernetes[0], WatchEvent::Added, &p)],
+    ];
+    let mut joined = 0;
+    for head in &kinds {
+        for tail in &kinds {
+            for new in &kinds {
+                let queued = [head.clone(), tail.clone(), new.clone()];
+                let joining = joins_queued(tail, new);
+                let with_join = if joining {
+                    let mut merged = tail.clone();
+                    merged.extend(new.iter().cloned());
+                    vec![head.clone(), compact_groups(merged)]
+                } else {
+                    queued.to_vec()
+                };
+                assert_eq!(runs(&with_join), runs(&queued), "{head:?} {tail:?} {new:?}");
+                joined += usize::from(joining);
+            }
+        }
+    }
+    // events and schedules of v1 hooks join; Synchronizations and v0 hooks never do
+    assert_eq!(joined, 8 * 7 * 4);
+}
+
 #[test]
 fn v0_hooks_are_never_combined() {
     let c = config(HookScope::Global, "onKubernetesEvent:\n- kind: Pod\n");

@@ -130,6 +130,22 @@ impl<T> TaskQueue<T> {
         id
     }
 
+    /// Appends a task at the tail, or lets `join` merge it into the tail when the tail is waiting
+    /// (not running): `join` gives the task back when it does not merge. Returns the id of a
+    /// task appended, `None` when it joined the tail.
+    pub fn push_back_or_join(
+        &mut self,
+        task: T,
+        join: impl FnOnce(&mut T, T) -> Option<T>,
+    ) -> Option<TaskId> {
+        let running = self.running;
+        let task = match self.tasks.back_mut() {
+            Some(tail) if Some(tail.id) != running => join(&mut tail.task, task),
+            _ => Some(task),
+        };
+        task.map(|task| self.push_back(task))
+    }
+
     /// Puts a task at the head, before the current head.
     pub fn push_front(&mut self, task: T) -> TaskId {
         let queued = self.wrap(task);

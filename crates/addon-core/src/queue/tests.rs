@@ -324,3 +324,39 @@ fn a_queue_gives_back_the_room_of_a_burst_once_it_drains() {
     assert!(q.tasks.capacity() <= SPARE_SLOTS, "{}", q.tasks.capacity());
     assert_eq!(hooks(&q), ["h"]);
 }
+
+#[test]
+fn a_task_joins_a_waiting_tail_but_never_the_running_head() {
+    let mut queue = queue();
+    let join_same_hook = |tail: &mut Task, new: Task| {
+        if tail.hook == new.hook {
+            tail.binding = "joined";
+            None
+        } else {
+            Some(new)
+        }
+    };
+    queue.push_back(task("a", "x"));
+    queue.start_head();
+    // the running head takes nothing more: the event runs after it
+    assert!(
+        queue
+            .push_back_or_join(task("a", "y"), join_same_hook)
+            .is_some()
+    );
+    assert!(
+        queue
+            .push_back_or_join(task("a", "z"), join_same_hook)
+            .is_none()
+    );
+    assert!(
+        queue
+            .push_back_or_join(task("b", "x"), join_same_hook)
+            .is_some()
+    );
+    let tasks: Vec<(&str, &str)> = queue
+        .iter()
+        .map(|q| (q.task.hook, q.task.binding))
+        .collect();
+    assert_eq!(tasks, [("a", "x"), ("a", "joined"), ("b", "x")]);
+}

@@ -27,6 +27,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use addon_core::binding_context::{compact_groups, joins_queued};
 use addon_core::discovery::Discovered;
 use addon_core::hook_config::HookConfig;
 use addon_core::names::{HookName, ModuleName, QueueName};
@@ -154,8 +155,9 @@ impl Shared {
             QueueName::main()
         };
         let started = std::time::Instant::now();
-        if let Ok(q) = st.queues.get_mut(&queue) {
-            let id = q.push_back(task);
+        if let Ok(q) = st.queues.get_mut(&queue)
+            && let Some(id) = q.push_back_or_join(task, join_waiting_run)
+        {
             st.queued_at.insert((queue.clone(), id), self.now());
         }
         (self.metrics).queue_action(queue.as_str(), "AddLast", started.elapsed());
@@ -641,4 +643,21 @@ impl RuntimeHandle {
     pub fn values(&self) -> serde_json::Value {
         serde_json::Value::Object(self.shared.lock().store.all_values())
     }
+}
+
+/// Merges a hook run into the queue's waiting tail when it is a run of the same hook that it
+/// would be combined with when the tail starts (see [`joins_queued`]); gives it back otherwise.
+fn join_waiting_run(tail: &mut Task, new: Task) -> Option<Task> {
+    let (Task::Hook(t), Task::Hook(n)) = (&mut *tail, &new) else {
+        return Some(new);
+    };
+    let same_hook = t.module == n.module && t.hook == n.hook && t.allow_failure == n.allow_failure;
+    if !same_hook || !joins_queued(&t.contexts, &n.contexts) {
+        return Some(new);
+    }
+    if let Task::Hook(n) = new {
+        t.contexts.extend(n.contexts);
+        t.contexts = compact_groups(std::mem::take(&mut t.contexts));
+    }
+    None
 }

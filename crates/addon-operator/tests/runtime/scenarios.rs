@@ -451,10 +451,23 @@ async fn three_pending_events_of_one_hook_run_once_with_three_contexts() {
         op.kube
             .emit(addon_core::hook_config::WatchEvent::Added, pod(name));
     }
-    let queued = || async { op.handle.queues_json()["summary"]["totalTasks"] == 4 };
+    // the three events join one waiting task behind the blocker (not three tasks)
+    let queued = || async {
+        op.handle.queues_json()["summary"]["totalTasks"] == 2
+            && op
+                .handle
+                .queues_text()
+                .contains("hooks/pods:pods,pods,pods")
+    };
     let queues = || op.handle.queues_text();
     let limit = std::time::Duration::from_secs(5);
-    wait_for_async("three events behind the blocker", limit, queued, queues).await;
+    wait_for_async(
+        "three events joined behind the blocker",
+        limit,
+        queued,
+        queues,
+    )
+    .await;
     op.hooks.respond(|_| Ok(HookOutputs::default()));
     op.settle().await;
     let pods_runs: Vec<_> = op
