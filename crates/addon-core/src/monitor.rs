@@ -17,8 +17,8 @@ use crate::jq::JqError;
 /// in `ObjectId`'s order, so that keys sort alike).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Place {
-    namespace: Box<str>,
-    kind: Box<str>,
+    namespace: Arc<str>,
+    kind: Arc<str>,
 }
 
 /// An object's place in the cache: its [`ObjectId`], as a shared [`Place`] and its own name
@@ -26,15 +26,15 @@ struct Place {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Key {
     place: Arc<Place>,
-    name: Box<str>,
+    name: Arc<str>,
 }
 
 impl Key {
     fn id(&self) -> ObjectId {
         ObjectId {
-            namespace: self.place.namespace.to_string(),
-            kind: self.place.kind.to_string(),
-            name: self.name.to_string(),
+            namespace: Arc::clone(&self.place.namespace),
+            kind: Arc::clone(&self.place.kind),
+            name: Arc::clone(&self.name),
         }
     }
 }
@@ -220,12 +220,12 @@ impl MonitorCache {
     ) -> (Key, Entry) {
         let id = ObjectId::of(object);
         let place = Place {
-            namespace: id.namespace.into_boxed_str(),
-            kind: id.kind.into_boxed_str(),
+            namespace: id.namespace,
+            kind: id.kind,
         };
         let key = Key {
             place: self.places.share(place),
-            name: id.name.into_boxed_str(),
+            name: id.name,
         };
         let entry = Entry {
             object: self
@@ -321,7 +321,7 @@ mod tests {
             .unwrap();
         let items = cache.items();
         assert!(items.iter().all(|i| i.object.is_none()));
-        let names: Vec<_> = items.iter().map(|i| i.id.name.as_str()).collect();
+        let names: Vec<_> = items.iter().map(|i| &*i.id.name).collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(
             items[0].filter_result.clone().unwrap().to_value(),

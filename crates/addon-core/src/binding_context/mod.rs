@@ -17,17 +17,19 @@ use crate::hook_config::{
 };
 
 /// The coordinates of a Kubernetes object (`namespace` is empty for cluster-scoped objects).
+/// Shared text: the items of events and snapshots taken from a binding's cache hold the cache's
+/// copies (one of each namespace and kind for all its objects), not copies of their own.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct ObjectId {
-    pub namespace: String,
-    pub kind: String,
-    pub name: String,
+    pub namespace: Arc<str>,
+    pub kind: Arc<str>,
+    pub name: Arc<str>,
 }
 
 impl ObjectId {
     /// Reads `kind`, `metadata.namespace` and `metadata.name` of an object.
     pub fn of(object: &Value) -> Self {
-        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let text = |v: &Value| Arc::from(v.as_str().unwrap_or_default());
         Self {
             namespace: text(&object["metadata"]["namespace"]),
             kind: text(&object["kind"]),
@@ -267,9 +269,9 @@ impl BindingContext {
         } = &self.kind
         {
             map.insert("resourceEvent".into(), json!(watch_event.v0_str()));
-            map.insert("resourceNamespace".into(), json!(object.id.namespace));
-            map.insert("resourceKind".into(), json!(object.id.kind));
-            map.insert("resourceName".into(), json!(object.id.name));
+            map.insert("resourceNamespace".into(), json!(*object.id.namespace));
+            map.insert("resourceKind".into(), json!(*object.id.kind));
+            map.insert("resourceName".into(), json!(*object.id.name));
         }
         Value::Object(map)
     }

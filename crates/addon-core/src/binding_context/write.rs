@@ -73,9 +73,9 @@ fn write_v0_fields<W: Write + ?Sized>(
     } = &context.kind
     {
         map.field("resourceEvent", watch_event.v0_str())?;
-        map.field("resourceNamespace", &object.id.namespace)?;
-        map.field("resourceKind", &object.id.kind)?;
-        map.field("resourceName", &object.id.name)?;
+        map.field("resourceNamespace", &*object.id.namespace)?;
+        map.field("resourceKind", &*object.id.kind)?;
+        map.field("resourceName", &*object.id.name)?;
     }
     Ok(())
 }

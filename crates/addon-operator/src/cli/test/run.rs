@@ -368,7 +368,7 @@ mod tests {
     fn names(snapshots: &Snapshots, binding: &str) -> Vec<String> {
         snapshots[binding]
             .iter()
-            .map(|i| i.id.name.clone())
+            .map(|i| i.id.name.to_string())
             .collect()
     }
 
@@ -383,7 +383,7 @@ mod tests {
         let (added, event) = snapshots(&case, &config(), "pods").await.unwrap();
         assert_eq!(names(&added, "pods"), ["a", "b"]);
         let (watch, item) = event.unwrap();
-        assert_eq!((watch, item.id.name.as_str()), (WatchEvent::Added, "b"));
+        assert_eq!((watch, &*item.id.name), (WatchEvent::Added, "b"));
         case.event = Some(EventKind::Deleted);
         case.object = Some(pod("a"));
         let (after, _) = snapshots(&case, &config(), "pods").await.unwrap();
