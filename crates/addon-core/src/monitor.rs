@@ -199,6 +199,29 @@ impl MonitorCache {
         }
     }
 
+    /// How this cache sees the object `id` when it holds `kept` as that object's body (the same copy,
+    /// not only an equal text): a binding with the same jqFilter over the same watch takes the
+    /// filter result and its text from here instead of evaluating the filter again. `None` when
+    /// the cache keeps no bodies or holds another version of the object.
+    pub fn filtered_copy(&self, id: &ObjectId, kept: &KeptObject) -> Option<FilteredObject> {
+        let key = Key {
+            place: Arc::new(Place {
+                namespace: Arc::clone(&id.namespace),
+                kind: Arc::clone(&id.kind),
+            }),
+            name: Arc::clone(&id.name),
+        };
+        let entry = self.entries.get(&key)?;
+        if !entry.object.as_ref()?.is_same_copy(kept) {
+            return None;
+        }
+        Some(FilteredObject {
+            filter_result: entry.filter_result.as_ref().map(KeptObject::to_value),
+            text: entry.filter_result.clone(),
+            checksum: u128::from_be_bytes(entry.checksum),
+        })
+    }
+
     /// Every object, in (namespace, kind, name) order.
     pub fn items(&self) -> Vec<ObjectAndFilterResult> {
         self.entries.iter().map(|(k, e)| e.item(k)).collect()
@@ -353,6 +376,48 @@ mod tests {
         assert_eq!(
             format!("{:?}", paged.entries),
             format!("{:?}", one_by_one.entries)
+        );
+    }
+
+    #[test]
+    fn a_binding_with_the_same_filter_takes_the_result_of_the_same_kept_copy() {
+        let b = binding("  jqFilter: .metadata.labels\n");
+        let object = pod("a", "x", "1");
+        let kept = KeptObject::new(&object);
+        let mut cache = MonitorCache::new(&b);
+        let filtered = b.filter_object(&object).unwrap();
+        cache.apply_kept(
+            WatchEvent::Added,
+            &object,
+            Some(kept.clone()),
+            filtered.clone(),
+        );
+        let copy = cache.filtered_copy(&ObjectId::of(&object), &kept).unwrap();
+        assert_eq!(copy, filtered);
+        let (held, taken) = (filtered.text.unwrap(), copy.text.unwrap());
+        assert!(
+            held.is_same_copy(&taken),
+            "the cache's one copy is handed out"
+        );
+        // an equal text that is not the kept copy, another object, a lean cache: nothing
+        assert!(
+            cache
+                .filtered_copy(&ObjectId::of(&object), &KeptObject::new(&object))
+                .is_none()
+        );
+        assert!(
+            cache
+                .filtered_copy(&ObjectId::of(&pod("b", "x", "1")), &kept)
+                .is_none()
+        );
+        let lean = binding("  jqFilter: .metadata.labels\n  keepFullObjectsInMemory: false\n");
+        let mut lean_cache = MonitorCache::new(&lean);
+        let f = lean.filter_object(&object).unwrap();
+        lean_cache.apply_kept(WatchEvent::Added, &object, Some(kept.clone()), f);
+        assert!(
+            lean_cache
+                .filtered_copy(&ObjectId::of(&object), &kept)
+                .is_none()
         );
     }
 

@@ -171,3 +171,72 @@ fn modules_watching_the_same_objects_share_a_watch_that_survives_a_disable_and_h
         "a disabled module's hook runs no more"
     );
 }
+
+#[test]
+fn modules_with_the_same_filter_on_a_shared_watch_get_the_same_results_for_listing_and_events() {
+    if !(require_tool("jq") && require_tool("kubectl")) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // the later modules join the first one's watch and take its filter results (same filter)
+    module(root, 10, "first", r#".metadata.name + "=" + .data.value"#);
+    module(root, 20, "same", r#".metadata.name + "=" + .data.value"#);
+    module(root, 30, "other", ".data.value");
+    write(
+        &root.join("modules/values.yaml"),
+        "firstEnabled: true\nsameEnabled: true\notherEnabled: true\n",
+        false,
+    );
+    let cluster = Cluster::start(root);
+    let apply = |text: &str| {
+        cluster
+            .kubectl(&["apply", "--validate=false", "-f", "-"], Some(text))
+            .unwrap();
+    };
+    for (name, n) in [("one", "1"), ("two", "2"), ("three", "3")] {
+        apply(&configmap(name, n));
+    }
+    let _operator = start_operator(root, &cluster, &[]);
+    let addr = http_addr(root);
+    let log = root.join("operator.log");
+    wait_for("the first converge", &log, || {
+        get(&addr, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    let sync = |name: &str| {
+        let all = contexts(root, name);
+        all.iter()
+            .find(|c| c["type"] == "Synchronization")
+            .map(seen)
+            .unwrap_or_default()
+    };
+    let expected: Vec<(String, String, Value)> = [("one", "1"), ("three", "3"), ("two", "2")]
+        .iter()
+        .map(|(name, n)| {
+            (
+                name.to_string(),
+                n.to_string(),
+                Value::from(format!("{name}={n}")),
+            )
+        })
+        .collect();
+    assert_eq!(sync("first"), expected);
+    assert_eq!(sync("same"), expected);
+    assert_eq!(sync("other")[0].2, Value::from("1"));
+
+    apply(&configmap("two", "20"));
+    wait_for("every module sees the change", &log, || {
+        ["first", "same", "other"]
+            .iter()
+            .all(|m| has_event(root, m, "two", "20"))
+    });
+    let last_event = |name: &str| {
+        contexts(root, name)
+            .into_iter()
+            .rfind(|c| c["type"] == "Event")
+            .map(|c| c["filterResult"].clone())
+    };
+    assert_eq!(last_event("first"), Some(Value::from("two=20")));
+    assert_eq!(last_event("same"), Some(Value::from("two=20")));
+    assert_eq!(last_event("other"), Some(Value::from("20")));
+}

@@ -77,10 +77,10 @@ impl JqRunner {
 
     /// The objects as `binding` sees them (filter results and checksums); the first failure
     /// fails the list.
-    pub async fn filter_objects(
+    pub async fn filter_objects<V: Borrow<Value> + Sync>(
         &self,
         binding: &KubernetesBinding,
-        objects: &[Value],
+        objects: &[V],
     ) -> Result<Vec<FilteredObject>, JqError> {
         self.filter_with(binding.jq_filter.as_ref(), objects).await
     }

@@ -1,9 +1,9 @@
 //! Hook-run tasks (global and module hooks, any binding) and the start of a global hook's
 //! kubernetes bindings.
 
-use addon_core::binding_context::{ContextBuilder, Snapshots};
+use addon_core::binding_context::{ContextBuilder, ObjectId, Snapshots};
 use addon_core::error::error_chain;
-use addon_core::hook_config::KubernetesBinding;
+use addon_core::hook_config::{FilteredObject, KubernetesBinding};
 use addon_core::lifecycle;
 use addon_core::monitor::{Listing, MonitorCache};
 use addon_core::names::{HookName, QueueName};
@@ -105,7 +105,8 @@ fn load_monitor(monitor: &mut Monitor, cache: MonitorCache, synced: bool) {
 }
 
 /// A page of the listing as `binding` sees it, filtered in the jq sandbox (outside the state
-/// lock), into `cache`.
+/// lock), into `cache`. Objects whose filter result a binding with the same jqFilter already
+/// holds for the same kept copy (a shared watch's listing) take it instead.
 async fn filter_page(
     shared: &Shared,
     hook: &HookName,
@@ -113,18 +114,50 @@ async fn filter_page(
     page: Vec<Listed>,
     cache: &mut Listing,
 ) -> Result<(), MonitorError> {
-    let (objects, kept): (Vec<serde_json::Value>, Vec<_>) =
-        page.into_iter().map(|l| (l.object, l.kept)).unzip();
-    let filtered = shared.jq.filter_objects(binding, &objects).await;
-    let filtered = filtered.map_err(|source| MonitorError::Filter {
-        hook: hook.clone(),
-        binding: binding.name.clone(),
-        source,
-    })?;
-    for ((object, kept), filtered) in objects.iter().zip(kept).zip(&filtered) {
-        cache.push(object, kept, filtered);
+    let taken = peer_results(shared, binding, &page);
+    let missing: Vec<&serde_json::Value> = (page.iter())
+        .zip(&taken)
+        .filter(|(_, f)| f.is_none())
+        .map(|(l, _)| &l.object)
+        .collect();
+    let filtered = shared.jq.filter_objects(binding, &missing).await;
+    let mut filtered = filtered
+        .map_err(|source| MonitorError::Filter {
+            hook: hook.clone(),
+            binding: binding.name.clone(),
+            source,
+        })?
+        .into_iter();
+    for (listed, taken) in page.into_iter().zip(taken) {
+        if let Some(result) = taken.or_else(|| filtered.next()) {
+            cache.push(&listed.object, listed.kept, &result);
+        }
     }
     Ok(())
+}
+
+/// For each object of `page`, the filter result of a running binding with the same jqFilter
+/// that holds the same kept copy of it (see [`MonitorCache::filtered_copy`]).
+fn peer_results(
+    shared: &Shared,
+    binding: &KubernetesBinding,
+    page: &[Listed],
+) -> Vec<Option<FilteredObject>> {
+    if !binding.keep_full_objects_in_memory || page.iter().all(|l| l.kept.is_none()) {
+        return vec![None; page.len()];
+    }
+    let st = shared.lock();
+    let peers: Vec<&MonitorCache> = (st.monitors.values())
+        .map(|m| &m.cache)
+        .filter(|c| c.binding().jq_filter == binding.jq_filter && !c.is_empty())
+        .collect();
+    page.iter()
+        .map(|l| {
+            let kept = l.kept.as_ref()?;
+            let id = ObjectId::of(&l.object);
+            peers.iter().find_map(|c| c.filtered_copy(&id, kept))
+        })
+        .collect()
 }
 
 /// Starts the watch and filters its listing a page at a time into a new cache, which keeps of
