@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::RuntimeHandle;
 use super::task::Task;
-use crate::edges::http::{ConvergeStatus, StartupConverge, StatusSource};
+use crate::edges::http::{BindingItems, ConvergeStatus, StartupConverge, StatusSource};
 
 impl RuntimeHandle {
     fn module_name(&self, name: &str) -> Option<ModuleName> {
@@ -144,6 +144,19 @@ impl StatusSource for RuntimeHandle {
             .chain(module_hooks.map(|(m, h)| describe(Some(m), h)))
             .collect();
         Some(Value::Array(all))
+    }
+
+    fn hook_snapshot_items(&self, module: Option<&str>, hook: &str) -> Option<Vec<BindingItems>> {
+        let module = match module {
+            Some(m) => Some(self.module_name(m)?),
+            None => None,
+        };
+        let st = self.shared.lock();
+        let bindings = (st.monitors.iter())
+            .filter(|(key, _)| key.module == module && key.hook.as_str() == hook)
+            .map(|(_, m)| (m.cache.binding().name.clone(), m.cache.items()))
+            .collect();
+        Some(bindings)
     }
 }
 

@@ -68,3 +68,45 @@ async fn interleaved_events_of_modules_watching_the_same_objects_run_combined_pe
         events_seen
     );
 }
+
+/// The debug API's hook snapshot: one hook's bindings, an object at a time from the cache, the
+/// same objects as the module's snapshots document holds for that hook.
+#[tokio::test(start_paused = true)]
+async fn a_hook_snapshot_lists_the_objects_of_that_hook_only() {
+    use addon_operator::edges::http::StatusSource;
+    let op = start(watching_tree(), "", FakeHooks::new(), FakeHelm::new()).await;
+    op.settle().await;
+    for i in 0..3 {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{i}"), "namespace": "ns", "resourceVersion": "1"}});
+        op.kube.emit(WatchEvent::Added, object);
+    }
+    op.settle().await;
+    let items = op
+        .handle
+        .hook_snapshot_items(Some("b"), "hooks/watch")
+        .unwrap();
+    assert_eq!(items.len(), 1, "one binding");
+    let (binding, objects) = &items[0];
+    assert_eq!(binding, "cms");
+    let names: Vec<&str> = objects.iter().map(|o| &*o.id.name).collect();
+    assert_eq!(names, ["cm-0", "cm-1", "cm-2"]);
+    let whole = op.handle.module_snapshots("b").unwrap();
+    let listed: Vec<serde_json::Value> = objects.iter().map(|o| o.to_json()).collect();
+    assert_eq!(
+        whole["hooks/watch"]["cms"],
+        serde_json::Value::Array(listed)
+    );
+    assert!(
+        op.handle
+            .hook_snapshot_items(Some("nope"), "hooks/watch")
+            .is_none()
+    );
+    assert!(
+        op.handle
+            .hook_snapshot_items(None, "hooks/watch")
+            .unwrap()
+            .is_empty(),
+        "no global hook of that name"
+    );
+}

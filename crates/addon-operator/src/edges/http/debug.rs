@@ -206,6 +206,9 @@ fn hook_snapshots(
     if !exists {
         return Reply::not_found(format!("{owner} '{hook}' not found"));
     }
+    if let Some(bindings) = status.hook_snapshot_items(module.map(String::as_str), hook) {
+        return Reply::ok(format, super::snapshots::render(format, &bindings));
+    }
     let all = match module {
         Some(m) => status.module_snapshots(m),
         None => status.global_snapshots(),

@@ -5,6 +5,7 @@ mod args;
 pub mod debug;
 mod format;
 mod server;
+mod snapshots;
 mod startup;
 mod status;
 
@@ -20,6 +21,7 @@ use crate::edges::metrics::Metrics;
 
 pub use args::{DEFAULT_DEBUG_SOCKET, HttpArgs};
 pub use format::Format;
+pub use snapshots::BindingItems;
 pub use startup::StartupStatus;
 pub use status::{ConvergeStatus, StartupConverge, StatusSource};
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use addon_core::queue::{Backoff, QueueListDump, QueueSet, QueueTask};
 use serde_json::Value;
 
+use super::snapshots::BindingItems;
 use super::status::{ConvergeStatus, StartupConverge, StatusSource};
 
 enum Phase {
@@ -136,6 +137,10 @@ impl StatusSource for StartupStatus {
 
     fn module_snapshots(&self, module: &str) -> Option<Value> {
         self.source()?.module_snapshots(module)
+    }
+
+    fn hook_snapshot_items(&self, module: Option<&str>, hook: &str) -> Option<Vec<BindingItems>> {
+        self.source()?.hook_snapshot_items(module, hook)
     }
 
     fn resource_monitor(&self) -> Option<Value> {

@@ -1,6 +1,8 @@
 //! [`StatusSource`]: what the HTTP server and the debug API ask the runtime (readiness, queues, values).
 
 use addon_core::queue::QueueListDump;
+
+use super::snapshots::BindingItems;
 use serde_json::{Value, json};
 
 /// Progress of the first converge after start.
@@ -121,6 +123,13 @@ pub trait StatusSource: Send + Sync {
 
     /// Kubernetes snapshots of a module's hooks, by hook name.
     fn module_snapshots(&self, _module: &str) -> Option<Value> {
+        None
+    }
+
+    /// The objects of one hook's bindings (`module` `None`: a global hook), in binding order, as
+    /// the caches hold them (shared texts, not parsed): the debug API renders them an object at
+    /// a time. `None` when the source cannot tell (the route then renders the owner's snapshots).
+    fn hook_snapshot_items(&self, _module: Option<&str>, _hook: &str) -> Option<Vec<BindingItems>> {
         None
     }
 
