@@ -157,12 +157,15 @@ async fn handle_kube_events(
 /// with the same filter: a sixth of the jq work, and one kept result text instead of six).
 #[derive(Default)]
 struct FilterMemo {
-    /// By (filter source, object address); the object is held so the address stays its own.
-    results: HashMap<(Option<Box<str>>, usize), (Arc<Value>, FilteredObject)>,
+    /// The object is held so that its address stays its own.
+    results: HashMap<MemoKey, (Arc<Value>, FilteredObject)>,
 }
 
+/// A filter's source and an object's address.
+type MemoKey = (Option<Box<str>>, usize);
+
 impl FilterMemo {
-    fn key(filter: Option<&JqFilter>, object: &Arc<Value>) -> (Option<Box<str>>, usize) {
+    fn key(filter: Option<&JqFilter>, object: &Arc<Value>) -> MemoKey {
         let address = Arc::as_ptr(object) as usize;
         (filter.map(|f| Box::from(f.source())), address)
     }
