@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::cluster::{Cluster, get, http_addr, operator_log, start_operator};
-use crate::support::{require_tool, wait_for, write};
+use crate::support::{Running, require_tool, wait_for, write};
 
 /// Module `name`'s hook: watches ConfigMaps labelled `shared: "yes"` with `filter`, and appends
 /// each binding context it gets, one line per context, to `$STATE_DIR/<name>.jsonl`.
@@ -77,6 +77,39 @@ fn has_event(root: &Path, name: &str, cm: &str, n: &str) -> bool {
     })
 }
 
+/// Writes `modules` (`(order, name, jqFilter)`), all enabled.
+fn modules(root: &Path, modules: &[(u32, &str, &str)]) {
+    let mut values = String::new();
+    for (order, name, filter) in modules {
+        module(root, *order, name, filter);
+        values.push_str(&format!("{name}Enabled: true\n"));
+    }
+    write(&root.join("modules/values.yaml"), &values, false);
+}
+
+fn apply(cluster: &Cluster, text: &str) {
+    cluster
+        .kubectl(&["apply", "--validate=false", "-f", "-"], Some(text))
+        .unwrap();
+}
+
+/// Starts the operator on `root` and waits for its first converge.
+fn start_ready(root: &Path, cluster: &Cluster) -> Running {
+    let operator = start_operator(root, cluster, &[]);
+    let addr = http_addr(root);
+    wait_for("the first converge", &root.join("operator.log"), || {
+        get(&addr, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    operator
+}
+
+/// What module `name`'s first Synchronization held.
+fn first_sync(root: &Path, name: &str) -> Vec<(String, String, Value)> {
+    let all = contexts(root, name);
+    let first = all.iter().find(|c| c["type"] == "Synchronization");
+    first.map(seen).unwrap_or_default()
+}
+
 #[test]
 fn modules_watching_the_same_objects_share_a_watch_that_survives_a_disable_and_heals_after_a_drop()
 {
@@ -85,34 +118,22 @@ fn modules_watching_the_same_objects_share_a_watch_that_survives_a_disable_and_h
     }
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    module(root, 10, "first", ".data.value");
-    module(root, 20, "second", r#".metadata.name + "=" + .data.value"#);
-    write(
-        &root.join("modules/values.yaml"),
-        "firstEnabled: true\nsecondEnabled: true\n",
-        false,
+    modules(
+        root,
+        &[
+            (10, "first", ".data.value"),
+            (20, "second", r#".metadata.name + "=" + .data.value"#),
+        ],
     );
     let cluster = Cluster::start(root);
-    let apply = |text: &str| {
-        cluster
-            .kubectl(&["apply", "--validate=false", "-f", "-"], Some(text))
-            .unwrap();
-    };
+    let apply = |text: &str| apply(&cluster, text);
     apply(&configmap("one", "1"));
     apply(&configmap("two", "2"));
-    let _operator = start_operator(root, &cluster, &[]);
-    let addr = http_addr(root);
+    let _operator = start_ready(root, &cluster);
     let log = root.join("operator.log");
-    wait_for("the first converge", &log, || {
-        get(&addr, "/readyz").is_some_and(|(code, _)| code == 200)
-    });
 
     // the same objects, each module with its own filter results
-    let sync = |name: &str| {
-        let all = contexts(root, name);
-        let first = all.iter().find(|c| c["type"] == "Synchronization");
-        first.map(seen).unwrap_or_default()
-    };
+    let sync = |name: &str| first_sync(root, name);
     let text = |s: &str| s.to_string();
     assert_eq!(
         sync("first"),
@@ -180,36 +201,22 @@ fn modules_with_the_same_filter_on_a_shared_watch_get_the_same_results_for_listi
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     // the later modules join the first one's watch and take its filter results (same filter)
-    module(root, 10, "first", r#".metadata.name + "=" + .data.value"#);
-    module(root, 20, "same", r#".metadata.name + "=" + .data.value"#);
-    module(root, 30, "other", ".data.value");
-    write(
-        &root.join("modules/values.yaml"),
-        "firstEnabled: true\nsameEnabled: true\notherEnabled: true\n",
-        false,
+    let same = r#".metadata.name + "=" + .data.value"#;
+    modules(
+        root,
+        &[
+            (10, "first", same),
+            (20, "same", same),
+            (30, "other", ".data.value"),
+        ],
     );
     let cluster = Cluster::start(root);
-    let apply = |text: &str| {
-        cluster
-            .kubectl(&["apply", "--validate=false", "-f", "-"], Some(text))
-            .unwrap();
-    };
     for (name, n) in [("one", "1"), ("two", "2"), ("three", "3")] {
-        apply(&configmap(name, n));
+        apply(&cluster, &configmap(name, n));
     }
-    let _operator = start_operator(root, &cluster, &[]);
-    let addr = http_addr(root);
+    let _operator = start_ready(root, &cluster);
     let log = root.join("operator.log");
-    wait_for("the first converge", &log, || {
-        get(&addr, "/readyz").is_some_and(|(code, _)| code == 200)
-    });
-    let sync = |name: &str| {
-        let all = contexts(root, name);
-        all.iter()
-            .find(|c| c["type"] == "Synchronization")
-            .map(seen)
-            .unwrap_or_default()
-    };
+    let sync = |name: &str| first_sync(root, name);
     let expected: Vec<(String, String, Value)> = [("one", "1"), ("three", "3"), ("two", "2")]
         .iter()
         .map(|(name, n)| {
@@ -224,7 +231,7 @@ fn modules_with_the_same_filter_on_a_shared_watch_get_the_same_results_for_listi
     assert_eq!(sync("same"), expected);
     assert_eq!(sync("other")[0].2, Value::from("1"));
 
-    apply(&configmap("two", "20"));
+    apply(&cluster, &configmap("two", "20"));
     wait_for("every module sees the change", &log, || {
         ["first", "same", "other"]
             .iter()
