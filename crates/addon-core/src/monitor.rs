@@ -199,11 +199,15 @@ impl MonitorCache {
         }
     }
 
-    /// How this cache sees the object `id` when it holds `kept` as that object's body (the same copy,
-    /// not only an equal text): a binding with the same jqFilter over the same watch takes the
-    /// filter result and its text from here instead of evaluating the filter again. `None` when
-    /// the cache keeps no bodies or holds another version of the object.
-    pub fn filtered_copy(&self, id: &ObjectId, kept: &KeptObject) -> Option<FilteredObject> {
+    /// How one of `caches` sees the object `id` when it holds `kept` as that object's body (the
+    /// same copy, not only an equal text): a binding with the same jqFilter over the same watch
+    /// takes the filter result and its text from there instead of evaluating the filter again.
+    /// `None` when no cache keeps that copy (no bodies kept, or another version of the object).
+    pub fn filtered_copy(
+        caches: &[&MonitorCache],
+        id: &ObjectId,
+        kept: &KeptObject,
+    ) -> Option<FilteredObject> {
         let key = Key {
             place: Arc::new(Place {
                 namespace: Arc::clone(&id.namespace),
@@ -211,7 +215,11 @@ impl MonitorCache {
             }),
             name: Arc::clone(&id.name),
         };
-        let entry = self.entries.get(&key)?;
+        caches.iter().find_map(|c| c.copy_of(&key, kept))
+    }
+
+    fn copy_of(&self, key: &Key, kept: &KeptObject) -> Option<FilteredObject> {
+        let entry = self.entries.get(key)?;
         if !entry.object.as_ref()?.is_same_copy(kept) {
             return None;
         }
@@ -392,7 +400,7 @@ mod tests {
             Some(kept.clone()),
             filtered.clone(),
         );
-        let copy = cache.filtered_copy(&ObjectId::of(&object), &kept).unwrap();
+        let copy = MonitorCache::filtered_copy(&[&cache], &ObjectId::of(&object), &kept).unwrap();
         assert_eq!(copy, filtered);
         let (held, taken) = (filtered.text.unwrap(), copy.text.unwrap());
         assert!(
@@ -400,25 +408,18 @@ mod tests {
             "the cache's one copy is handed out"
         );
         // an equal text that is not the kept copy, another object, a lean cache: nothing
-        assert!(
-            cache
-                .filtered_copy(&ObjectId::of(&object), &KeptObject::new(&object))
-                .is_none()
-        );
-        assert!(
-            cache
-                .filtered_copy(&ObjectId::of(&pod("b", "x", "1")), &kept)
-                .is_none()
-        );
+        let copy_of = |caches: &[&MonitorCache], object: &Value, kept: &KeptObject| {
+            MonitorCache::filtered_copy(caches, &ObjectId::of(object), kept)
+        };
+        assert!(copy_of(&[&cache], &object, &KeptObject::new(&object)).is_none());
+        assert!(copy_of(&[&cache], &pod("b", "x", "1"), &kept).is_none());
         let lean = binding("  jqFilter: .metadata.labels\n  keepFullObjectsInMemory: false\n");
         let mut lean_cache = MonitorCache::new(&lean);
         let f = lean.filter_object(&object).unwrap();
         lean_cache.apply_kept(WatchEvent::Added, &object, Some(kept.clone()), f);
-        assert!(
-            lean_cache
-                .filtered_copy(&ObjectId::of(&object), &kept)
-                .is_none()
-        );
+        assert!(copy_of(&[&lean_cache], &object, &kept).is_none());
+        // the first cache holding the copy answers
+        assert!(copy_of(&[&lean_cache, &cache], &object, &kept).is_some());
     }
 
     #[test]

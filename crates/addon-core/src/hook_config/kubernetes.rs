@@ -132,6 +132,19 @@ impl FilteredObject {
 }
 
 impl KubernetesBinding {
+    /// Whether `other` is written to select the same objects (the same resource, namespaces and
+    /// selectors as configured) and filters them with the same jqFilter: it sees each object as
+    /// this binding does.
+    pub fn sees_like(&self, other: &KubernetesBinding) -> bool {
+        self.api_version == other.api_version
+            && self.kind == other.kind
+            && self.namespace == other.namespace
+            && self.name_selector == other.name_selector
+            && self.label_selector == other.label_selector
+            && self.field_selector == other.field_selector
+            && self.jq_filter == other.jq_filter
+    }
+
     /// Applies the binding's jqFilter (if any, in this process) and computes the checksum. An
     /// `Added` or `Modified` event whose checksum equals the cached one does not run the hook.
     pub fn filter_object(&self, object: &Value) -> Result<FilteredObject, JqError> {
@@ -356,5 +369,28 @@ mod tests {
         );
         assert_eq!(filtered.0.checksum, filtered.1.checksum);
         assert_eq!(filtered.0.filter_result, Some(json!({"app": "x"})));
+    }
+
+    #[test]
+    fn bindings_see_objects_alike_when_they_select_and_filter_alike() {
+        let mut a = KubernetesBinding::new("a".into(), "Pod".into(), false);
+        a.jq_filter = Some(JqFilter::compile(".metadata.name").unwrap());
+        let mut b = a.clone();
+        b.name = "b".into();
+        b.keep_full_objects_in_memory = !a.keep_full_objects_in_memory;
+        b.allow_failure = true;
+        assert!(a.sees_like(&b), "name and run settings do not matter");
+        let mut other_filter = a.clone();
+        other_filter.jq_filter = Some(JqFilter::compile(".metadata").unwrap());
+        assert!(!a.sees_like(&other_filter));
+        let mut no_filter = a.clone();
+        no_filter.jq_filter = None;
+        assert!(!a.sees_like(&no_filter));
+        let mut other_kind = a.clone();
+        other_kind.kind = "ConfigMap".into();
+        assert!(!a.sees_like(&other_kind));
+        let mut other_names = a.clone();
+        other_names.name_selector = Some(vec!["x".into()]);
+        assert!(!a.sees_like(&other_names));
     }
 }

@@ -136,8 +136,8 @@ async fn filter_page(
     Ok(())
 }
 
-/// For each object of `page`, the filter result of a running binding with the same jqFilter
-/// that holds the same kept copy of it (see [`MonitorCache::filtered_copy`]).
+/// For each object of `page`, the filter result of a running binding that selects and filters
+/// like `binding` and holds the same kept copy of it (see [`MonitorCache::filtered_copy`]).
 fn peer_results(
     shared: &Shared,
     binding: &KubernetesBinding,
@@ -149,13 +149,15 @@ fn peer_results(
     let st = shared.lock();
     let peers: Vec<&MonitorCache> = (st.monitors.values())
         .map(|m| &m.cache)
-        .filter(|c| c.binding().jq_filter == binding.jq_filter && !c.is_empty())
+        .filter(|c| c.binding().sees_like(binding) && !c.is_empty())
         .collect();
+    if peers.is_empty() {
+        return vec![None; page.len()];
+    }
     page.iter()
         .map(|l| {
             let kept = l.kept.as_ref()?;
-            let id = ObjectId::of(&l.object);
-            peers.iter().find_map(|c| c.filtered_copy(&id, kept))
+            MonitorCache::filtered_copy(&peers, &ObjectId::of(&l.object), kept)
         })
         .collect()
 }
