@@ -183,6 +183,8 @@ pub async fn run_notifying(
     // The first memory sample, taken before anything else: a hook that exits within a few
     // milliseconds has no `VmHWM` left once it is a zombie, so a later first sample would see 0.
     let first_rss_kb = usage::peak_rss_kb(pid).unwrap_or(0);
+    // opened while the hook runs, read after it exited
+    let stat = usage::StatFile::open(pid);
     spawned();
     let mut group = GroupGuard {
         pgid: Pid::from_raw(pid),
@@ -214,7 +216,10 @@ pub async fn run_notifying(
         }
     };
     let (stopped_by_us, max_rss_kb) = supervised.map_err(|source| wait_error(spec, pid, source))?;
-    let (user, sys) = usage::cpu_times(pid).unwrap_or_default();
+    let (user, sys) = (stat.as_ref())
+        .and_then(usage::StatFile::cpu_times)
+        .unwrap_or_default();
+    drop(stat);
     let status = group
         .reap()
         .map_err(|source| wait_error(spec, pid, source.into()))?;
@@ -241,8 +246,13 @@ pub async fn run_notifying(
 }
 
 /// A pipe of the child on the reactor; `None` (nothing to read) when it cannot be registered.
+/// `fd` is the read end of a pipe std made for the child: only its non-blocking flag is set
+/// (one `ioctl`, where tokio's checked conversion spends an `fstat` and two `fcntl`s).
 fn async_pipe(fd: Option<OwnedFd>) -> Option<pipe::Receiver> {
-    pipe::Receiver::from_owned_fd(fd?)
+    let fd = fd?;
+    rustix::io::ioctl_fionbio(&fd, true)
+        .map_err(std::io::Error::from)
+        .and_then(|()| pipe::Receiver::from_owned_fd_unchecked(fd))
         .inspect_err(|error| tracing::warn!(%error, "cannot read a hook's output pipe"))
         .ok()
 }
