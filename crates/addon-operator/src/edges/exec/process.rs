@@ -294,11 +294,22 @@ fn command(spec: &ProcessSpec) -> std::process::Command {
     }
     command
         .envs(spec.env.iter().map(|(name, value)| (name, value)))
-        .stdin(Stdio::null())
+        .stdin(null_stdin())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
     command
+}
+
+/// `/dev/null` as a child's stdin: a duplicate of one descriptor the operator opened once (a
+/// `dup` per spawn instead of a path lookup and an open).
+fn null_stdin() -> Stdio {
+    static DEV_NULL: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    DEV_NULL
+        .get_or_init(|| std::fs::File::open("/dev/null").ok())
+        .as_ref()
+        .and_then(|null| null.try_clone().ok())
+        .map_or_else(Stdio::null, Stdio::from)
 }
 
 fn wait_error(spec: &ProcessSpec, pid: i32, source: std::io::Error) -> ExecError {
@@ -892,6 +903,22 @@ mod tests {
             output.usage
         );
         assert!(output.usage.max_rss_kb > 0, "{:?}", output.usage);
+    }
+
+    #[tokio::test]
+    async fn stdin_is_dev_null_for_every_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(dir.path(), "hook", "readlink /proc/self/fd/0; cat");
+        for _ in 0..2 {
+            let output = run(
+                &spec(hook.clone(), Duration::from_secs(10)),
+                &LogFields::default(),
+            )
+            .await
+            .unwrap();
+            assert!(output.succeeded());
+            assert_eq!(output.stdout, "/dev/null\n");
+        }
     }
 
     #[tokio::test]
