@@ -29,6 +29,9 @@ const STDERR_TAIL_BYTES: usize = 16 * 1024;
 pub const MAX_CAPTURED_STDOUT: usize = 64 * 1024 * 1024;
 /// Bytes read from a pipe at a time.
 const READ_CHUNK: usize = 8 * 1024;
+/// Bytes of the first read from a pipe (a small allocation; the buffer grows to [`READ_CHUNK`]
+/// when a read fills it).
+const FIRST_READ: usize = 512;
 /// After the process exits, how long its output pipes may stay open (held by a background child).
 const OUTPUT_DRAIN: Duration = Duration::from_secs(1);
 /// How often the peak memory of the running process tree is sampled.
@@ -570,7 +573,8 @@ async fn read_lines<R: AsyncRead + Unpin>(
 ) -> Collected {
     let mut collected = Collected::default();
     let mut line = Line::default();
-    let mut chunk = vec![0_u8; READ_CHUNK];
+    // most hooks print a line or nothing: a small buffer first, the full one once it fills
+    let mut chunk = vec![0_u8; FIRST_READ];
     loop {
         let read = tokio::select! {
             read = pipe.read(&mut chunk) => read,
@@ -578,6 +582,10 @@ async fn read_lines<R: AsyncRead + Unpin>(
         };
         let read = match read {
             Ok(0) | Err(_) => break,
+            Ok(read) if read == chunk.len() && read < READ_CHUNK => {
+                chunk.resize(READ_CHUNK, 0);
+                &chunk[..read]
+            }
             Ok(read) => &chunk[..read],
         };
         if capture {

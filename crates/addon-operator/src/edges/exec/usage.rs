@@ -44,14 +44,32 @@ impl StatFile {
 
     /// User and system CPU time of the process and the children it waited for.
     pub fn cpu_times(&self) -> Option<(Duration, Duration)> {
-        let stat = read_record(&self.0).ok()?;
-        parse_cpu_times(&stat, clock_ticks_per_second())
+        with_record(&self.0, |stat| {
+            parse_cpu_times(stat, clock_ticks_per_second())
+        })
     }
 }
 
-/// A `/proc` file of one record (`stat`, `status`) from offset 0. The kernel formats such a file
-/// whole and hands it over in one read when the buffer is larger, so a read shorter than its
-/// buffer is the end: one `read`, not a second one to see the end. Up to 1 MiB is read.
+/// Parses a `/proc` file of one record (`stat`, `status`) read from offset 0. The kernel formats
+/// such a file whole and hands it over in one read when the buffer is larger, so a read shorter
+/// than its buffer is the end: one `read` into a buffer on the stack, not a second read to see
+/// the end and no allocation. A longer record (up to 1 MiB) is read into a growing buffer.
+fn with_record<T>(file: &std::fs::File, parse: impl FnOnce(&str) -> Option<T>) -> Option<T> {
+    use std::os::unix::fs::FileExt;
+    let mut first = [0_u8; 4096];
+    let len = loop {
+        match file.read_at(&mut first, 0) {
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            other => break other.ok()?,
+        }
+    };
+    if len < first.len() {
+        return parse(std::str::from_utf8(&first[..len]).ok()?);
+    }
+    parse(&read_record(file).ok()?)
+}
+
+/// A `/proc` file of one record from offset 0, into a buffer that grows (up to 1 MiB).
 fn read_record(file: &std::fs::File) -> std::io::Result<String> {
     use std::os::unix::fs::FileExt;
     const LIMIT: usize = 1 << 20;
@@ -89,7 +107,7 @@ pub fn read_proc(path: impl AsRef<Path>) -> std::io::Result<String> {
 /// `VmHWM` (peak resident set size) of a live process in KiB.
 pub fn peak_rss_kb(pid: i32) -> Option<u64> {
     let status = std::fs::File::open(format!("/proc/{pid}/status")).ok()?;
-    parse_vm_hwm(&read_record(&status).ok()?)
+    with_record(&status, parse_vm_hwm)
 }
 
 /// The peak RSS in KiB of the process tree of `root`: the largest `VmHWM` among `root`, its live
@@ -278,6 +296,11 @@ mod tests {
         std::fs::write(&path, &text).unwrap();
         let file = std::fs::File::open(&path).unwrap();
         assert_eq!(read_record(&file).unwrap(), text);
+        let whole = with_record(&file, |record| Some(record.to_string()));
+        assert_eq!(whole.unwrap(), text);
+        let short = std::fs::File::open("/proc/self/stat").unwrap();
+        let pid = with_record(&short, |stat| stat.split(' ').next()?.parse::<u32>().ok());
+        assert_eq!(pid, Some(std::process::id()));
         let status = std::fs::File::open("/proc/self/status").unwrap();
         let status = read_record(&status).unwrap();
         assert!(
