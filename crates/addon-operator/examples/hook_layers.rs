@@ -281,13 +281,14 @@ fn run_supervised(script: &Path, pool: &Arc<TmpPool>) -> anyhow::Result<()> {
         rustix::process::PidfdFlags::empty(),
     )?;
     let _first_sample = usage::peak_rss_kb(pid);
+    let stat = usage::StatFile::open(pid);
     let pipes = [
         child.stdout.take().map(OwnedFd::from),
         child.stderr.take().map(OwnedFd::from),
     ]
     .map(|pipe| pipe.map(std::fs::File::from));
     supervise_sync(&pidfd, pipes, Duration::from_secs(60))?;
-    let _cpu = usage::cpu_times(pid);
+    let _cpu = stat.as_ref().and_then(usage::StatFile::cpu_times);
     let status = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None)?;
     drop(registration);
     anyhow::ensure!(

@@ -29,6 +29,9 @@ const STDERR_TAIL_BYTES: usize = 16 * 1024;
 pub const MAX_CAPTURED_STDOUT: usize = 64 * 1024 * 1024;
 /// Bytes read from a pipe at a time.
 const READ_CHUNK: usize = 8 * 1024;
+/// Bytes of the first read from a pipe (a small allocation; the buffer grows to [`READ_CHUNK`]
+/// when a read fills it).
+const FIRST_READ: usize = 512;
 /// After the process exits, how long its output pipes may stay open (held by a background child).
 const OUTPUT_DRAIN: Duration = Duration::from_secs(1);
 /// How often the peak memory of the running process tree is sampled.
@@ -183,6 +186,8 @@ pub async fn run_notifying(
     // The first memory sample, taken before anything else: a hook that exits within a few
     // milliseconds has no `VmHWM` left once it is a zombie, so a later first sample would see 0.
     let first_rss_kb = usage::peak_rss_kb(pid).unwrap_or(0);
+    // opened while the hook runs, read after it exited
+    let stat = usage::StatFile::open(pid);
     spawned();
     let mut group = GroupGuard {
         pgid: Pid::from_raw(pid),
@@ -214,7 +219,10 @@ pub async fn run_notifying(
         }
     };
     let (stopped_by_us, max_rss_kb) = supervised.map_err(|source| wait_error(spec, pid, source))?;
-    let (user, sys) = usage::cpu_times(pid).unwrap_or_default();
+    let (user, sys) = (stat.as_ref())
+        .and_then(usage::StatFile::cpu_times)
+        .unwrap_or_default();
+    drop(stat);
     let status = group
         .reap()
         .map_err(|source| wait_error(spec, pid, source.into()))?;
@@ -241,8 +249,13 @@ pub async fn run_notifying(
 }
 
 /// A pipe of the child on the reactor; `None` (nothing to read) when it cannot be registered.
+/// `fd` is the read end of a pipe std made for the child: only its non-blocking flag is set
+/// (one `ioctl`, where tokio's checked conversion spends an `fstat` and two `fcntl`s).
 fn async_pipe(fd: Option<OwnedFd>) -> Option<pipe::Receiver> {
-    pipe::Receiver::from_owned_fd(fd?)
+    let fd = fd?;
+    rustix::io::ioctl_fionbio(&fd, true)
+        .map_err(std::io::Error::from)
+        .and_then(|()| pipe::Receiver::from_owned_fd_unchecked(fd))
         .inspect_err(|error| tracing::warn!(%error, "cannot read a hook's output pipe"))
         .ok()
 }
@@ -284,11 +297,22 @@ fn command(spec: &ProcessSpec) -> std::process::Command {
     }
     command
         .envs(spec.env.iter().map(|(name, value)| (name, value)))
-        .stdin(Stdio::null())
+        .stdin(null_stdin())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
     command
+}
+
+/// `/dev/null` as a child's stdin: a duplicate of one descriptor the operator opened once (a
+/// `dup` per spawn instead of a path lookup and an open).
+fn null_stdin() -> Stdio {
+    static DEV_NULL: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    DEV_NULL
+        .get_or_init(|| std::fs::File::open("/dev/null").ok())
+        .as_ref()
+        .and_then(|null| null.try_clone().ok())
+        .map_or_else(Stdio::null, Stdio::from)
 }
 
 fn wait_error(spec: &ProcessSpec, pid: i32, source: std::io::Error) -> ExecError {
@@ -549,7 +573,8 @@ async fn read_lines<R: AsyncRead + Unpin>(
 ) -> Collected {
     let mut collected = Collected::default();
     let mut line = Line::default();
-    let mut chunk = vec![0_u8; READ_CHUNK];
+    // most hooks print a line or nothing: a small buffer first, the full one once it fills
+    let mut chunk = vec![0_u8; FIRST_READ];
     loop {
         let read = tokio::select! {
             read = pipe.read(&mut chunk) => read,
@@ -557,6 +582,10 @@ async fn read_lines<R: AsyncRead + Unpin>(
         };
         let read = match read {
             Ok(0) | Err(_) => break,
+            Ok(read) if read == chunk.len() && read < READ_CHUNK => {
+                chunk.resize(READ_CHUNK, 0);
+                &chunk[..read]
+            }
             Ok(read) => &chunk[..read],
         };
         if capture {
@@ -882,6 +911,22 @@ mod tests {
             output.usage
         );
         assert!(output.usage.max_rss_kb > 0, "{:?}", output.usage);
+    }
+
+    #[tokio::test]
+    async fn stdin_is_dev_null_for_every_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = script(dir.path(), "hook", "readlink /proc/self/fd/0; cat");
+        for _ in 0..2 {
+            let output = run(
+                &spec(hook.clone(), Duration::from_secs(10)),
+                &LogFields::default(),
+            )
+            .await
+            .unwrap();
+            assert!(output.succeeded());
+            assert_eq!(output.stdout, "/dev/null\n");
+        }
     }
 
     #[tokio::test]

@@ -18,9 +18,10 @@
 //! Hooks are spawned and registered under a shared gate that a sweep holds exclusively, so a
 //! sweep never sees a hook that has exited before its registration. An orphan that stays in the
 //! operator's own process group and session (a background child of helm) is left alone; that is
-//! the only case that can leak. Sweeps run on every SIGCHLD and every few seconds; a SIGCHLD
-//! whose zombie is a registered hook (the usual case: its runner reaps it at once) costs one
-//! `waitid` peek, no scan, and an orphan exiting meanwhile is reaped by the next periodic sweep.
+//! the only case that can leak. A sweep runs every [`SWEEP_INTERVAL`]; it peeks with one `waitid`
+//! and scans `/proc` only when a zombie child is there. It does not listen for SIGCHLD: every
+//! hook's exit would interrupt a thread with the signal and wake the sweeping task beside the
+//! run's own task, on the path of every hook run, for the rare orphan.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -29,10 +30,8 @@ use std::time::Duration;
 
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
-use tokio::signal::unix::{Signal, SignalKind, signal};
-
-/// A sweep also runs this often, in case a SIGCHLD was coalesced with another one.
-const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+/// How often a sweep runs: an orphan stays a zombie at most this long after its exit.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Held shared while a hook is spawned and registered, exclusively while sweeping.
 static SPAWN_GATE: RwLock<()> = RwLock::new(());
@@ -76,30 +75,15 @@ pub fn start() {
         tracing::warn!(%error, "cannot become a child subreaper; orphaned hook processes may stay zombies");
         return;
     }
-    let sigchld = signal(SignalKind::child())
-        .inspect_err(|error| {
-            tracing::warn!(%error, "cannot listen for SIGCHLD; orphans are reaped every few seconds");
-        })
-        .ok();
-    tokio::spawn(sweep_forever(sigchld));
+    tokio::spawn(sweep_forever());
 }
 
-async fn sweep_forever(mut sigchld: Option<Signal>) {
+async fn sweep_forever() {
     let mut ticks = tokio::time::interval(SWEEP_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let trigger = match sigchld.as_mut() {
-            Some(sigchld) => {
-                tokio::select! {
-                    _ = sigchld.recv() => Trigger::ChildSignal,
-                    _ = ticks.tick() => Trigger::Tick,
-                }
-            }
-            None => {
-                ticks.tick().await;
-                Trigger::Tick
-            }
-        };
-        let reaped = sweep(trigger);
+        ticks.tick().await;
+        let reaped = sweep();
         if reaped > 0 {
             tracing::debug!(reaped, "reaped orphaned processes");
         }
@@ -136,13 +120,6 @@ impl ProcStat {
     }
 }
 
-/// What woke the sweeper.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Trigger {
-    ChildSignal,
-    Tick,
-}
-
 /// The pid of one zombie child, if any now (peeked with `WNOWAIT`: nobody's exit status is
 /// taken).
 fn zombie_child() -> Option<i32> {
@@ -156,23 +133,9 @@ fn zombie_child() -> Option<i32> {
     }
 }
 
-fn is_registered_hook(pid: i32) -> bool {
-    let hooks = HOOKS.lock().unwrap_or_else(PoisonError::into_inner);
-    hooks.as_ref().is_some_and(|hooks| hooks.contains(&pid))
-}
-
-/// Whether a sweep must scan the children: not when a SIGCHLD's zombie is a running hook's,
-/// which its runner reaps (the periodic sweep scans whatever it is).
-fn must_scan(trigger: Trigger, zombie: Option<i32>) -> bool {
-    match zombie {
-        None => false,
-        Some(pid) => trigger == Trigger::Tick || !is_registered_hook(pid),
-    }
-}
-
 /// Reaps every orphaned zombie child once; returns how many.
-fn sweep(trigger: Trigger) -> usize {
-    if !must_scan(trigger, zombie_child()) {
+fn sweep() -> usize {
+    if zombie_child().is_none() {
         return 0;
     }
     let _gate = SPAWN_GATE.write().unwrap_or_else(PoisonError::into_inner);
@@ -260,26 +223,6 @@ mod tests {
             Some(stat(1239, 'Z', 1175, 1163, 12115))
         );
         assert_eq!(ProcStat::parse("12 (sh) S 1"), None);
-    }
-
-    #[test]
-    fn a_signal_for_a_hook_zombie_needs_no_scan_but_a_tick_or_another_zombie_does() {
-        let pid = 1_000_000 + i32::try_from(std::process::id() % 1000).unwrap();
-        HOOKS
-            .lock()
-            .unwrap()
-            .get_or_insert_with(HashSet::new)
-            .insert(pid);
-        let registration = Registration(pid);
-        assert!(!must_scan(Trigger::ChildSignal, Some(pid)));
-        assert!(must_scan(Trigger::Tick, Some(pid)));
-        assert!(must_scan(Trigger::ChildSignal, Some(pid + 1)));
-        assert!(!must_scan(Trigger::Tick, None));
-        drop(registration);
-        assert!(
-            must_scan(Trigger::ChildSignal, Some(pid)),
-            "no longer a hook once its status was collected"
-        );
     }
 
     #[test]

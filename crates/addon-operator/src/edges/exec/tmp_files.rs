@@ -159,17 +159,55 @@ impl Content<'_> {
 /// Fills the new file at `path` with what `fill` writes, through a buffer (a binding context
 /// goes out object by object, never as one document in memory).
 pub fn write_with(file: &std::fs::File, path: &Path, fill: Fill<'_>) -> Result<(), TmpFileError> {
-    let mut buffered = std::io::BufWriter::with_capacity(WRITE_BUFFER, file);
+    let mut buffered = GrowingBuffer {
+        file,
+        buffer: Vec::new(),
+    };
     fill(&mut buffered)
-        .and_then(|()| std::io::Write::flush(&mut buffered))
+        .and_then(|()| buffered.write_out())
         .map_err(|source| TmpFileError::Write {
             path: path.to_path_buf(),
             source,
         })
 }
 
-/// The buffer of [`write_with`]: one write for a small document.
+/// The most [`write_with`] holds before it writes: one write for a document up to this size.
 const WRITE_BUFFER: usize = 64 * 1024;
+
+/// A write buffer that grows with what is written, up to [`WRITE_BUFFER`], and is written out
+/// whenever it is full: a small document costs a small allocation (a `BufWriter` allocates its
+/// whole capacity, and an allocation of 64 KiB per run is the allocator's slow path).
+struct GrowingBuffer<'a> {
+    file: &'a std::fs::File,
+    buffer: Vec<u8>,
+}
+
+impl GrowingBuffer<'_> {
+    fn write_out(&mut self) -> std::io::Result<()> {
+        if !self.buffer.is_empty() {
+            std::io::Write::write_all(&mut self.file, &self.buffer)?;
+            self.buffer.clear();
+        }
+        Ok(())
+    }
+}
+
+impl std::io::Write for GrowingBuffer<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buffer.len() + data.len() > WRITE_BUFFER {
+            self.write_out()?;
+            if data.len() >= WRITE_BUFFER {
+                return self.file.write(data);
+            }
+        }
+        self.buffer.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.write_out()
+    }
+}
 
 /// Writes `content` (nothing when empty: no syscall) into the new file at `path`.
 pub fn write_content(
@@ -342,6 +380,22 @@ pub fn read_output(path: &Path, env: &'static str, limit: u64) -> Result<String,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_filled_file_gets_every_piece_in_order_whatever_their_sizes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("filled");
+        let file = std::fs::File::create_new(&path).unwrap();
+        let pieces: Vec<Vec<u8>> = [10, WRITE_BUFFER - 5, 7, 3 * WRITE_BUFFER, 1, WRITE_BUFFER]
+            .iter()
+            .enumerate()
+            .map(|(index, len)| vec![b'a' + index as u8; *len])
+            .collect();
+        let mut fill =
+            |out: &mut dyn std::io::Write| pieces.iter().try_for_each(|piece| out.write_all(piece));
+        write_with(&file, &path, &mut fill).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), pieces.concat());
+    }
 
     #[test]
     fn slashes_in_hook_names_become_dashes() {

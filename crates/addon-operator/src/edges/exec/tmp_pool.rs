@@ -17,8 +17,12 @@ use super::tmp_files::{self, Content, TmpFileError, TmpFiles};
 const READY_PER_KIND: usize = 4;
 
 /// Files handed back are removed when the next hook has been spawned (see [`TmpPool::wake`]), or
-/// after this long when no hook starts.
+/// this long after the thread noticed them when no hook starts.
 const IDLE_WORK_DELAY: Duration = Duration::from_millis(20);
+
+/// While runs hold files, the thread looks for files handed back this often (a run hands its
+/// files back without waking the thread: the next spawn does, or this check).
+const FILES_OUT_CHECK: Duration = Duration::from_secs(1);
 
 /// A kind of hook file: its name stem and suffix (`values` + `.json`: `values-<random>.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -46,6 +50,10 @@ struct Stock {
     broken: bool,
     /// Work now: a hook was just spawned, or a kind ran out.
     woken: bool,
+    /// Files taken by runs and not handed back yet.
+    out: usize,
+    /// The thread waits with no time limit (no file was out): a hand-back must wake it.
+    idle: bool,
     stop: bool,
 }
 
@@ -104,6 +112,9 @@ impl TmpPool {
         // a file someone removed meanwhile (a tmp cleaner, an `rm -rf` of the dir) is skipped:
         // its path would not exist for the hook
         let taken = std::iter::from_fn(|| ready.pop()).find(still_linked);
+        if taken.is_some() {
+            stock.out += 1;
+        }
         drop(stock);
         // A kind that ran out (or was never asked for) wakes the thread at once; otherwise it
         // works when the run's hook was spawned (see `wake`).
@@ -114,21 +125,26 @@ impl TmpPool {
     }
 
     /// Hands the files of a finished run over for removal: when the next hook is spawned, or
-    /// after [`IDLE_WORK_DELAY`].
+    /// within [`FILES_OUT_CHECK`] and [`IDLE_WORK_DELAY`] when none is. The thread, which waits
+    /// with that time limit while files are out, is woken here only when it waits without one:
+    /// the end of a run usually costs no wake-up of another thread.
     pub fn recycle(&self, used: Vec<ReadyFile>) {
         if used.is_empty() {
             return;
         }
         let mut stock = self.shared.stock();
+        stock.out = stock.out.saturating_sub(used.len());
         if stock.stop {
             drop(stock);
             remove(used);
             return;
         }
         stock.used.extend(used);
+        let idle = stock.idle;
         drop(stock);
-        // the thread only starts its clock here; its file work waits for the next spawn
-        self.shared.work.notify_one();
+        if idle {
+            self.shared.work.notify_one();
+        }
     }
 
     /// Called once a hook process has been spawned: the thread removes the files handed back and
@@ -279,7 +295,17 @@ fn next_work(shared: &Shared) -> Option<(Vec<ReadyFile>, Vec<FileKind>)> {
         if stock.used.is_empty() && missing(&stock).is_empty() {
             pending_since = None;
             stock.woken = false;
-            stock = (shared.work.wait(stock)).unwrap_or_else(PoisonError::into_inner);
+            // runs hand their files back without a wake-up: look for them now and then
+            stock.idle = stock.out == 0;
+            stock = match stock.idle {
+                true => (shared.work.wait(stock)).unwrap_or_else(PoisonError::into_inner),
+                false => {
+                    (shared.work.wait_timeout(stock, FILES_OUT_CHECK))
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
+            stock.idle = false;
             continue;
         }
         let since = *pending_since.get_or_insert_with(std::time::Instant::now);

@@ -1,5 +1,5 @@
-//! CPU time of an exited (not yet reaped) child read from `/proc/<pid>/stat`, and the memory high
-//! water mark of a live process tree from `/proc/<pid>/status`.
+//! CPU time of an exited (not yet reaped) child from `/proc/<pid>/stat`, and the memory high water
+//! mark of a live process tree from `/proc/<pid>/status`.
 //!
 //! `getrusage(RUSAGE_CHILDREN)` sums every child the operator ever reaped, so deltas are polluted by
 //! hooks running concurrently in other queues, and its `ru_maxrss` never goes down. Without `unsafe`
@@ -10,6 +10,9 @@
 //! (the `ru_maxrss` of `wait4`: the peak of the largest single process of the tree, not a sum).
 //! Each process's `VmHWM` is its own peak since it started, so a sample sees the peak of every
 //! process alive at that moment; a descendant that starts and exits between two samples is missed.
+//! The `stat` file is opened right after the spawn, while the hook runs, and read after its exit:
+//! the exit path of a run costs one `pread` there. (Its `rss` field cannot be the first memory
+//! sample: the kernel's per-CPU counters make it 0 for a process that has just started.)
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -25,10 +28,68 @@ pub struct ResourceUsage {
     pub max_rss_kb: u64,
 }
 
-/// User and system CPU time of `pid` and the children it waited for, if `/proc` can tell.
-pub fn cpu_times(pid: i32) -> Option<(Duration, Duration)> {
-    let stat = read_proc(format!("/proc/{pid}/stat")).ok()?;
-    parse_cpu_times(&stat, clock_ticks_per_second())
+/// `/proc/<pid>/stat` of a child, opened right after its spawn (while the child runs) and read
+/// once it has exited: its CPU times cost one `pread` after the exit instead of a path lookup,
+/// an open, two reads and a close.
+#[derive(Debug)]
+pub struct StatFile(std::fs::File);
+
+impl StatFile {
+    /// Opens the `stat` file of `pid`; `None` when `/proc` cannot tell.
+    pub fn open(pid: i32) -> Option<Self> {
+        std::fs::File::open(format!("/proc/{pid}/stat"))
+            .ok()
+            .map(Self)
+    }
+
+    /// User and system CPU time of the process and the children it waited for.
+    pub fn cpu_times(&self) -> Option<(Duration, Duration)> {
+        with_record(&self.0, |stat| {
+            parse_cpu_times(stat, clock_ticks_per_second())
+        })
+    }
+}
+
+/// Parses a `/proc` file of one record (`stat`, `status`) read from offset 0. The kernel formats
+/// such a file whole and hands it over in one read when the buffer is larger, so a read shorter
+/// than its buffer is the end: one `read` into a buffer on the stack, not a second read to see
+/// the end and no allocation. A longer record (up to 1 MiB) is read into a growing buffer.
+fn with_record<T>(file: &std::fs::File, parse: impl FnOnce(&str) -> Option<T>) -> Option<T> {
+    use std::os::unix::fs::FileExt;
+    let mut first = [0_u8; 4096];
+    let len = loop {
+        match file.read_at(&mut first, 0) {
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            other => break other.ok()?,
+        }
+    };
+    if len < first.len() {
+        return parse(std::str::from_utf8(&first[..len]).ok()?);
+    }
+    parse(&read_record(file).ok()?)
+}
+
+/// A `/proc` file of one record from offset 0, into a buffer that grows (up to 1 MiB).
+fn read_record(file: &std::fs::File) -> std::io::Result<String> {
+    use std::os::unix::fs::FileExt;
+    const LIMIT: usize = 1 << 20;
+    let mut buffer = vec![0_u8; 4096];
+    let mut len = 0;
+    loop {
+        let read = match file.read_at(&mut buffer[len..], len as u64) {
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        len += read;
+        if read == 0 || len < buffer.len() || buffer.len() >= LIMIT {
+            break;
+        }
+        buffer.resize((buffer.len() * 2).min(LIMIT), 0);
+    }
+    buffer.truncate(len);
+    String::from_utf8(buffer)
+        .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
 }
 
 /// A `/proc` file, read into one page-sized buffer: `/proc` reports size 0, so
@@ -45,8 +106,8 @@ pub fn read_proc(path: impl AsRef<Path>) -> std::io::Result<String> {
 
 /// `VmHWM` (peak resident set size) of a live process in KiB.
 pub fn peak_rss_kb(pid: i32) -> Option<u64> {
-    let status = read_proc(format!("/proc/{pid}/status")).ok()?;
-    parse_vm_hwm(&status)
+    let status = std::fs::File::open(format!("/proc/{pid}/status")).ok()?;
+    with_record(&status, parse_vm_hwm)
 }
 
 /// The peak RSS in KiB of the process tree of `root`: the largest `VmHWM` among `root`, its live
@@ -195,6 +256,57 @@ mod tests {
         let (user, sys) = parse_cpu_times(stat, 100).unwrap();
         assert_eq!(user, Duration::from_millis(130));
         assert_eq!(sys, Duration::from_millis(240));
+    }
+
+    #[test]
+    fn the_stat_file_opened_at_the_spawn_gives_the_cpu_times_of_the_zombie() {
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "read line; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        let stat = StatFile::open(pid).unwrap();
+        drop(child.stdin.take());
+        let flags = nix::sys::wait::WaitPidFlag::WEXITED | nix::sys::wait::WaitPidFlag::WNOWAIT;
+        let id = nix::sys::wait::Id::Pid(nix::unistd::Pid::from_raw(pid));
+        nix::sys::wait::waitid(id, flags).unwrap();
+        let (user, sys) = stat.cpu_times().unwrap();
+        assert!(
+            user + sys > Duration::ZERO,
+            "the loop took CPU: {user:?} {sys:?}"
+        );
+        let fresh = read_proc(format!("/proc/{pid}/stat")).unwrap();
+        assert_eq!(
+            stat.cpu_times(),
+            parse_cpu_times(&fresh, clock_ticks_per_second()),
+            "the same as a fresh read"
+        );
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_record_longer_than_the_first_buffer_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long");
+        let text: String = (0..3000).map(|i| format!("{i} ")).collect();
+        std::fs::write(&path, &text).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        assert_eq!(read_record(&file).unwrap(), text);
+        let whole = with_record(&file, |record| Some(record.to_string()));
+        assert_eq!(whole.unwrap(), text);
+        let short = std::fs::File::open("/proc/self/stat").unwrap();
+        let pid = with_record(&short, |stat| stat.split(' ').next()?.parse::<u32>().ok());
+        assert_eq!(pid, Some(std::process::id()));
+        let status = std::fs::File::open("/proc/self/status").unwrap();
+        let status = read_record(&status).unwrap();
+        assert!(
+            status.starts_with("Name:") && status.ends_with('\n'),
+            "{status}"
+        );
     }
 
     #[test]
