@@ -102,19 +102,35 @@ impl Task {
     }
 }
 
+/// Binding names of a run's contexts, comma-separated; a name repeated more than three times in
+/// a row is written once with its count (`pods×1200`): a burst of events joined into one waiting
+/// run keeps a short line in `queue list`.
+fn context_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let mut runs: Vec<(&str, usize)> = Vec::new();
+    for name in names {
+        match runs.last_mut() {
+            Some((last, count)) if *last == name => *count += 1,
+            _ => runs.push((name, 1)),
+        }
+    }
+    let parts: Vec<String> = runs
+        .into_iter()
+        .map(|(name, count)| match count {
+            1..=3 => vec![name; count].join(","),
+            _ => format!("{name}×{count}"),
+        })
+        .collect();
+    parts.join(",")
+}
+
 impl QueueTask for Task {
     fn description(&self) -> String {
         let kind = self.kind();
         match self {
             Task::Hook(h) => {
                 let owner = h.module.as_ref().map_or(String::new(), |m| format!("{m}:"));
-                let names: Vec<&str> = h.contexts.iter().map(|c| c.binding.as_str()).collect();
-                format!(
-                    "{kind}:{}:{owner}{}:{}",
-                    h.binding.as_str(),
-                    h.hook,
-                    names.join(",")
-                )
+                let names = context_names(h.contexts.iter().map(|c| c.binding.as_str()));
+                format!("{kind}:{}:{owner}{}:{names}", h.binding.as_str(), h.hook)
             }
             Task::EnableGlobalKubernetes { hook } => format!("{kind}:{hook}"),
             Task::Converge { reason } => format!("{kind}:{reason}"),
@@ -144,5 +160,22 @@ impl QueueTask for Task {
             Task::ModuleDelete { module } => format!("{kind}:{module}"),
             Task::ModulePurge { release } => format!("{kind}:{release}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::context_names;
+
+    #[test]
+    fn long_runs_of_one_binding_are_written_with_their_count() {
+        let names = |list: &[&str]| context_names(list.iter().copied());
+        assert_eq!(names(&["pods"]), "pods");
+        assert_eq!(names(&["pods", "pods", "pods"]), "pods,pods,pods");
+        let burst: Vec<&str> = std::iter::repeat_n("pods", 1200)
+            .chain(["tick", "pods"])
+            .collect();
+        assert_eq!(names(&burst), "pods×1200,tick,pods");
+        assert_eq!(names(&[]), "");
     }
 }
