@@ -157,19 +157,16 @@ async fn handle_kube_events(
 /// with the same filter: a sixth of the jq work, and one kept result text instead of six).
 #[derive(Default)]
 struct FilterMemo {
-    /// The object is held so that its address stays its own.
-    results: HashMap<MemoKey, (Arc<Value>, FilteredObject)>,
+    /// By filter source, then by object address; the object is held so that its address stays
+    /// its own.
+    by_filter: HashMap<Option<Box<str>>, HashMap<usize, (Arc<Value>, FilteredObject)>>,
 }
 
-/// A filter's source and an object's address.
-type MemoKey = (Option<Box<str>>, usize);
+fn address(object: &Arc<Value>) -> usize {
+    Arc::as_ptr(object) as usize
+}
 
 impl FilterMemo {
-    fn key(filter: Option<&JqFilter>, object: &Arc<Value>) -> MemoKey {
-        let address = Arc::as_ptr(object) as usize;
-        (filter.map(|f| Box::from(f.source())), address)
-    }
-
     /// The filter results of `objects`: those evaluated earlier in the batch reused, the others
     /// in one sandbox request (see [`filter_events`]). `None` for an object the filter failed on.
     async fn filter(
@@ -187,15 +184,21 @@ impl FilterMemo {
         self.results(filter, objects)
     }
 
+    fn known(
+        &mut self,
+        filter: Option<&JqFilter>,
+    ) -> &mut HashMap<usize, (Arc<Value>, FilteredObject)> {
+        let source = filter.map(|f| Box::from(f.source()));
+        self.by_filter.entry(source).or_default()
+    }
+
     /// The objects (each once) whose result under `filter` is not known yet.
-    fn missing(&self, filter: Option<&JqFilter>, objects: &[Arc<Value>]) -> Vec<Arc<Value>> {
+    fn missing(&mut self, filter: Option<&JqFilter>, objects: &[Arc<Value>]) -> Vec<Arc<Value>> {
+        let known = self.known(filter);
         let mut seen = std::collections::HashSet::new();
         objects
             .iter()
-            .filter(|o| {
-                let key = Self::key(filter, o);
-                !self.results.contains_key(&key) && seen.insert(key)
-            })
+            .filter(|o| !known.contains_key(&address(o)) && seen.insert(address(o)))
             .cloned()
             .collect()
     }
@@ -207,27 +210,24 @@ impl FilterMemo {
         objects: Vec<Arc<Value>>,
         filtered: Vec<Option<FilteredObject>>,
     ) {
+        let known = self.known(filter);
         for (object, filtered) in objects.into_iter().zip(filtered) {
             if let Some(filtered) = filtered {
-                self.results
-                    .insert(Self::key(filter, &object), (object, filtered));
+                known.insert(address(&object), (object, filtered));
             }
         }
     }
 
     /// The known result of each of `objects` under `filter`.
     fn results(
-        &self,
+        &mut self,
         filter: Option<&JqFilter>,
         objects: &[Arc<Value>],
     ) -> Vec<Option<FilteredObject>> {
+        let known = self.known(filter);
         objects
             .iter()
-            .map(|o| {
-                self.results
-                    .get(&Self::key(filter, o))
-                    .map(|(_, f)| f.clone())
-            })
+            .map(|o| known.get(&address(o)).map(|(_, f)| f.clone()))
             .collect()
     }
 }
