@@ -159,8 +159,11 @@ async fn handle_kube_events(
 struct FilterMemo {
     /// By filter source, then by object address; the object is held so that its address stays
     /// its own.
-    by_filter: HashMap<Option<Box<str>>, HashMap<usize, (Arc<Value>, FilteredObject)>>,
+    by_filter: HashMap<Option<Box<str>>, Known>,
 }
+
+/// The results under one filter, by object address.
+type Known = HashMap<usize, (Arc<Value>, FilteredObject)>;
 
 fn address(object: &Arc<Value>) -> usize {
     Arc::as_ptr(object) as usize
@@ -184,10 +187,7 @@ impl FilterMemo {
         self.results(filter, objects)
     }
 
-    fn known(
-        &mut self,
-        filter: Option<&JqFilter>,
-    ) -> &mut HashMap<usize, (Arc<Value>, FilteredObject)> {
+    fn known(&mut self, filter: Option<&JqFilter>) -> &mut Known {
         let source = filter.map(|f| Box::from(f.source()));
         self.by_filter.entry(source).or_default()
     }
