@@ -88,6 +88,29 @@ fn can_join(head: &[BindingContext], task: &[BindingContext]) -> bool {
     }
 }
 
+/// Appends `more` to `contexts`, which are compact already (a queued task has one context, or
+/// was compacted when others were combined into it or joined it), and leaves what
+/// [`compact_groups`] of the whole list would: only the boundary and `more` itself are looked at, so a run
+/// that keeps joining events stays linear. The list grows by about a quarter at a time (a
+/// queued run's contexts are kept, not passed through: doubling left up to half of it empty).
+pub fn append_compacted(contexts: &mut Vec<BindingContext>, more: Vec<BindingContext>) {
+    let more = compact_groups(more);
+    let same_group = |a: &BindingContext, b: &BindingContext| match (&a.group, &b.group) {
+        (Some(x), Some(y)) => !x.is_empty() && x == y,
+        _ => false,
+    };
+    if let (Some(last), Some(first)) = (contexts.last(), more.first())
+        && same_group(last, first)
+    {
+        contexts.pop();
+    }
+    let needed = contexts.len() + more.len();
+    if needed > contexts.capacity() {
+        contexts.reserve_exact((needed / 4).max(more.len()));
+    }
+    contexts.extend(more);
+}
+
 /// Drops every grouped context that is directly followed by a context of the same group: each run
 /// of consecutive same-group contexts keeps only its last element.
 pub fn compact_groups(contexts: Vec<BindingContext>) -> Vec<BindingContext> {

@@ -461,6 +461,41 @@ fn consecutive_group_contexts_collapse_to_the_last() {
 }
 
 #[test]
+fn appending_to_compacted_contexts_leaves_what_compacting_the_whole_list_does() {
+    let c = kube_hook();
+    let s = Snapshots::new();
+    let b = ContextBuilder::new(&c, &s);
+    let p = item(pod("a", "p", json!({})), None);
+    let kinds = [
+        b.event(&c.kubernetes[0], WatchEvent::Added, &p),
+        b.event(&c.kubernetes[1], WatchEvent::Modified, &p),
+        b.schedule(&c.schedules[0]),
+        b.schedule(&c.schedules[1]),
+    ];
+    // every list of up to three contexts of those kinds
+    let mut lists: Vec<Vec<BindingContext>> = vec![Vec::new()];
+    for _ in 0..3 {
+        let longer: Vec<Vec<BindingContext>> = (lists.iter())
+            .filter(|l| l.len() == lists.last().map_or(0, Vec::len))
+            .flat_map(|l| {
+                kinds
+                    .iter()
+                    .map(move |k| [l.clone(), vec![k.clone()]].concat())
+            })
+            .collect();
+        lists.extend(longer);
+    }
+    for a in &lists {
+        for more in &lists {
+            let mut appended = compact_groups(a.clone());
+            append_compacted(&mut appended, more.clone());
+            let whole = compact_groups([a.clone(), more.clone()].concat());
+            assert_eq!(render(&appended), render(&whole), "{a:?} + {more:?}");
+        }
+    }
+}
+
+#[test]
 fn single_task_is_not_compacted() {
     let c = kube_hook();
     let s = Snapshots::new();

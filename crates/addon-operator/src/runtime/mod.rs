@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use addon_core::binding_context::{compact_groups, joins_queued};
+use addon_core::binding_context::{append_compacted, joins_queued};
 use addon_core::discovery::Discovered;
 use addon_core::hook_config::HookConfig;
 use addon_core::names::{HookName, ModuleName, QueueName};
@@ -656,8 +656,7 @@ fn join_waiting_run(tail: &mut Task, new: Task) -> Option<Task> {
         return Some(new);
     }
     if let Task::Hook(n) = new {
-        t.contexts.extend(n.contexts);
-        t.contexts = compact_groups(std::mem::take(&mut t.contexts));
+        append_compacted(&mut t.contexts, n.contexts);
     }
     None
 }
