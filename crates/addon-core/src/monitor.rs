@@ -175,24 +175,18 @@ impl MonitorCache {
         filtered: FilteredObject,
     ) -> Option<ObjectAndFilterResult> {
         let (key, entry) = self.entry(object, kept, &filtered);
-        // the item is built only for an event the hook sees, from the filter result at hand
-        // (not parsed back from the text the cache keeps)
-        let item = |key: &Key, entry: &Entry| ObjectAndFilterResult {
-            id: key.id(),
-            object: entry.object.clone(),
-            filter_result: filtered.text,
-        };
+        // the item is built only for an event the hook sees; it shares the entry's texts
         match event {
             WatchEvent::Deleted => {
                 self.entries.remove(&key)?;
-                Some(item(&key, &entry))
+                Some(entry.item(&key))
             }
             WatchEvent::Added | WatchEvent::Modified => {
                 let unchanged = self
                     .entries
                     .get(&key)
                     .is_some_and(|old| old.checksum == entry.checksum);
-                let seen = (!unchanged).then(|| item(&key, &entry));
+                let seen = (!unchanged).then(|| entry.item(&key));
                 self.entries.insert(key, entry);
                 seen
             }
@@ -201,7 +195,7 @@ impl MonitorCache {
 
     /// How one of `caches` sees the object `id` when it holds `kept` as that object's body (the
     /// same copy, not only an equal text): a binding with the same jqFilter over the same watch
-    /// takes the filter result and its text from there instead of evaluating the filter again.
+    /// takes the filter result from there instead of evaluating the filter again.
     /// `None` when no cache keeps that copy (no bodies kept, or another version of the object).
     pub fn filtered_copy(
         caches: &[&MonitorCache],
@@ -224,8 +218,7 @@ impl MonitorCache {
             return None;
         }
         Some(FilteredObject {
-            filter_result: entry.filter_result.as_ref().map(KeptObject::to_value),
-            text: entry.filter_result.clone(),
+            filter_result: entry.filter_result.clone(),
             checksum: u128::from_be_bytes(entry.checksum),
         })
     }
@@ -263,7 +256,7 @@ impl MonitorCache {
                 .binding
                 .keep_full_objects_in_memory
                 .then(|| kept.unwrap_or_else(|| KeptObject::new(object))),
-            filter_result: filtered.text.clone(),
+            filter_result: filtered.filter_result.clone(),
             checksum: filtered.checksum.to_be_bytes(),
         };
         (key, entry)
@@ -402,7 +395,7 @@ mod tests {
         );
         let copy = MonitorCache::filtered_copy(&[&cache], &ObjectId::of(&object), &kept).unwrap();
         assert_eq!(copy, filtered);
-        let (held, taken) = (filtered.text.unwrap(), copy.text.unwrap());
+        let (held, taken) = (filtered.filter_result.unwrap(), copy.filter_result.unwrap());
         assert!(
             held.is_same_copy(&taken),
             "the cache's one copy is handed out"

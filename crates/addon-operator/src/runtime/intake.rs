@@ -406,7 +406,7 @@ mod tests {
         assert!(memo.missing(Some(&filter), &second).is_empty());
         let first = memo.results(Some(&filter), &objects);
         let again = memo.results(Some(&filter), &second);
-        let text = |f: &Option<FilteredObject>| f.as_ref().and_then(|f| f.text.clone());
+        let text = |f: &Option<FilteredObject>| f.as_ref().and_then(|f| f.filter_result.clone());
         let (a, b) = (text(&first[0]).unwrap(), text(&again[0]).unwrap());
         assert!(a.is_same_copy(&b));
         // another filter, or an equal object parsed separately, is evaluated on its own
