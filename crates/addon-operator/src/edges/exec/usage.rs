@@ -92,16 +92,11 @@ fn read_record(file: &std::fs::File) -> std::io::Result<String> {
         .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
 }
 
-/// A `/proc` file, read into one page-sized buffer: `/proc` reports size 0, so
-/// `fs::read_to_string` would `statx` it and then grow its buffer from 32 bytes, one `read` per
-/// doubling (a hook's `stat` took five). Up to 1 MiB is read.
+/// A `/proc` file, read whole as [`read_record`] reads an open one (a page first, up to 1 MiB):
+/// `/proc` reports size 0, so `fs::read_to_string` would `statx` it and then grow its buffer
+/// from 32 bytes, one `read` per doubling.
 pub fn read_proc(path: impl AsRef<Path>) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut text = String::with_capacity(4096);
-    std::fs::File::open(path)?
-        .take(1 << 20)
-        .read_to_string(&mut text)?;
-    Ok(text)
+    read_record(&std::fs::File::open(path)?)
 }
 
 /// `VmHWM` (peak resident set size) of a live process in KiB.
