@@ -57,10 +57,12 @@ pub fn combine(tasks: &[&[BindingContext]]) -> Combined {
 /// same runs: neither is a v0 hook, and the new task has no Synchronization (whether a
 /// Synchronization joins depends on the head of the run, which is not known yet). A burst of
 /// events then holds one task per hook run instead of one per event.
+///
+/// The contexts of one hook share its config version, so the tail's first context tells (a
+/// tail that keeps joining is not walked again at every join).
 pub fn joins_queued(tail: &[BindingContext], new: &[BindingContext]) -> bool {
-    !tail.is_empty()
+    tail.first().is_some_and(|c| c.format != ConfigVersion::V0)
         && !new.is_empty()
-        && !is_v0(tail)
         && !is_v0(new)
         && !new.iter().any(BindingContext::is_synchronization)
 }
