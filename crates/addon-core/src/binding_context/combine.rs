@@ -67,6 +67,12 @@ pub fn joins_queued(tail: &[BindingContext], new: &[BindingContext]) -> bool {
         && !new.iter().any(BindingContext::is_synchronization)
 }
 
+/// Whether `next` is merged into the run of `head` when it starts: what [`combine`] decides for
+/// the pair, without copying their contexts.
+pub fn combines(head: &[BindingContext], next: &[BindingContext]) -> bool {
+    !is_v0(head) && can_join(head, next)
+}
+
 fn is_v0(task: &[BindingContext]) -> bool {
     task.iter().any(|c| c.format == ConfigVersion::V0)
 }

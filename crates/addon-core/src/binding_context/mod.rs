@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-pub use combine::{Combined, append_compacted, combine, compact_groups, joins_queued};
+pub use combine::{Combined, append_compacted, combine, combines, compact_groups, joins_queued};
 pub use write::{ContextDocument, write_contexts, write_item, write_items};
 
 use crate::hook_config::{

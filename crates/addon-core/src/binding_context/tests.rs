@@ -572,6 +572,8 @@ fn a_task_joining_the_queued_tail_makes_the_same_runs_as_combining_when_it_start
                     queued.to_vec()
                 };
                 assert_eq!(runs(&with_join), runs(&queued), "{head:?} {tail:?} {new:?}");
+                let merged = combine(&[head, tail]).merged_tasks == 2;
+                assert_eq!(combines(head, tail), merged, "{head:?} {tail:?}");
                 joined += usize::from(joining);
             }
         }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use addon_core::binding_context::{combine, compact_groups};
+use addon_core::binding_context::{combines, compact_groups};
 use addon_core::names::{HookName, ModuleName, QueueName};
 use addon_core::queue::{QueueTask, RateLimit, TaskId};
 use tokio_util::sync::CancellationToken;
@@ -145,7 +145,7 @@ fn combinable(head: &Task, next: &Task) -> bool {
             a.module == b.module
                 && a.hook == b.hook
                 && a.allow_failure == b.allow_failure
-                && combine(&[&a.contexts, &b.contexts]).merged_tasks == 2
+                && combines(&a.contexts, &b.contexts)
         }
         _ => false,
     }
