@@ -5,7 +5,7 @@
 //! baseline of the wall times; its CPU is the shell's, so it has no CPU row):
 //! - tokio loop: `tokio::process::Command::output()`, the floor of an async runner;
 //! - the process runner (`edges::exec::process::run`): own process group, working directory,
-//!   exit on a pidfd, CPU time from `/proc`, reaped by the runner;
+//!   exit on a pidfd, reaped by the runner with its CPU time and peak memory (`wait4`);
 //! - the same with the 9 variables a hook gets (the environment is copied for every spawn);
 //! - `run_hook`: the hook contract (3 input files written, 4 empty output files, outputs read),
 //!   with files from a `TmpPool` (as `start` does) and with files made by the run itself;
@@ -14,7 +14,7 @@
 //!   process doing the same for requests sent over a socket (a "spawn server"), and the whole
 //!   row of runs handed to one blocking thread at once, each run keeping the contract and the
 //!   supervision synchronously (pool files, variables, `poll(2)` on the pipes and a pidfd with a
-//!   timeout, the first memory sample, CPU times, outputs read): a module run on a thread.
+//!   timeout, reaped with `wait4`, outputs read): a module run on a thread.
 //!
 //! Run with `bench/hook-overhead/layers.sh [N] [ROUNDS] [TMP_DIR]`.
 
@@ -280,21 +280,15 @@ fn run_supervised(script: &Path, pool: &Arc<TmpPool>) -> anyhow::Result<()> {
         rustix::process::Pid::from_raw(pid).context("a child's pid")?,
         rustix::process::PidfdFlags::empty(),
     )?;
-    let _first_sample = usage::peak_rss_kb(pid);
-    let stat = usage::StatFile::open(pid);
     let pipes = [
         child.stdout.take().map(OwnedFd::from),
         child.stderr.take().map(OwnedFd::from),
     ]
     .map(|pipe| pipe.map(std::fs::File::from));
     supervise_sync(&pidfd, pipes, Duration::from_secs(60))?;
-    let _cpu = stat.as_ref().and_then(usage::StatFile::cpu_times);
-    let status = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None)?;
+    let (status, _usage) = usage::reap(&mut child)?;
     drop(registration);
-    anyhow::ensure!(
-        matches!(status, nix::sys::wait::WaitStatus::Exited(_, 0)),
-        "the run failed: {status:?}"
-    );
+    anyhow::ensure!(status.success(), "the run failed: {status:?}");
     for (name, path) in outputs {
         let limit = match name {
             "METRICS_PATH" => tmp_files::limits::METRICS_FILE_BYTES,

@@ -3,7 +3,7 @@
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
@@ -11,7 +11,7 @@ use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::unix::pipe;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use super::usage::ResourceUsage;
@@ -34,8 +34,6 @@ const READ_CHUNK: usize = 8 * 1024;
 const FIRST_READ: usize = 512;
 /// After the process exits, how long its output pipes may stay open (held by a background child).
 const OUTPUT_DRAIN: Duration = Duration::from_secs(1);
-/// How often the peak memory of the running process tree is sampled.
-const RSS_SAMPLE_INTERVAL: Duration = Duration::from_millis(50);
 /// Spawning a script that another thread has just written may fail with ETXTBSY for a moment.
 const SPAWN_ATTEMPTS: u32 = 5;
 
@@ -183,11 +181,6 @@ pub async fn run_notifying(
     let Ok(pid) = i32::try_from(child.id()) else {
         return Err(wait_error(spec, 0, std::io::ErrorKind::NotFound.into()));
     };
-    // The first memory sample, taken before anything else: a hook that exits within a few
-    // milliseconds has no `VmHWM` left once it is a zombie, so a later first sample would see 0.
-    let first_rss_kb = usage::peak_rss_kb(pid).unwrap_or(0);
-    // opened while the hook runs, read after it exited
-    let stat = usage::StatFile::open(pid);
     spawned();
     let mut group = GroupGuard {
         pgid: Pid::from_raw(pid),
@@ -208,7 +201,7 @@ pub async fn run_notifying(
     };
     tokio::pin!(readers);
     let (supervised, read) = {
-        let supervision = supervise(pid, first_rss_kb, spec, cancel, &group);
+        let supervision = supervise(pid, spec, cancel, &group);
         tokio::pin!(supervision);
         let mut read = None;
         loop {
@@ -218,14 +211,10 @@ pub async fn run_notifying(
             }
         }
     };
-    let (stopped_by_us, max_rss_kb) = supervised.map_err(|source| wait_error(spec, pid, source))?;
-    let (user, sys) = (stat.as_ref())
-        .and_then(usage::StatFile::cpu_times)
-        .unwrap_or_default();
-    drop(stat);
-    let status = group
-        .reap()
-        .map_err(|source| wait_error(spec, pid, source.into()))?;
+    let stopped_by_us = supervised.map_err(|source| wait_error(spec, pid, source))?;
+    let (status, usage) = group
+        .reap(&mut child)
+        .map_err(|source| wait_error(spec, pid, source))?;
     if stopped_by_us.is_some() {
         group.signal(Signal::SIGKILL);
     }
@@ -240,11 +229,7 @@ pub async fn run_notifying(
         stdout_overflow: stdout.overflow,
         stderr_tail: String::from_utf8_lossy(&stderr.tail).into_owned(),
         duration: started.elapsed(),
-        usage: ResourceUsage {
-            user,
-            sys,
-            max_rss_kb,
-        },
+        usage,
     })
 }
 
@@ -323,11 +308,12 @@ fn wait_error(spec: &ProcessSpec, pid: i32, source: std::io::Error) -> ExecError
     }
 }
 
-fn exit_kind(status: WaitStatus) -> ExitKind {
-    match status {
-        WaitStatus::Exited(_, code) => ExitKind::Code(code),
-        WaitStatus::Signaled(_, signal, _) => ExitKind::Signal(signal as i32),
-        _ => ExitKind::Code(-1),
+fn exit_kind(status: ExitStatus) -> ExitKind {
+    use std::os::unix::process::ExitStatusExt as _;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => ExitKind::Code(code),
+        (None, Some(signal)) => ExitKind::Signal(signal),
+        (None, None) => ExitKind::Code(-1),
     }
 }
 
@@ -346,17 +332,16 @@ impl GroupGuard {
         let _ = killpg(self.pgid, signal);
     }
 
-    /// Reaps the exited child (it is a zombie by now, so this does not block).
-    fn reap(&mut self) -> Result<WaitStatus, nix::errno::Errno> {
-        let status = loop {
-            match waitpid(self.pgid, None) {
-                Err(nix::errno::Errno::EINTR) => continue,
-                other => break other?,
-            }
-        };
+    /// Reaps the exited child (it is a zombie by now, so this does not block): its status and
+    /// its resource usage.
+    fn reap(
+        &mut self,
+        child: &mut std::process::Child,
+    ) -> std::io::Result<(ExitStatus, ResourceUsage)> {
+        let reaped = usage::reap(child)?;
         self.armed = false;
         self.registration = None;
-        Ok(status)
+        Ok(reaped)
     }
 }
 
@@ -385,31 +370,23 @@ enum Stage {
     Killed,
 }
 
-/// Waits until the process exits (without reaping it, so its CPU times stay readable), enforcing
-/// the timeout and cancellation. Returns why we stopped it, if we did, and the peak RSS seen
-/// (at least `first_rss_kb`, the hook's own peak sampled right after the spawn).
+/// Waits until the process exits (without reaping it: [`GroupGuard::reap`] does, and reads its
+/// resource usage), enforcing the timeout and cancellation. Returns why we stopped it, if we did.
 async fn supervise(
     pid: i32,
-    first_rss_kb: u64,
     spec: &ProcessSpec,
     cancel: &CancellationToken,
     group: &GroupGuard,
-) -> Result<(Option<ExitKind>, u64), std::io::Error> {
+) -> Result<Option<ExitKind>, std::io::Error> {
     let exited = exited(pid);
     tokio::pin!(exited);
     let deadline = tokio::time::sleep(spec.timeout);
     tokio::pin!(deadline);
-    // The first sample was taken at the spawn: a quick hook costs no walk of its process tree.
-    let mut samples =
-        tokio::time::interval_at(Instant::now() + RSS_SAMPLE_INTERVAL, RSS_SAMPLE_INTERVAL);
-    samples.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut stage = Stage::Running;
     let mut stopped_by_us = None;
-    let mut max_rss_kb = first_rss_kb;
     loop {
         tokio::select! {
-            result = &mut exited => return result.map(|()| (stopped_by_us, max_rss_kb)),
-            _ = samples.tick() => max_rss_kb = max_rss_kb.max(usage::tree_peak_rss_kb(pid)),
+            result = &mut exited => return result.map(|()| stopped_by_us),
             () = cancel.cancelled(), if matches!(stage, Stage::Running) => {
                 stopped_by_us = Some(ExitKind::Cancelled);
                 group.signal(Signal::SIGTERM);
