@@ -83,10 +83,19 @@ run() {
       python3 "$root/bench/watch-memory/shards.py" update "$url" bench "$n" "$count" "$r$RANDOM"
       done=$((done + count))
     done
-    local idle=0
+    # idle: no hook run ended for three seconds and every queue empty (the queue gauge is
+    # published every 5 s, so it alone can read 0 while a backlog is being worked off)
+    local idle=0 last now
+    last=$(metric "$port" "addon_operator_global_hook_run_seconds_count")
     while [ $idle -lt 3 ]; do
       sleep 1
-      if [ "$(metric "$port" addon_operator_tasks_queue_length)" = 0 ]; then idle=$((idle + 1)); else idle=0; fi
+      now=$(metric "$port" "addon_operator_global_hook_run_seconds_count")
+      if [ "$now" = "$last" ] && [ "$(metric "$port" addon_operator_tasks_queue_length)" = 0 ]; then
+        idle=$((idle + 1))
+      else
+        idle=0
+      fi
+      last=$now
     done
     steady=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
   fi

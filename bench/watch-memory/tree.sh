@@ -79,12 +79,21 @@ wait_ready "$port" "$pid" "$work/log" || exit 1
 # with a WRAP (a profiler), the operator is the wrapper's descendant
 [ -z "${WRAP:-}" ] || pid=$(pgrep -n -f -- "--debug-unix-socket $work/debug.socket")
 ready_s=$(echo "scale=1; ($(date +%s%N) - $started) / 1000000000" | bc)
-# idle: every queue empty for two samples in a row
+# idle: no hook run ended for two seconds and every queue empty (the queue gauge is published
+# every 5 s, so it alone can read 0 while a backlog is being worked off)
+runs() { metric "addon_operator_(global|module)_hook_run_seconds_count"; }
 idle() {
-  local empty=0
-  while [ $empty -lt 2 ]; do
+  local still=0 last now
+  last=$(runs)
+  while [ $still -lt 2 ]; do
     sleep 1
-    if [ "$(metric addon_operator_tasks_queue_length)" = 0 ]; then empty=$((empty + 1)); else empty=0; fi
+    now=$(runs)
+    if [ "$now" = "$last" ] && [ "$(metric addon_operator_tasks_queue_length)" = 0 ]; then
+      still=$((still + 1))
+    else
+      still=0
+    fi
+    last=$now
   done
 }
 idle

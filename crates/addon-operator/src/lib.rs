@@ -7,7 +7,6 @@ pub mod cli;
 pub mod edges;
 pub mod env;
 pub mod logging;
-pub mod malloc_trim;
 pub mod runtime;
 
 #[cfg(test)]

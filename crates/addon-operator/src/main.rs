@@ -8,14 +8,17 @@ use addon_operator::cli::debug;
 use addon_operator::cli::debug::ModuleCommand;
 use addon_operator::cli::{Cli, Command, HookCommand};
 
+/// jemalloc keeps allocations of each size class together, so what a burst of watch events
+/// allocates and frees leaves whole pages free, which go back to the system; glibc's malloc
+/// interleaved them with the long-lived object texts and kept the holes (docs/operations.md).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let (log, command) = match Cli::parse_or_start(std::env::args_os().collect()) {
         Ok(parsed) => parsed,
         Err(e) => e.exit(),
     };
-    if matches!(command, Command::Start(_)) {
-        addon_operator::malloc_trim::reexec_if_unset();
-    }
     addon_operator::logging::init(&log);
     let result = run(command);
     addon_operator::logging::flush();

@@ -277,9 +277,6 @@ fn command(spec: &ProcessSpec) -> std::process::Command {
     if spec.clear_env {
         command.env_clear();
     }
-    for name in crate::malloc_trim::hidden_from_hooks() {
-        command.env_remove(name);
-    }
     command
         .envs(spec.env.iter().map(|(name, value)| (name, value)))
         .stdin(null_stdin())
