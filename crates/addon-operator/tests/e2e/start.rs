@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 use addon_operator_testkit::wait;
 use serde_json::{Value, json};
 
-use crate::support::{
-    Running, binary, path_with_tools, require_tool, start_command, wait_for, write,
-};
+use crate::support::{binary, path_with_tools, require_tool, start_command, write};
 
 /// A running operator on a temp tree.
 struct Operator {
