@@ -243,8 +243,8 @@ async fn run_once(layer: Layer, script: &Path, tmp: &Path, rig: &Rig) -> anyhow:
 
 /// One hook run as a synchronous runner would make it: the 7 files from the pool, the 8
 /// variables, own directory and process group, stdout and stderr read through `poll(2)` next to
-/// the exit on a pidfd and a timeout, the first memory sample, the CPU times from `/proc`, the
-/// reap, the 4 outputs read. No values, binding contexts, metrics or log lines.
+/// the exit on a pidfd and a timeout, the reap with its CPU times and peak memory (`wait4`), the
+/// 4 outputs read. No values, binding contexts, metrics or log lines.
 fn run_supervised(script: &Path, pool: &Arc<TmpPool>) -> anyhow::Result<()> {
     use addon_operator::edges::exec::{reaper, tmp_files, usage};
     let dir = script.parent().context("the script has a dir")?;
