@@ -98,41 +98,40 @@ fn can_join(head: &[BindingContext], task: &[BindingContext]) -> bool {
 
 /// Appends `more` to `contexts`, which are compact already (a queued task has one context, or
 /// was compacted when others were combined into it or joined it), and leaves what
-/// [`compact_groups`] of the whole list would: only the boundary and `more` itself are looked at, so a run
-/// that keeps joining events stays linear. The list grows by about a quarter at a time (a
-/// queued run's contexts are kept, not passed through: doubling left up to half of it empty).
+/// [`compact_groups`] of the whole list would: only the boundary and `more` itself are looked at,
+/// so a run that keeps joining events stays linear. The list grows by about a quarter at a time
+/// (a queued run's contexts are kept, not passed through: doubling left up to half of it empty).
 pub fn append_compacted(contexts: &mut Vec<BindingContext>, more: Vec<BindingContext>) {
-    let more = compact_groups(more);
-    let same_group = |a: &BindingContext, b: &BindingContext| match (&a.group, &b.group) {
-        (Some(x), Some(y)) => !x.is_empty() && x == y,
-        _ => false,
-    };
-    if let (Some(last), Some(first)) = (contexts.last(), more.first())
-        && same_group(last, first)
-    {
-        contexts.pop();
-    }
     let needed = contexts.len() + more.len();
     if needed > contexts.capacity() {
         contexts.reserve_exact((needed / 4).max(more.len()));
     }
-    contexts.extend(more);
+    for context in more {
+        push_compacted(contexts, context);
+    }
 }
 
 /// Drops every grouped context that is directly followed by a context of the same group: each run
 /// of consecutive same-group contexts keeps only its last element.
 pub fn compact_groups(contexts: Vec<BindingContext>) -> Vec<BindingContext> {
-    let groups: Vec<Option<String>> = contexts
-        .iter()
-        .map(|c| c.group.clone().filter(|g| !g.is_empty()))
-        .collect();
-    contexts
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| match (&groups[*i], groups.get(i + 1)) {
-            (Some(g), Some(Some(next))) => g != next,
-            _ => true,
-        })
-        .map(|(_, c)| c)
-        .collect()
+    let mut kept = Vec::with_capacity(contexts.len());
+    for context in contexts {
+        push_compacted(&mut kept, context);
+    }
+    kept
+}
+
+/// Pushes `context`, replacing the last context when both belong to the same group.
+fn push_compacted(contexts: &mut Vec<BindingContext>, context: BindingContext) {
+    if contexts
+        .last()
+        .is_some_and(|last| same_group(last, &context))
+    {
+        contexts.pop();
+    }
+    contexts.push(context);
+}
+
+fn same_group(a: &BindingContext, b: &BindingContext) -> bool {
+    matches!((&a.group, &b.group), (Some(x), Some(y)) if !x.is_empty() && x == y)
 }
