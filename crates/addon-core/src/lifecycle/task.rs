@@ -24,6 +24,16 @@ pub struct HookTask {
     pub origin: Origin,
 }
 
+impl HookTask {
+    /// Whether `other` runs the same hook the same way (module, hook, allowFailure): the
+    /// condition for their contexts to share one run.
+    pub fn same_hook_as(&self, other: &HookTask) -> bool {
+        self.module == other.module
+            && self.hook == other.hook
+            && self.allow_failure == other.allow_failure
+    }
+}
+
 /// A module of a [`Task::ModuleGroup`]: its run is a `ModuleRun` in a parallel lane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupMember {

@@ -651,8 +651,7 @@ fn join_waiting_run(tail: &mut Task, new: Task) -> Option<Task> {
     let (Task::Hook(t), Task::Hook(n)) = (&mut *tail, &new) else {
         return Some(new);
     };
-    let same_hook = t.module == n.module && t.hook == n.hook && t.allow_failure == n.allow_failure;
-    if !same_hook || !joins_queued(&t.contexts, &n.contexts) {
+    if !t.same_hook_as(n) || !joins_queued(&t.contexts, &n.contexts) {
         return Some(new);
     }
     if let Task::Hook(n) = new {

@@ -141,12 +141,7 @@ fn rate_limited_until(st: &mut State, key: &HookKey, now: Duration) -> Option<Du
 /// Whether `next` may run together with `head` (binding context combining).
 fn combinable(head: &Task, next: &Task) -> bool {
     match (head, next) {
-        (Task::Hook(a), Task::Hook(b)) => {
-            a.module == b.module
-                && a.hook == b.hook
-                && a.allow_failure == b.allow_failure
-                && combines(&a.contexts, &b.contexts)
-        }
+        (Task::Hook(a), Task::Hook(b)) => a.same_hook_as(b) && combines(&a.contexts, &b.contexts),
         _ => false,
     }
 }

@@ -1,9 +1,8 @@
 //! CPU time and peak memory of a hook, from the kernel's accounting when the runner reaps it
 //! (`wait4`), as upstream reads them (`ProcessState.SysUsage()`): user and system time of the hook
 //! and of the children it waited for, and `ru_maxrss`, the peak resident memory of the largest
-//! of those processes (not a sum). The numbers cost nothing beyond the reaping itself; reading
-//! them from `/proc` took two file opens and reads per run, a fifth of the operator's CPU per
-//! hook run on tmpfs.
+//! of those processes (not a sum). The numbers cost nothing beyond the reaping itself (no `/proc`
+//! file is opened on a hook run's path).
 //!
 //! Also `/proc` records read whole, for the orphan reaper.
 
