@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use addon_core::names::QueueName;
 use addon_core::queue::{Backoff, QueueListDump, QueueSet, QueueTask};
-use addon_operator::edges::http::{ConvergeStatus, StartupConverge, StatusSource};
+use addon_operator::edges::http::{BindingItems, ConvergeStatus, StartupConverge, StatusSource};
 use serde_json::{Value, json};
 
 pub struct Desc(pub &'static str);
@@ -99,6 +99,11 @@ impl StatusSource for FakeStatus {
     fn module_snapshots(&self, _module: &str) -> Option<Value> {
         self.with_snapshots
             .then(|| json!({"hooks/pods": {"pods": []}}))
+    }
+
+    fn hook_snapshot_items(&self, module: Option<&str>, hook: &str) -> Option<Vec<BindingItems>> {
+        let known = self.with_snapshots && module == Some("module-alpha") && hook == "hooks/pods";
+        known.then(|| vec![("pods".to_string(), Vec::new())])
     }
 
     fn hooks(&self) -> Option<Value> {

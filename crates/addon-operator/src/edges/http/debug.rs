@@ -206,18 +206,10 @@ fn hook_snapshots(
     if !exists {
         return Reply::not_found(format!("{owner} '{hook}' not found"));
     }
-    if let Some(bindings) = status.hook_snapshot_items(module.map(String::as_str), hook) {
-        return Reply::ok(format, super::snapshots::render(format, &bindings));
+    match status.hook_snapshot_items(module.map(String::as_str), hook) {
+        Some(bindings) => Reply::ok(format, super::snapshots::render(format, &bindings)),
+        None => Reply::not_found("hook snapshots are not available in this version"),
     }
-    let all = match module {
-        Some(m) => status.module_snapshots(m),
-        None => status.global_snapshots(),
-    };
-    let Some(all) = all else {
-        return Reply::not_found("hook snapshots are not available in this version");
-    };
-    let doc = all.get(hook).cloned().unwrap_or_else(|| json!({}));
-    Reply::ok(format, format.render(&doc))
 }
 
 fn with_format(segment: &str, route: impl FnOnce(&str, Format) -> Option<Reply>) -> Option<Reply> {

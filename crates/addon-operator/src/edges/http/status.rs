@@ -128,7 +128,7 @@ pub trait StatusSource: Send + Sync {
 
     /// The objects of one hook's bindings (`module` `None`: a global hook), in binding order, as
     /// the caches hold them (shared texts, not parsed): the debug API renders them an object at
-    /// a time. `None` when the source cannot tell (the route then renders the owner's snapshots).
+    /// a time. `None` when the source cannot tell.
     fn hook_snapshot_items(&self, _module: Option<&str>, _hook: &str) -> Option<Vec<BindingItems>> {
         None
     }
