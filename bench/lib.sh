@@ -1,5 +1,5 @@
-# Shared by the bench scripts (source it): the build profile, a free port, and waiting for the
-# operator's first converge.
+# Shared by the bench scripts (source it): the build profile, a free port, waiting for the
+# operator's first converge, and waiting until it is idle.
 
 # Sets `profile` from $PROFILE (release unless given: release, debug, or a Cargo profile such as
 # profiling) and `build_flags`, the cargo flags that build into target/$profile.
@@ -26,5 +26,29 @@ wait_ready() {
       return 1
     fi
     sleep 0.02
+  done
+}
+
+# metric_sum PORT REGEX: the sum of the operator's metric series whose name matches REGEX.
+metric_sum() {
+  curl -sf "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 ~ "^(" m ")({|$)" {s += $2} END {printf "%d\n", s}'
+}
+
+# wait_idle PORT SECONDS: returns once no hook run has ended for SECONDS one-second samples in a
+# row and every queue is empty. (The queue gauge is published every 5 s, so it alone can read 0
+# while a backlog is being worked off.)
+wait_idle() {
+  local port=$1 need=$2 still=0 last now
+  local runs='addon_operator_(global|module)_hook_run_seconds_count'
+  last=$(metric_sum "$port" "$runs")
+  while [ $still -lt "$need" ]; do
+    sleep 1
+    now=$(metric_sum "$port" "$runs")
+    if [ "$now" = "$last" ] && [ "$(metric_sum "$port" addon_operator_tasks_queue_length)" = 0 ]; then
+      still=$((still + 1))
+    else
+      still=0
+    fi
+    last=$now
   done
 }

@@ -44,9 +44,6 @@ curl -sf -X POST -H 'Content-Type: application/json' "$url/api/v1/namespaces/ops
 json_bytes=$(python3 "$root/bench/watch-memory/create.py" "$url" bench "$n" 2048)
 echo "objects: $n ConfigMaps, listing JSON $json_bytes bytes; binaries: ${operators[*]}"
 
-# metric PORT REGEX: the sum of the series whose name matches REGEX
-metric() { curl -sf "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 ~ "^(" m ")({|$)" {s += $2} END {printf "%d\n", s}'; }
-
 # run MODE SYNC BINARY: prints "rss_kb hwm_kb steady_kb" of the operator once ready and, with
 # MODIFIED, once idle after the updates (0 without)
 run() {
@@ -83,20 +80,7 @@ run() {
       python3 "$root/bench/watch-memory/shards.py" update "$url" bench "$n" "$count" "$r$RANDOM"
       done=$((done + count))
     done
-    # idle: no hook run ended for three seconds and every queue empty (the queue gauge is
-    # published every 5 s, so it alone can read 0 while a backlog is being worked off)
-    local idle=0 last now
-    last=$(metric "$port" "addon_operator_global_hook_run_seconds_count")
-    while [ $idle -lt 3 ]; do
-      sleep 1
-      now=$(metric "$port" "addon_operator_global_hook_run_seconds_count")
-      if [ "$now" = "$last" ] && [ "$(metric "$port" addon_operator_tasks_queue_length)" = 0 ]; then
-        idle=$((idle + 1))
-      else
-        idle=0
-      fi
-      last=$now
-    done
+    wait_idle "$port" 3
     steady=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
   fi
   echo "$rss $hwm $steady"

@@ -66,7 +66,7 @@ done
 
 port=$(free_port)
 # metric REGEX: the sum of the series whose name matches REGEX
-metric() { curl -sf "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1 ~ "^(" m ")({|$)" {s += $2} END {printf "%d\n", s}'; }
+metric() { metric_sum "$port" "$1"; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
 # RSS split into heap and stacks (anonymous) and the binary's pages (file)
 rss_parts() { awk '/RssAnon/ {a = $2} /RssFile/ {f = $2} END {printf "anon %d kB, file %d kB", a, f}' "/proc/$pid/status"; }
@@ -79,23 +79,7 @@ wait_ready "$port" "$pid" "$work/log" || exit 1
 # with a WRAP (a profiler), the operator is the wrapper's descendant
 [ -z "${WRAP:-}" ] || pid=$(pgrep -n -f -- "--debug-unix-socket $work/debug.socket")
 ready_s=$(echo "scale=1; ($(date +%s%N) - $started) / 1000000000" | bc)
-# idle: no hook run ended for two seconds and every queue empty (the queue gauge is published
-# every 5 s, so it alone can read 0 while a backlog is being worked off)
-runs() { metric "addon_operator_(global|module)_hook_run_seconds_count"; }
-idle() {
-  local still=0 last now
-  last=$(runs)
-  while [ $still -lt 2 ]; do
-    sleep 1
-    now=$(runs)
-    if [ "$now" = "$last" ] && [ "$(metric addon_operator_tasks_queue_length)" = 0 ]; then
-      still=$((still + 1))
-    else
-      still=0
-    fi
-    last=$now
-  done
-}
+idle() { wait_idle "$port" 2; }
 idle
 echo "objects: $n ConfigMaps of ~$size B (listing $json_bytes B); modules: $([ "$control" = 0 ] && echo "$modules watching $shards shards" || echo "none (control)"), $charts charts"
 echo "ready in ${ready_s}s: RSS $(rss) kB ($(rss_parts)), snapshot objects $(metric addon_operator_kube_snapshot_objects)"
