@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use addon_core::config::Config;
-use addon_core::discovery::Discovered;
+use addon_core::discovery::{Discovered, HookFile};
 use addon_core::hook_config::{self, HookConfig, HookScope};
+use addon_core::names::ModuleName;
 use addon_core::queue::Backoff;
 use addon_core::tree_diff::{self, TreeView};
 use addon_operator::edges::config::memory::MemoryConfig;
@@ -148,6 +149,22 @@ pub async fn start_parallel(
     start_with(dir, config, hooks, helm, settings).await
 }
 
+/// [`start`] as `addon-operator start` does it: the modules come without hooks, which
+/// [`Op::add_module_hooks`] gives the runtime later (global hooks and `enabled` scripts run
+/// meanwhile, discovery waits for them).
+pub async fn start_staged(
+    dir: tempfile::TempDir,
+    config: &str,
+    hooks: FakeHooks,
+    helm: FakeHelm,
+) -> Op {
+    let settings = RuntimeSettings {
+        module_hooks_later: true,
+        ..RuntimeSettings::default()
+    };
+    start_with(dir, config, hooks, helm, settings).await
+}
+
 /// [`start`] keeping the webhook configurations and CRD conversions in the fake cluster.
 pub async fn start_with_webhook_objects(
     dir: tempfile::TempDir,
@@ -197,7 +214,11 @@ async fn start_with(
         ..settings
     };
     let clock = Arc::new(TokioClock::starting_at(chrono::DateTime::UNIX_EPOCH));
-    let runtime = Runtime::build_with_clock(found, configs, edges, kube_events, settings, clock)
+    let mut found = found.clone();
+    if settings.module_hooks_later {
+        found.modules.iter_mut().for_each(|m| m.hooks.clear());
+    }
+    let runtime = Runtime::build_with_clock(&found, configs, edges, kube_events, settings, clock)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let handle = runtime.handle();
@@ -223,6 +244,24 @@ impl Drop for Op {
 }
 
 impl Op {
+    /// The module hooks of the running tree and their configs, as a staged start loads them.
+    pub fn module_hooks(
+        &self,
+    ) -> (
+        BTreeMap<ModuleName, Vec<HookFile>>,
+        BTreeMap<PathBuf, HookConfig>,
+    ) {
+        let running = self.running.lock().unwrap();
+        let hooks = (running.found.modules.iter()).map(|m| (m.name.clone(), m.hooks.clone()));
+        (hooks.collect(), running.configs.clone())
+    }
+
+    /// Gives the runtime of [`start_staged`] its module hooks.
+    pub fn add_module_hooks(&self) -> Result<(), Vec<String>> {
+        let (hooks, configs) = self.module_hooks();
+        self.handle.add_module_hooks(&hooks, &configs)
+    }
+
     /// Waits (in paused time) until every queue is empty and the first converge is done.
     pub async fn settle(&self) {
         let settled = || async {

@@ -14,6 +14,7 @@ use anyhow::Context as _;
 use futures::future::BoxFuture;
 use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use std::collections::BTreeMap;
@@ -43,7 +44,7 @@ use crate::edges::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
 use crate::edges::metrics::Metrics;
 use crate::edges::tree::dirs::DirFlags;
 use crate::edges::tree::kept::KeptDirs;
-use crate::edges::tree::runnable::Tree;
+use crate::edges::tree::runnable::{ModuleHooks, StagedTree, Tree};
 use crate::edges::tree::watch::TreeWatch;
 use crate::env::shell_operator_default;
 use crate::runtime::edges::{ConfigBackend, Edges, KubeEvent, ObjectPatches, ObjectsError};
@@ -87,8 +88,10 @@ impl Cluster {
 async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     crate::edges::exec::reaper::start();
     args.upstream.log_without_effect();
-    let tree = match crate::edges::tree::runnable::load(&args.dirs, args.hook_timeout).await {
-        Ok(tree) => tree,
+    // the module hooks' `--config` runs go on beside global hooks and `enabled` scripts
+    let staged = crate::edges::tree::runnable::load_staged(&args.dirs, args.hook_timeout).await;
+    let StagedTree { tree, module_hooks } = match staged {
+        Ok(staged) => staged,
         Err(errors) => return Ok(fail("start", &errors)),
     };
     if args.upstream.strict_check_values_mode_enabled {
@@ -141,7 +144,8 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     }
     let mut settings = settings(args, &metrics);
     settings.kept_releases = kept_releases(args, client.as_ref()).await;
-    if client.is_some() && tree.configs.values().any(|c| c.has_webhooks()) {
+    // written only when a hook has a webhook binding (known once the module hooks are)
+    if client.is_some() {
         let webhooks = args.webhooks.settings();
         settings.webhook_objects = Some(crate::cli::webhook_flags::objects(
             &webhooks,
@@ -181,15 +185,10 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
             None => return Ok(ExitCode::SUCCESS),
         }
     }
-    let webhooks = args.webhooks.settings();
-    let handle = runtime.handle();
-    let started = crate::cli::webhook_flags::start_servers(&webhooks, &handle, &shutdown);
-    if let Err(problem) = started.await {
-        return Ok(fail("start", &[problem]));
-    }
     let watch = reload_tree(args, &cluster);
-    let mut reloads = Reloads::new(args, watch, &status, &metrics, tree).await;
-    run_reloading(runtime, &mut reloads, &shutdown).await;
+    let mut reloads = Reloads::new(args, watch, &status, &metrics, tree);
+    let stop = [shutdown.clone(), cancel_hooks.clone()];
+    let problems = run_reloading(runtime, &mut reloads, module_hooks, &stop).await;
     if let Some((stop_holding, held)) = holding {
         stop_holding.cancel();
         let _ = held.await;
@@ -197,6 +196,9 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     drop(cluster);
     if let Some(pool) = pool {
         pool.shutdown();
+    }
+    if let Some(problems) = problems {
+        return Ok(fail("start", &problems));
     }
     if lost.is_cancelled() {
         tracing::error!("stopped after losing the leader lease");
@@ -247,51 +249,93 @@ struct Reloads<'a> {
     last_problems: Vec<String>,
 }
 
-/// Runs `runtime` until shutdown; each valid new tree is applied to it in place.
-async fn run_reloading(runtime: Runtime, reloads: &mut Reloads<'_>, shutdown: &CancellationToken) {
+/// Runs `runtime` until shutdown (`stop[0]`); the module hooks are added as they load (then
+/// the webhook servers start) and each valid new tree is applied in place. Gives the problems
+/// that stopped the start: a module hook's config, or a webhook server that did not start.
+async fn run_reloading(
+    runtime: Runtime,
+    reloads: &mut Reloads<'_>,
+    mut module_hooks: JoinHandle<Result<ModuleHooks, Vec<String>>>,
+    stop: &[CancellationToken; 2],
+) -> Option<Vec<String>> {
     let handle = runtime.handle();
     reloads.status.running(Arc::new(handle.clone()));
-    let running = runtime.run(shutdown.clone());
+    let running = runtime.run(stop[0].clone());
     tokio::pin!(running);
+    let (mut loading, mut problems) = (true, None);
     loop {
         tokio::select! {
             () = &mut running => break,
-            () = reloads.next(&handle) => {}
+            loaded = &mut module_hooks, if loading => {
+                loading = false;
+                match add_module_hooks(reloads.args, &handle, loaded, &stop[0]).await {
+                    Ok(loaded) => reloads.module_hooks_added(&loaded).await,
+                    Err(found) => {
+                        problems = Some(found);
+                        stop.iter().for_each(CancellationToken::cancel);
+                    }
+                }
+            }
+            () = reloads.next(&handle), if !loading => {}
         }
     }
     if let Some(kept) = &reloads.kept {
         kept.remove_all();
     }
+    problems
+}
+
+/// Gives the runtime the module hooks of a staged start, then starts the webhook servers the
+/// hooks use; or the problems that stop the start.
+async fn add_module_hooks(
+    args: &StartArgs,
+    handle: &RuntimeHandle,
+    loaded: Result<Result<ModuleHooks, Vec<String>>, tokio::task::JoinError>,
+    shutdown: &CancellationToken,
+) -> Result<ModuleHooks, Vec<String>> {
+    let loaded = loaded.map_err(|e| vec![format!("module hooks' --config runs: {e}")])??;
+    handle.add_module_hooks(&loaded.hooks, &loaded.configs)?;
+    let webhooks = args.webhooks.settings();
+    crate::cli::webhook_flags::start_servers(&webhooks, handle, shutdown)
+        .await
+        .map_err(|problem| vec![problem])?;
+    Ok(loaded)
 }
 
 impl<'a> Reloads<'a> {
-    /// The reloads of `tree`; with a watch, copies of its modules with delete hooks are kept
-    /// before it starts (a module removed right after the start still has its delete hooks).
-    async fn new(
+    /// The reloads of `tree`, a staged start's tree whose module hooks come with
+    /// [`Self::module_hooks_added`].
+    fn new(
         args: &'a StartArgs,
         watch: Option<TreeWatch>,
         status: &'a Arc<StartupStatus>,
         metrics: &'a Arc<Metrics>,
         tree: Tree,
     ) -> Self {
-        let mut reloads = Self {
+        let kept = watch.is_some().then(|| {
+            let kept = KeptDirs::new(args.tmp_dir.join("reload-tree"));
+            Arc::new(kept)
+        });
+        Self {
             args,
             watch,
             status,
             metrics,
             tree,
             digests: BTreeMap::new(),
-            kept: None,
+            kept,
             prepared: false,
             last_problems: Vec::new(),
-        };
-        if reloads.watch.is_some() {
-            let kept = KeptDirs::new(args.tmp_dir.join("reload-tree"));
-            reloads.kept = Some(Arc::new(kept));
-            let modules = reloads.tree.found.modules.iter().map(|m| m.name.clone());
-            reloads.keep_dirs(modules.collect(), &[]).await;
         }
-        reloads
+    }
+
+    /// The running tree is complete; with a watch, copies of its modules with delete hooks are
+    /// kept before any reload is looked at (a module removed right after the start still has
+    /// its delete hooks).
+    async fn module_hooks_added(&mut self, loaded: &ModuleHooks) {
+        self.tree.add_module_hooks(loaded);
+        let modules = self.tree.found.modules.iter().map(|m| m.name.clone());
+        self.keep_dirs(modules.collect(), &[]).await;
     }
 
     /// With a watch, once: the digests of the running tree's files, which tell what a reload
@@ -450,6 +494,7 @@ fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
         jq: jq_runner(args),
         parallel_module_runs: usize::try_from(args.parallel_module_runs).unwrap_or(1),
         webhook_objects: None,
+        module_hooks_later: true,
     }
 }
 

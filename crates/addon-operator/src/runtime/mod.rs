@@ -11,6 +11,7 @@ mod handlers;
 pub(crate) mod hooks;
 mod intake;
 mod kube_metrics;
+mod module_hooks;
 mod reload;
 mod resource_monitor;
 pub mod schedule;
@@ -74,6 +75,10 @@ pub struct RuntimeSettings {
     /// With a cluster: the webhook configurations and CRD conversions to keep in step with the
     /// enabled hooks' webhook bindings.
     pub webhook_objects: Option<webhook_objects::WebhookObjects>,
+    /// The modules of the tree come without hooks, which [`RuntimeHandle::add_module_hooks`]
+    /// adds later: global hooks and `enabled` scripts run meanwhile, and the first discovery
+    /// waits for them before it plans any module run.
+    pub module_hooks_later: bool,
 }
 
 /// `--parallel-module-runs` by default: see docs/running.md for the measurements behind it.
@@ -96,6 +101,7 @@ impl Default for RuntimeSettings {
             jq: JqRunner::default(),
             parallel_module_runs: DEFAULT_PARALLEL_MODULE_RUNS,
             webhook_objects: None,
+            module_hooks_later: false,
         }
     }
 }
@@ -372,12 +378,8 @@ impl Runtime {
                 shutdown.clone(),
             ));
         }
-        let uses_webhooks = webhooks::webhook_use(&self.shared.lock());
-        if let Some(objects) = self
-            .webhook_objects
-            .filter(|_| uses_webhooks != webhooks::WebhookUse::default())
-        {
-            tasks.spawn(webhook_objects::run(
+        if let Some(objects) = self.webhook_objects {
+            tasks.spawn(webhook_objects::run_if_used(
                 Arc::clone(&self.shared),
                 objects,
                 shutdown.clone(),
@@ -544,6 +546,7 @@ fn initial_state(
         parallel_module_runs: settings.parallel_module_runs.max(1),
         lanes,
         group_pending: None,
+        module_hooks_known: !settings.module_hooks_later,
     }
 }
 

@@ -252,7 +252,7 @@ pub(super) fn forget_module(st: &mut State, module: &ModuleName) {
 }
 
 /// Makes the queues the new hooks' bindings name, each with its worker.
-fn start_new_queues(handle: &RuntimeHandle, st: &mut State) {
+pub(super) fn start_new_queues(handle: &RuntimeHandle, st: &mut State) {
     let global = st.global_hooks.iter();
     let names: BTreeSet<QueueName> = (global.chain(st.modules.values().flat_map(|m| &m.hooks)))
         .flat_map(super::binding_queues)

@@ -170,6 +170,8 @@ pub struct State {
     pub lanes: Vec<QueueName>,
     /// The members of the running group (`ParallelModuleRun`) not yet in a lane.
     pub group_pending: Option<std::collections::VecDeque<addon_core::lifecycle::GroupMember>>,
+    /// The modules' hooks are known (see `RuntimeSettings::module_hooks_later`).
+    pub module_hooks_known: bool,
 }
 
 impl State {

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use super::edges::ObjectsError;
 use super::state::State;
-use super::webhooks::enabled_hooks;
+use super::webhooks::{WebhookUse, enabled_hooks, webhook_use};
 
 /// How often the enabled hooks' webhooks (and the CA files) are compared with what was last
 /// written.
@@ -129,6 +129,17 @@ fn desired(st: &State, objects: &WebhookObjects, bundles: &Bundles) -> Desired {
         }
     }
     out
+}
+
+/// [`run`] once every hook is known, when one of them has a webhook binding.
+pub async fn run_if_used(shared: Arc<Shared>, objects: WebhookObjects, stop: CancellationToken) {
+    if !super::module_hooks::known(&shared, &stop).await {
+        return;
+    }
+    if webhook_use(&shared.lock()) == WebhookUse::default() {
+        return;
+    }
+    run(shared, objects, stop).await;
 }
 
 /// Writes the objects whenever the enabled hooks' webhooks or the CAs change (after the first

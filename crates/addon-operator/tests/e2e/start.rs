@@ -341,6 +341,44 @@ fn invalid_tree_and_config_stop_the_start_with_every_error_listed() {
 }
 
 #[test]
+fn a_broken_module_hook_config_stops_the_start_before_any_module_runs() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    write(&r.join("modules/values.yaml"), "", false);
+    write(&r.join("config.yaml"), "", false);
+    let script = |config: &str, marker: &str| {
+        let marker = r.join(marker);
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --config ]; then printf '%s' '{config}'; exit 0; fi\ntouch '{}'\n",
+            marker.display()
+        )
+    };
+    let global = script("{\"configVersion\":\"v1\",\"onStartup\":1}", "global-ran");
+    // `.sh`: no `hook list` probe (which would run the body)
+    write(&r.join("global-hooks/first.sh"), &global, true);
+    let good = script("{\"configVersion\":\"v1\",\"onStartup\":1}", "module-ran");
+    write(&r.join("modules/010-web/hooks/good.sh"), &good, true);
+    let bad = script(
+        "{\"configVersion\":\"v1\",\"beforeHelm\":\"later\"}",
+        "bad-ran",
+    );
+    write(&r.join("modules/010-web/hooks/bad.sh"), &bad, true);
+    let out = start_once(r);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let problem = stderr.lines().find(|l| l.contains("module 'web'"));
+    assert!(
+        problem.is_some_and(|l| l.contains("beforeHelm")),
+        "{stderr}"
+    );
+    assert!(
+        !r.join("module-ran").exists(),
+        "a module hook ran: {stderr}"
+    );
+    assert!(!r.join("bad-ran").exists(), "{stderr}");
+}
+
+#[test]
 fn sigterm_stops_a_running_hook_and_the_operator_exits_cleanly() {
     if !require_tool("jq") {
         return;

@@ -10,6 +10,7 @@ mod metrics;
 mod parallel;
 mod scenarios;
 mod shared_watches;
+mod staged_start;
 mod state_ownership;
 mod tree_reload;
 mod webhooks;

@@ -55,7 +55,8 @@ pub struct Expanded {
 pub async fn expand(found: &mut Discovered, options: &ConfigRunOptions) -> Expanded {
     let mut out = Expanded::default();
     let all_hooks = (found.global.hooks.iter()).chain(found.modules.iter().flat_map(|m| &m.hooks));
-    let batches = batch_executables(all_hooks.collect(), options).await;
+    let candidates = all_hooks.filter(|hook| may_be_batch(&hook.path)).cloned();
+    let batches = batch_executables(candidates.collect(), options).await;
     let global = std::mem::take(&mut found.global.hooks);
     found.global.hooks = expand_list(global, true, &batches, options, &mut out).await;
     for module in &mut found.modules {
@@ -65,11 +66,13 @@ pub async fn expand(found: &mut Discovered, options: &ConfigRunOptions) -> Expan
     out
 }
 
-/// The paths of the hooks that answer `hook list` in the batch format, probed side by side (a
-/// task each, as `--config` runs).
-async fn batch_executables(hooks: Vec<&HookFile>, options: &ConfigRunOptions) -> BTreeSet<PathBuf> {
-    let candidates = hooks.into_iter().filter(|hook| may_be_batch(&hook.path));
-    stream::iter(candidates.cloned())
+/// The paths of the `candidates` that answer `hook list` in the batch format, probed side by
+/// side (a task each, as `--config` runs).
+async fn batch_executables(
+    candidates: Vec<HookFile>,
+    options: &ConfigRunOptions,
+) -> BTreeSet<PathBuf> {
+    stream::iter(candidates)
         .map(|hook| {
             let options = options.clone();
             let probe =
@@ -460,7 +463,7 @@ mod tests {
                     [ -z \"$(env | grep -v '^PWD=')\" ] && echo 'Found 1 items'\n";
         let batch = script(dir.path(), "batch", text);
         let plain = script(dir.path(), "plain", "#!/bin/sh\nexit 0\n");
-        let found = batch_executables(vec![&plain, &batch, &plain], &options).await;
+        let found = batch_executables(vec![plain.clone(), batch.clone(), plain], &options).await;
         assert_eq!(found, BTreeSet::from([batch.path.clone()]));
     }
 

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use addon_core::discovery::Discovered;
+use addon_core::discovery::{Discovered, HookFile};
 use addon_core::hook_config::HookConfig;
+use addon_core::names::ModuleName;
 
 use crate::edges::tree::configs::HookConfigs;
 use crate::edges::tree::dirs::{self, DirFlags};
@@ -23,8 +24,96 @@ pub struct Tree {
 
 /// Discovers the tree of `dirs` (flags and environment) and runs every hook's `--config`.
 pub async fn load(dirs: &DirFlags, hook_timeout: Duration) -> Result<Tree, Vec<String>> {
+    let (mut found, mut errors) = discover(dirs);
+    let configs = HookConfigs::fetch(&mut found, &ConfigRunOptions::new(hook_timeout)).await;
+    errors.extend(configs.errors);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(Tree {
+        found,
+        configs: configs.by_path,
+    })
+}
+
+/// A tree whose global hooks are ready to run while its module hooks' `--config` runs go on.
+pub struct StagedTree {
+    /// The global hooks with their configs; every module without hooks yet.
+    pub tree: Tree,
+    /// The modules' hooks and configs, or every problem found in them.
+    pub module_hooks: tokio::task::JoinHandle<Result<ModuleHooks, Vec<String>>>,
+}
+
+/// The hooks of every module (batch executables replaced by their hooks) and their configs.
+#[derive(Debug, Clone)]
+pub struct ModuleHooks {
+    pub hooks: BTreeMap<ModuleName, Vec<HookFile>>,
+    pub configs: BTreeMap<PathBuf, HookConfig>,
+}
+
+/// [`load`] in two stages, for `start`: the global hooks' `--config` runs are awaited, the
+/// module hooks' run beside them and beside what the operator does next (global onStartup and
+/// Synchronization, the `enabled` scripts), which needs no module hook.
+pub async fn load_staged(
+    dirs: &DirFlags,
+    hook_timeout: Duration,
+) -> Result<StagedTree, Vec<String>> {
+    let (mut found, errors) = discover(dirs);
+    let options = ConfigRunOptions::new(hook_timeout);
+    if !errors.is_empty() {
+        // every problem at once, as `load` reports them
+        let configs = HookConfigs::fetch(&mut found, &options).await;
+        return Err(errors.into_iter().chain(configs.errors).collect());
+    }
+    let mut modules = found.clone();
+    modules.global.hooks.clear();
+    let module_options = options.clone();
+    let module_hooks = tokio::spawn(async move {
+        let configs = HookConfigs::fetch(&mut modules, &module_options).await;
+        if !configs.errors.is_empty() {
+            return Err(configs.errors);
+        }
+        let hooks = modules.modules.into_iter().map(|m| (m.name, m.hooks));
+        Ok(ModuleHooks {
+            hooks: hooks.collect(),
+            configs: configs.by_path,
+        })
+    });
+    for module in &mut found.modules {
+        module.hooks.clear();
+    }
+    let global = HookConfigs::fetch(&mut found, &options).await;
+    if !global.errors.is_empty() {
+        let mut errors = global.errors;
+        if let Ok(Err(more)) = module_hooks.await {
+            errors.extend(more);
+        }
+        return Err(errors);
+    }
+    let tree = Tree {
+        found,
+        configs: global.by_path,
+    };
+    Ok(StagedTree { tree, module_hooks })
+}
+
+impl Tree {
+    /// Adds the module hooks of a staged load.
+    pub fn add_module_hooks(&mut self, loaded: &ModuleHooks) {
+        for module in &mut self.found.modules {
+            if let Some(hooks) = loaded.hooks.get(&module.name) {
+                module.hooks.clone_from(hooks);
+            }
+        }
+        let configs = loaded.configs.iter().map(|(k, v)| (k.clone(), v.clone()));
+        self.configs.extend(configs);
+    }
+}
+
+/// The tree's directories and files, and the problems that stop it.
+fn discover(dirs: &DirFlags) -> (Discovered, Vec<String>) {
     let dirs = dirs::resolve(dirs, &|name| std::env::var(name).ok());
-    let (mut found, load_errors) = loader::load(&LoaderConfig {
+    let (found, load_errors) = loader::load(&LoaderConfig {
         modules_dirs: dirs.modules_dirs,
         global_hooks_dir: dirs.global_hooks_dir,
         unnumbered_order: dirs.unnumbered_order,
@@ -32,14 +121,6 @@ pub async fn load(dirs: &DirFlags, hook_timeout: Duration) -> Result<Tree, Vec<S
     for warning in &found.warnings {
         tracing::warn!("{warning}");
     }
-    let mut errors: Vec<String> = load_errors.iter().map(|e| error_chain(e)).collect();
-    let configs = HookConfigs::fetch(&mut found, &ConfigRunOptions::new(hook_timeout)).await;
-    errors.extend(configs.errors.iter().cloned());
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    Ok(Tree {
-        found,
-        configs: configs.by_path.into_iter().collect(),
-    })
+    let errors = load_errors.iter().map(|e| error_chain(e)).collect();
+    (found, errors)
 }

@@ -38,6 +38,11 @@ pub async fn discover(shared: &Shared) -> Outcome {
             return Outcome::Failed(TaskError::Discovery(e.into()));
         }
     };
+    // a staged start: the module hooks' configs load beside global hooks and the `enabled`
+    // scripts; no module run is planned without them
+    if !crate::runtime::module_hooks::known(shared, &shared.stopping).await {
+        return Outcome::done();
+    }
     let st = shared.lock();
     record_modules_info(shared, &st, &enabled);
     let started: Vec<ModuleName> = (st.modules.iter())

@@ -1,0 +1,66 @@
+//! The module hooks of a staged start (`RuntimeSettings::module_hooks_later`): the runtime
+//! starts with the global hooks while the module hooks' `--config` runs go on, and learns the
+//! module hooks before the first discovery plans a module run.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use addon_core::discovery::HookFile;
+use addon_core::hook_config::HookConfig;
+use addon_core::names::ModuleName;
+use tokio_util::sync::CancellationToken;
+
+use super::state::HookList;
+use super::{RuntimeHandle, Shared};
+
+impl RuntimeHandle {
+    /// Gives each module its hooks (`hooks`, by module) with their `configs`; the queues their
+    /// bindings name start, and a discovery waiting for them goes on. A hook without a config
+    /// is a problem and nothing changes.
+    pub fn add_module_hooks(
+        &self,
+        hooks: &BTreeMap<ModuleName, Vec<HookFile>>,
+        configs: &BTreeMap<PathBuf, HookConfig>,
+    ) -> Result<(), Vec<String>> {
+        let mut errors = Vec::new();
+        let lists: Vec<(&ModuleName, HookList)> = (hooks.iter())
+            .map(|(module, files)| {
+                let defs = super::hook_defs(files, configs, &mut errors);
+                (module, HookList::from(defs))
+            })
+            .collect();
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let shared = &self.shared;
+        let mut st = shared.lock();
+        for (module, list) in lists {
+            if let Some(state) = st.modules.get_mut(module) {
+                state.source.hooks.clone_from(&hooks[module]);
+                state.hooks = list;
+            }
+        }
+        super::reload::start_new_queues(self, &mut st);
+        super::record_bindings(&shared.metrics, &st);
+        st.module_hooks_known = true;
+        drop(st);
+        shared.notify.notify_waiters();
+        Ok(())
+    }
+}
+
+/// Waits until the modules' hooks are known; `false` when `stop` fires first.
+pub(super) async fn known(shared: &Shared, stop: &CancellationToken) -> bool {
+    loop {
+        let notified = shared.notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if shared.lock().module_hooks_known {
+            return true;
+        }
+        tokio::select! {
+            () = &mut notified => {}
+            () = stop.cancelled() => return false,
+        }
+    }
+}
