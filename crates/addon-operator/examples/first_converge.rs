@@ -131,8 +131,12 @@ fn write_tree(root: &Path, modules: usize, sleep: Option<f64>) -> anyhow::Result
         )?;
         for (name, config) in HOOKS {
             let hook = dir.join("hooks").join(format!("{name}{extension}"));
+            // only a binding run waits: the `hook list` probe of an extension-less hook runs
+            // its body too, with an empty environment
             let run = match sleep {
-                Some(seconds) if name == "before" => format!("sleep {seconds}\n"),
+                Some(seconds) if name == "before" => {
+                    format!("[ -z \"$BINDING_CONTEXT_PATH\" ] || sleep {seconds}\n")
+                }
                 _ => String::new(),
             };
             let body = format!(
