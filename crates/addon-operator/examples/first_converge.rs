@@ -12,14 +12,15 @@ use std::time::Instant;
 #[path = "bench_support/mod.rs"]
 #[expect(
     dead_code,
-    reason = "the hook benches' bash loop and contract files are not used here"
+    reason = "the hook benches' bash loop is not used here"
 )]
 mod bench_support;
 
 use anyhow::Context as _;
 
 use bench_support::{
-    bash_seconds, executable, print_rows, spawn_operator, stop_operator, wait_ready,
+    CONTRACT_FILES, bash_seconds, executable, print_rows, spawn_operator, spread, stop_operator,
+    wait_ready,
 };
 
 /// The three hooks of each module and their `--config` answers (as `bench/startup`).
@@ -58,9 +59,11 @@ fn main() -> anyhow::Result<()> {
         let name = operator.display().to_string();
         results.push((name, Vec::new()));
     }
+    let mut files = Vec::new();
     for round in 1..=rounds {
         let by_hand_args = [OsStr::new("by-hand"), root.path().as_os_str()];
         results[0].1.push(bash_seconds(&by_hand, &by_hand_args)?);
+        files.push(contract_files_seconds(&tmp_dir, modules)?);
         for (index, operator) in operators.iter().enumerate() {
             let tmp = tempfile::tempdir_in(&tmp_dir)?;
             let seconds = start_to_ready(operator, root.path(), &tmp.path().join("ao"))?;
@@ -69,6 +72,7 @@ fn main() -> anyhow::Result<()> {
         eprintln!("round {round}/{rounds} done");
     }
     report(&results, modules);
+    report_floor(&results[0].1, &files, modules);
     Ok(())
 }
 
@@ -179,4 +183,45 @@ fn report(results: &[(String, Vec<f64>)], modules: usize) {
         results[0].1.len()
     );
     print_rows(results, 1.0, 3, "by hand / this");
+}
+
+/// Seconds to make, write and remove in `tmp_dir` the hook contract's files of a first converge
+/// (what the operator does and the by-hand script does not): 7 per hook run (2 a module), 4 per
+/// `enabled` script (values, config values, result, reason).
+fn contract_files_seconds(tmp_dir: &Path, modules: usize) -> anyhow::Result<f64> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let dir = tempfile::tempdir_in(tmp_dir)?;
+    let enabled = [CONTRACT_FILES[1], CONTRACT_FILES[2], ("RESULT", ""), ("REASON", "")];
+    let runs = (0..modules).flat_map(|_| [&CONTRACT_FILES[..], &CONTRACT_FILES[..], &enabled[..]]);
+    let started = Instant::now();
+    for (run, files) in runs.enumerate() {
+        let mut paths = Vec::with_capacity(files.len());
+        for (index, (_, content)) in files.iter().enumerate() {
+            let path = dir.path().join(format!("{run}-{index}"));
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)?;
+            file.write_all(content.as_bytes())?;
+            paths.push(path);
+        }
+        paths.iter().try_for_each(std::fs::remove_file)?;
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// The contract files' time and the bound it leaves: the by-hand processes plus those files,
+/// spread over every core at best.
+fn report_floor(by_hand: &[f64], files: &[f64], modules: usize) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let (hand, _, _) = spread(by_hand);
+    let (file, low, high) = spread(files);
+    println!(
+        "the hook contract's {} files alone (made, written, removed in TMP_DIR): {:.3} s ({low:.3}–{high:.3}); bound on {cores} cores: by hand / ((by hand + files) / {cores}) = {:.2}",
+        modules * 18,
+        file,
+        hand / ((hand + file) / cores)
+    );
 }
