@@ -10,10 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[path = "bench_support/mod.rs"]
-#[expect(
-    dead_code,
-    reason = "the hook benches' bash loop is not used here"
-)]
+#[expect(dead_code, reason = "the hook benches' bash loop is not used here")]
 mod bench_support;
 
 use anyhow::Context as _;
@@ -192,7 +189,12 @@ fn contract_files_seconds(tmp_dir: &Path, modules: usize) -> anyhow::Result<f64>
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     let dir = tempfile::tempdir_in(tmp_dir)?;
-    let enabled = [CONTRACT_FILES[1], CONTRACT_FILES[2], ("RESULT", ""), ("REASON", "")];
+    let enabled = [
+        CONTRACT_FILES[1],
+        CONTRACT_FILES[2],
+        ("RESULT", ""),
+        ("REASON", ""),
+    ];
     let runs = (0..modules).flat_map(|_| [&CONTRACT_FILES[..], &CONTRACT_FILES[..], &enabled[..]]);
     let started = Instant::now();
     for (run, files) in runs.enumerate() {
