@@ -295,6 +295,8 @@ async fn add_module_hooks(
 ) -> Result<ModuleHooks, Vec<String>> {
     let loaded = loaded.map_err(|e| vec![format!("module hooks' --config runs: {e}")])??;
     handle.add_module_hooks(&loaded.hooks, &loaded.configs)?;
+    let hooks: usize = loaded.hooks.values().map(Vec::len).sum();
+    tracing::info!(modules = loaded.hooks.len(), hooks, "module hooks loaded");
     let webhooks = args.webhooks.settings();
     crate::cli::webhook_flags::start_servers(&webhooks, handle, shutdown)
         .await

@@ -357,7 +357,7 @@ pub async fn run_hook(
         binding: invocation.binding.to_string(),
         quiet: false,
     };
-    let process = process::run_notifying(&spec, &log, cancel, || wake_pool(settings))
+    let process = process::run_notifying(&spec, &log, cancel, |_| wake_pool(settings))
         .await
         .map_err(|source| HookRunError::Execute {
             hook: hook.to_string(),
@@ -472,7 +472,7 @@ pub async fn run_enabled_script(
         binding: String::new(),
         quiet: false,
     };
-    let process = process::run_notifying(&spec, &log, cancel, || wake_pool(settings))
+    let process = process::run_notifying(&spec, &log, cancel, |_| wake_pool(settings))
         .await
         .map_err(|source| HookRunError::Execute {
             hook: hook.clone(),

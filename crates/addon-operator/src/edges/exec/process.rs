@@ -165,23 +165,23 @@ pub async fn run_until_cancelled(
     log: &LogFields,
     cancel: &CancellationToken,
 ) -> Result<ProcessOutput, ExecError> {
-    run_notifying(spec, log, cancel, || {}).await
+    run_notifying(spec, log, cancel, |_| {}).await
 }
 
-/// Like [`run_until_cancelled`]; `spawned` is called once the process has been spawned, while it
-/// runs (the hook runner wakes its file pool there).
+/// Like [`run_until_cancelled`]; `spawned` is called with the pid once the process has been
+/// spawned, while it runs (the hook runner wakes its file pool there).
 pub async fn run_notifying(
     spec: &ProcessSpec,
     log: &LogFields,
     cancel: &CancellationToken,
-    spawned: impl FnOnce(),
+    spawned: impl FnOnce(i32),
 ) -> Result<ProcessOutput, ExecError> {
     let started = Instant::now();
     let (mut child, registration) = spawn(spec).await?;
     let Ok(pid) = i32::try_from(child.id()) else {
         return Err(wait_error(spec, 0, std::io::ErrorKind::NotFound.into()));
     };
-    spawned();
+    spawned(pid);
     let mut group = GroupGuard {
         pgid: Pid::from_raw(pid),
         registration,

@@ -11,7 +11,7 @@ use futures::stream::{self, StreamExt};
 use serde_json::{Map, Value, json};
 
 use crate::edges::exec::process::{self, LogFields, ProcessSpec};
-use crate::edges::tree::hook_configs::ConfigRunOptions;
+use crate::edges::tree::hook_configs::{ConfigRunOptions, run_process};
 
 /// A batch hook whose `hook config` answer could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -131,7 +131,7 @@ const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 async fn lists_hooks(hook: &HookFile, options: &ConfigRunOptions) -> bool {
     let mut spec = spec(hook, &["hook", "list"], options, true);
     spec.timeout = spec.timeout.min(PROBE_TIMEOUT);
-    match process::run(&spec, &log(hook, "hook list")).await {
+    match run_process(&spec, &log(hook, "hook list"), options).await {
         Ok(output) if output.succeeded() => says_found(&output.stdout),
         _ => false,
     }
@@ -155,7 +155,7 @@ async fn describe(
 ) -> Result<Vec<(HookFile, String)>, BatchError> {
     let path = hook.path.clone();
     let spec = spec(hook, &["hook", "config"], options, false);
-    let output = process::run(&spec, &log(hook, "hook config"))
+    let output = run_process(&spec, &log(hook, "hook config"), options)
         .await
         .map_err(|source| BatchError::Exec {
             path: path.clone(),

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use addon_core::discovery::HookFile;
 use futures::stream::{self, StreamExt};
+use tokio_util::sync::CancellationToken;
 
 use crate::edges::exec::hook_run::{HookRunSettings, config_spec};
-use crate::edges::exec::process::{self, LogFields};
+use crate::edges::exec::process::{self, ExecError, LogFields, ProcessOutput, ProcessSpec};
 
 /// A hook whose `--config` run failed.
 #[derive(Debug, thiserror::Error)]
@@ -49,7 +50,13 @@ pub struct ConfigRunOptions {
     /// 0.341 s with 8, 0.367–0.379 s with 4; `check` of 100 modules × 3 extension-less hooks:
     /// 1.0 s with 4, 1.3 s with 2).
     pub parallelism: usize,
+    /// The runs' niceness (0: the operator's own priority); see [`BACKGROUND_NICENESS`].
+    pub niceness: i32,
 }
+
+/// The niceness of `--config` runs made in the background of a start (the module hooks', beside
+/// the `enabled` scripts, which the start waits for one after another).
+pub const BACKGROUND_NICENESS: i32 = 10;
 
 impl ConfigRunOptions {
     pub fn new(timeout: Duration) -> Self {
@@ -58,6 +65,7 @@ impl ConfigRunOptions {
             timeout,
             kill_grace: Duration::from_secs(5),
             parallelism: (3 * cpus).max(4),
+            niceness: 0,
         }
     }
 }
@@ -104,12 +112,13 @@ pub async fn fetch_one(
         quiet: false,
     };
     let name = hook.name.to_string();
-    let output = process::run(&spec, &log)
-        .await
-        .map_err(|source| ConfigRunError::Exec {
-            hook: name.clone(),
-            source,
-        })?;
+    let output =
+        run_process(&spec, &log, options)
+            .await
+            .map_err(|source| ConfigRunError::Exec {
+                hook: name.clone(),
+                source,
+            })?;
     if output.stdout_overflow {
         Err(ConfigRunError::TooLarge {
             hook: name,
@@ -123,6 +132,28 @@ pub async fn fetch_one(
             exit: output.exit.to_string(),
             message: output.failure_message(),
         })
+    }
+}
+
+/// Runs one process of the tree's loading (`--config`, `hook list`, `hook config`) with the
+/// niceness of `options`.
+pub(super) async fn run_process(
+    spec: &ProcessSpec,
+    log: &LogFields,
+    options: &ConfigRunOptions,
+) -> Result<ProcessOutput, ExecError> {
+    let never = CancellationToken::new();
+    process::run_notifying(spec, log, &never, |pid| renice(pid, options.niceness)).await
+}
+
+/// Gives process `pid` the niceness `niceness` (nothing for 0); a failure only costs speed.
+fn renice(pid: i32, niceness: i32) {
+    if niceness == 0 {
+        return;
+    }
+    let pid = rustix::process::Pid::from_raw(pid);
+    if let Err(error) = rustix::process::setpriority_process(pid, niceness) {
+        tracing::debug!(%error, "a --config run keeps the operator's priority");
     }
 }
 
@@ -161,6 +192,24 @@ pub(super) mod tests {
         let expected_a = format!("a --config {} {}\n", dir.display(), tmp.path().display());
         assert_eq!(got[0].as_ref().unwrap(), &expected_a);
         assert_eq!(got[1].as_ref().unwrap(), "{\"onStartup\": 1}\n");
+    }
+
+    #[tokio::test]
+    async fn background_runs_are_niced() {
+        let tmp = tempfile::tempdir().unwrap();
+        // the niceness is set just after the spawn: read it a moment later
+        let hook = hook(tmp.path(), "niced", "sleep 0.1; nice");
+        let options = ConfigRunOptions {
+            niceness: BACKGROUND_NICENESS,
+            ..ConfigRunOptions::new(Duration::from_secs(10))
+        };
+        let niceness: i32 = fetch_one(&hook, "", &options)
+            .await
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(niceness >= BACKGROUND_NICENESS, "{niceness}");
     }
 
     #[tokio::test]

@@ -67,7 +67,10 @@ pub async fn load_staged(
     }
     let mut modules = found.clone();
     modules.global.hooks.clear();
-    let module_options = options.clone();
+    let module_options = ConfigRunOptions {
+        niceness: crate::edges::tree::hook_configs::BACKGROUND_NICENESS,
+        ..options.clone()
+    };
     let module_hooks = tokio::spawn(async move {
         let configs = HookConfigs::fetch(&mut modules, &module_options).await;
         if !configs.errors.is_empty() {
