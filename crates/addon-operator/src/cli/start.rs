@@ -11,7 +11,7 @@ use addon_core::config::Config;
 use addon_core::hook_output::kube_patch::KubeOperation;
 use addon_core::queue::Backoff;
 use anyhow::Context as _;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, MaybeDone};
 use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -177,12 +177,14 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     inherited_env::warn_if_linked_services();
     let lost = CancellationToken::new();
     let mut holding = None;
+    let mut module_hooks = futures::future::maybe_done(module_hooks);
     if let Some(election) = election {
         status.starting("waiting for the leader lease (a standby)");
         let stop = [shutdown.clone(), cancel_hooks.clone()];
-        match lead(election, &stop, &lost).await {
-            Some(hold) => holding = Some(hold),
-            None => return Ok(ExitCode::SUCCESS),
+        match lead_unless_broken(election, &stop, &lost, &mut module_hooks).await {
+            Ok(Some(hold)) => holding = Some(hold),
+            Ok(None) => return Ok(ExitCode::SUCCESS),
+            Err(problems) => return Ok(fail("start", &problems)),
         }
     }
     let watch = reload_tree(args, &cluster);
@@ -255,7 +257,7 @@ struct Reloads<'a> {
 async fn run_reloading(
     runtime: Runtime,
     reloads: &mut Reloads<'_>,
-    mut module_hooks: JoinHandle<Result<ModuleHooks, Vec<String>>>,
+    mut module_hooks: ModuleHooksLoad,
     stop: &[CancellationToken; 2],
 ) -> Option<Vec<String>> {
     let handle = runtime.handle();
@@ -266,8 +268,9 @@ async fn run_reloading(
     loop {
         tokio::select! {
             () = &mut running => break,
-            loaded = &mut module_hooks, if loading => {
+            () = &mut module_hooks, if loading => {
                 loading = false;
+                let loaded = loaded(&mut module_hooks);
                 match add_module_hooks(reloads.args, &handle, loaded, &stop[0]).await {
                     Ok(loaded) => reloads.module_hooks_added(&loaded).await,
                     Err(found) => {
@@ -285,15 +288,52 @@ async fn run_reloading(
     problems
 }
 
+/// The module hooks of a staged start, loading or loaded.
+type ModuleHooksLoad = MaybeDone<JoinHandle<Result<ModuleHooks, Vec<String>>>>;
+
+/// The loaded module hooks, or the problems found in them.
+fn loaded(load: &mut ModuleHooksLoad) -> Result<ModuleHooks, Vec<String>> {
+    match std::pin::Pin::new(load).take_output() {
+        Some(Ok(loaded)) => loaded,
+        Some(Err(e)) => Err(vec![format!("module hooks' --config runs: {e}")]),
+        None => Err(vec![
+            "module hooks' --config runs: not finished".to_string(),
+        ]),
+    }
+}
+
+/// [`lead`], unless the module hooks prove broken first: a standby with a broken tree stops at
+/// once, not when it takes the lease.
+async fn lead_unless_broken(
+    election: LeaderElection,
+    stop: &[CancellationToken; 2],
+    lost: &CancellationToken,
+    module_hooks: &mut ModuleHooksLoad,
+) -> Result<Option<(CancellationToken, JoinHandle<()>)>, Vec<String>> {
+    let leading = lead(election, stop, lost);
+    tokio::pin!(leading);
+    loop {
+        let loading = matches!(module_hooks, MaybeDone::Future(_));
+        tokio::select! {
+            hold = &mut leading => return Ok(hold),
+            () = &mut *module_hooks, if loading => {
+                if let MaybeDone::Done(Ok(Err(problems))) = &*module_hooks {
+                    return Err(problems.clone());
+                }
+            }
+        }
+    }
+}
+
 /// Gives the runtime the module hooks of a staged start, then starts the webhook servers the
 /// hooks use; or the problems that stop the start.
 async fn add_module_hooks(
     args: &StartArgs,
     handle: &RuntimeHandle,
-    loaded: Result<Result<ModuleHooks, Vec<String>>, tokio::task::JoinError>,
+    loaded: Result<ModuleHooks, Vec<String>>,
     shutdown: &CancellationToken,
 ) -> Result<ModuleHooks, Vec<String>> {
-    let loaded = loaded.map_err(|e| vec![format!("module hooks' --config runs: {e}")])??;
+    let loaded = loaded?;
     handle.add_module_hooks(&loaded.hooks, &loaded.configs)?;
     let hooks: usize = loaded.hooks.values().map(Vec::len).sum();
     tracing::info!(modules = loaded.hooks.len(), hooks, "module hooks loaded");

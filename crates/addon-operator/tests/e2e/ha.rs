@@ -182,3 +182,47 @@ fn a_frozen_leader_runs_no_task_after_the_new_leader_started() {
     drop(b);
     drop(cluster);
 }
+
+#[test]
+fn a_standby_with_a_broken_module_hook_stops_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let cluster = Cluster::start(root);
+    let kubeconfig = cluster.kubeconfig.clone();
+    write(
+        &root.join("global-hooks/startup"),
+        "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"onStartup\": 1}'; exit 0; fi\necho \"startup $ADDON_OPERATOR_POD\" >> \"$HOOK_LOG\"\n",
+        true,
+    );
+    std::fs::create_dir_all(root.join("modules")).unwrap();
+    let _leader = operator(root, &kubeconfig, "a");
+    wait_for(root, "startup a");
+
+    // the new replica's tree (a rollout of a broken change) waits for the same lease
+    let broken = root.join("broken");
+    write(&broken.join("modules/values.yaml"), "", false);
+    write(
+        &broken.join("modules/010-web/hooks/bad.sh"),
+        "#!/bin/sh\necho '{\"configVersion\":\"v1\",\"beforeHelm\":\"later\"}'\n",
+        true,
+    );
+    let mut standby = operator(&broken, &kubeconfig, "b");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = standby.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the standby kept waiting for the lease"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let log = std::fs::read_to_string(broken.join("b.log")).unwrap();
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(
+        log.contains("module 'web'") && log.contains("beforeHelm"),
+        "{log}"
+    );
+    assert!(!hook_log(root).contains("startup b"), "{}", hook_log(root));
+}
