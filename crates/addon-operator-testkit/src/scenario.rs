@@ -349,6 +349,19 @@ impl Op {
 }
 
 /// Hook outputs with a values patch.
+/// Hooks whose `enabled` scripts say "true" and whose other hooks succeed with no output.
+pub fn enabling_hooks() -> FakeHooks {
+    let hooks = FakeHooks::new();
+    hooks.respond(|call| {
+        if call.name.ends_with("/enabled") {
+            Ok(values_patch("true"))
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    hooks
+}
+
 pub fn values_patch(patch: &str) -> HookOutputs {
     HookOutputs {
         values_patch: patch.to_string(),

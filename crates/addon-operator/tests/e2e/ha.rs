@@ -38,6 +38,16 @@ fn operator_with_lease(
     Running(child)
 }
 
+/// A tree of one global onStartup hook that logs the replica it ran in.
+fn startup_tree(root: &std::path::Path) {
+    write(
+        &root.join("global-hooks/startup"),
+        "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"onStartup\": 1}'; exit 0; fi\necho \"startup $ADDON_OPERATOR_POD\" >> \"$HOOK_LOG\"\n",
+        true,
+    );
+    std::fs::create_dir_all(root.join("modules")).unwrap();
+}
+
 fn hook_log(root: &std::path::Path) -> String {
     std::fs::read_to_string(root.join("hooks.log")).unwrap_or_default()
 }
@@ -63,12 +73,7 @@ fn only_the_lease_holder_works_and_a_standby_takes_over() {
     let root = tmp.path();
     let cluster = Cluster::start(root);
     let kubeconfig = cluster.kubeconfig.clone();
-    write(
-        &root.join("global-hooks/startup"),
-        "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"onStartup\": 1}'; exit 0; fi\necho \"startup $ADDON_OPERATOR_POD\" >> \"$HOOK_LOG\"\n",
-        true,
-    );
-    std::fs::create_dir_all(root.join("modules")).unwrap();
+    startup_tree(root);
 
     let a = operator(root, &kubeconfig, "a");
     wait_for(root, "startup a");
@@ -189,12 +194,7 @@ fn a_standby_with_a_broken_module_hook_stops_at_once() {
     let root = tmp.path();
     let cluster = Cluster::start(root);
     let kubeconfig = cluster.kubeconfig.clone();
-    write(
-        &root.join("global-hooks/startup"),
-        "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"onStartup\": 1}'; exit 0; fi\necho \"startup $ADDON_OPERATOR_POD\" >> \"$HOOK_LOG\"\n",
-        true,
-    );
-    std::fs::create_dir_all(root.join("modules")).unwrap();
+    startup_tree(root);
     let _leader = operator(root, &kubeconfig, "a");
     wait_for(root, "startup a");
 

@@ -1,7 +1,7 @@
 //! The lifecycle scenarios of the specification, each as an ordered history.
 
 use addon_operator::edges::exec::hook_run::HookOutputs;
-use addon_operator_testkit::scenario::{failing, flaky, start, tree, values_patch};
+use addon_operator_testkit::scenario::{enabling_hooks, failing, flaky, start, tree, values_patch};
 use addon_operator_testkit::wait::wait_for_async;
 use addon_operator_testkit::{FakeHelm, FakeHooks, HelmCall};
 
@@ -48,15 +48,7 @@ fn full_tree() -> tempfile::TempDir {
 
 /// Enabled scripts say "true"; hooks succeed with no output.
 fn default_hooks() -> FakeHooks {
-    let hooks = FakeHooks::new();
-    hooks.respond(|call| {
-        if call.name.ends_with("/enabled") {
-            Ok(values_patch("true"))
-        } else {
-            Ok(HookOutputs::default())
-        }
-    });
-    hooks
+    enabling_hooks()
 }
 
 #[tokio::test(start_paused = true)]

@@ -4,9 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use addon_operator::edges::exec::hook_run::HookOutputs;
-use addon_operator_testkit::scenario::{start, start_staged, tree, values_patch};
-use addon_operator_testkit::{FakeHelm, FakeHooks};
+use addon_operator_testkit::FakeHelm;
+use addon_operator_testkit::scenario::{enabling_hooks, start, start_staged, tree};
 
 fn staged_tree() -> tempfile::TempDir {
     tree(&[
@@ -33,18 +32,6 @@ fn staged_tree() -> tempfile::TempDir {
             "configVersion: v1\nschedule:\n- name: tick\n  crontab: '* * * * *'\n  queue: api-ticks\n",
         ),
     ])
-}
-
-fn enabling_hooks() -> FakeHooks {
-    let hooks = FakeHooks::new();
-    hooks.respond(|call| {
-        if call.name.ends_with("/enabled") {
-            Ok(values_patch("true"))
-        } else {
-            Ok(HookOutputs::default())
-        }
-    });
-    hooks
 }
 
 #[tokio::test(start_paused = true)]
