@@ -6,7 +6,9 @@
 # The hooks have no extension, so the operator asks each `hook list` first (as upstream does) and
 # the by-hand script runs those 300 probes too (`env -i HOOK hook list`); HOOK_EXT=.sh names the
 # hooks `*.sh`: no probes on either side, 6×M processes.
-# SLEEP=0.2: every beforeHelm hook sleeps that long, and the baseline is the same operator with
+# Each round also makes, writes and removes the hook contract's files of a start (18 a module) in
+# TMP_DIR, and the last line prints the bound they leave: by hand / ((by hand + files) / cores).
+# SLEEP=0.2: every beforeHelm hook sleeps that long (in its binding run, not in its probe), and the baseline is the same operator with
 # --parallel-module-runs 1 (e.g. SLEEP=0.2 bench/first-converge/run.sh 40 3).
 # Usage: bench/first-converge/run.sh [M=100] [ROUNDS=5] [TMP_DIR=/var/tmp]
 # OPERATORS=bin1,bin2 compares several operator builds in the same rounds (default: the build below).
