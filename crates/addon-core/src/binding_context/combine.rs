@@ -57,12 +57,10 @@ pub fn combine(tasks: &[&[BindingContext]]) -> Combined {
 /// same runs: neither is a v0 hook, and the new task has no Synchronization (whether a
 /// Synchronization joins depends on the head of the run, which is not known yet). A burst of
 /// events then holds one task per hook run instead of one per event.
-///
-/// The contexts of one hook share its config version, so the tail's first context tells (a
-/// tail that keeps joining is not walked again at every join).
 pub fn joins_queued(tail: &[BindingContext], new: &[BindingContext]) -> bool {
-    tail.first().is_some_and(|c| c.format != ConfigVersion::V0)
+    !tail.is_empty()
         && !new.is_empty()
+        && !is_v0(tail)
         && !is_v0(new)
         && !new.iter().any(BindingContext::is_synchronization)
 }
@@ -73,8 +71,10 @@ pub fn combines(head: &[BindingContext], next: &[BindingContext]) -> bool {
     !is_v0(head) && can_join(head, next)
 }
 
+/// Whether a task's hook has config v0. The contexts of one hook share its config version, so
+/// the first context tells (a run that keeps growing is not walked again at every join or pick).
 fn is_v0(task: &[BindingContext]) -> bool {
-    task.iter().any(|c| c.format == ConfigVersion::V0)
+    task.first().is_some_and(|c| c.format == ConfigVersion::V0)
 }
 
 fn can_join(head: &[BindingContext], task: &[BindingContext]) -> bool {
