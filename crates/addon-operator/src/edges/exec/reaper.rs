@@ -116,7 +116,7 @@ impl ProcStat {
     }
 
     fn read(path: &Path) -> Option<Self> {
-        Self::parse(&super::usage::read_proc(path).ok()?)
+        Self::parse(&read_proc(path).ok()?)
     }
 }
 
@@ -181,7 +181,7 @@ fn zombie_children(me: i32) -> Vec<ProcStat> {
 fn children_from_tasks() -> Option<Vec<i32>> {
     let mut pids = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let children = super::usage::read_proc(task.path().join("children")).ok()?;
+        let children = read_proc(task.path().join("children")).ok()?;
         pids.extend(
             children
                 .split_whitespace()
@@ -201,9 +201,50 @@ fn all_pids() -> Vec<i32> {
         .collect()
 }
 
+/// A `/proc` file read whole, into a page-sized buffer that grows (up to 1 MiB): `/proc`
+/// reports size 0, so `fs::read_to_string` would `statx` it and then grow its buffer from 32
+/// bytes, one `read` per doubling.
+fn read_proc(path: impl AsRef<Path>) -> std::io::Result<String> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path)?;
+    const LIMIT: usize = 1 << 20;
+    let mut buffer = vec![0_u8; 4096];
+    let mut len = 0;
+    loop {
+        let read = match file.read_at(&mut buffer[len..], len as u64) {
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        len += read;
+        if read == 0 || len < buffer.len() || buffer.len() >= LIMIT {
+            break;
+        }
+        buffer.resize((buffer.len() * 2).min(LIMIT), 0);
+    }
+    buffer.truncate(len);
+    String::from_utf8(buffer)
+        .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_proc_reads_past_its_first_buffer_and_reads_proc_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long");
+        let text: String = (0..2000).map(|i| format!("{i} ")).collect();
+        std::fs::write(&path, &text).unwrap();
+        assert!(text.len() > 4096);
+        assert_eq!(read_proc(&path).unwrap(), text);
+        let status = read_proc("/proc/self/status").unwrap();
+        assert!(
+            status.starts_with("Name:") && status.ends_with('\n') && status.contains("\nVmHWM:"),
+            "{status}"
+        );
+    }
 
     fn stat(pid: i32, state: char, ppid: i32, pgrp: i32, session: i32) -> ProcStat {
         ProcStat {

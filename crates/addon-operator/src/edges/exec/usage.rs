@@ -3,10 +3,7 @@
 //! and of the children it waited for, and `ru_maxrss`, the peak resident memory of the largest
 //! of those processes (not a sum). The numbers cost nothing beyond the reaping itself (no `/proc`
 //! file is opened on a hook run's path).
-//!
-//! Also `/proc` records read whole, for the orphan reaper.
 
-use std::path::Path;
 use std::process::{Child, ExitStatus};
 use std::time::Duration;
 
@@ -41,54 +38,9 @@ pub fn reap(child: &mut Child) -> std::io::Result<(ExitStatus, ResourceUsage)> {
     }
 }
 
-/// A `/proc` file of one record from offset 0, into a buffer that grows (up to 1 MiB).
-fn read_record(file: &std::fs::File) -> std::io::Result<String> {
-    use std::os::unix::fs::FileExt;
-    const LIMIT: usize = 1 << 20;
-    let mut buffer = vec![0_u8; 4096];
-    let mut len = 0;
-    loop {
-        let read = match file.read_at(&mut buffer[len..], len as u64) {
-            Ok(read) => read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(error),
-        };
-        len += read;
-        if read == 0 || len < buffer.len() || buffer.len() >= LIMIT {
-            break;
-        }
-        buffer.resize((buffer.len() * 2).min(LIMIT), 0);
-    }
-    buffer.truncate(len);
-    String::from_utf8(buffer)
-        .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
-}
-
-/// A `/proc` file, read whole as [`read_record`] reads an open one (a page first, up to 1 MiB):
-/// `/proc` reports size 0, so `fs::read_to_string` would `statx` it and then grow its buffer
-/// from 32 bytes, one `read` per doubling.
-pub fn read_proc(path: impl AsRef<Path>) -> std::io::Result<String> {
-    read_record(&std::fs::File::open(path)?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn read_proc_reads_past_its_first_buffer_and_reads_proc_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("long");
-        let text: String = (0..2000).map(|i| format!("{i} ")).collect();
-        std::fs::write(&path, &text).unwrap();
-        assert!(text.len() > 4096);
-        assert_eq!(read_proc(&path).unwrap(), text);
-        let status = read_proc("/proc/self/status").unwrap();
-        assert!(
-            status.starts_with("Name:") && status.ends_with('\n') && status.contains("\nVmHWM:"),
-            "{status}"
-        );
-    }
 
     fn spawn(script: &str) -> Child {
         std::process::Command::new("sh")
