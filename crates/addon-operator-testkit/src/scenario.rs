@@ -348,7 +348,6 @@ impl Op {
     }
 }
 
-/// Hook outputs with a values patch.
 /// Hooks whose `enabled` scripts say "true" and whose other hooks succeed with no output.
 pub fn enabling_hooks() -> FakeHooks {
     let hooks = FakeHooks::new();
@@ -362,6 +361,7 @@ pub fn enabling_hooks() -> FakeHooks {
     hooks
 }
 
+/// Hook outputs with a values patch.
 pub fn values_patch(patch: &str) -> HookOutputs {
     HookOutputs {
         values_patch: patch.to_string(),

@@ -144,7 +144,7 @@ pub async fn run_if_used(shared: Arc<Shared>, objects: WebhookObjects, stop: Can
 
 /// Writes the objects whenever the enabled hooks' webhooks or the CAs change (after the first
 /// converge), retrying a failed write with a growing pause, until `stop`.
-pub async fn run(shared: Arc<Shared>, objects: WebhookObjects, stop: CancellationToken) {
+async fn run(shared: Arc<Shared>, objects: WebhookObjects, stop: CancellationToken) {
     let mut written: Option<Desired> = None;
     let mut services_made = objects.embedded_endpoints.is_none();
     let mut bundles = Bundles::default();

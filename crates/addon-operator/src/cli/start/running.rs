@@ -60,7 +60,7 @@ pub(super) async fn run_reloading(
                 loading = false;
                 let loaded = loaded(&mut module_hooks);
                 match add_module_hooks(reloads.args, &handle, loaded, &stop[0]).await {
-                    Ok(loaded) => reloads.module_hooks_added(&loaded).await,
+                    Ok(loaded) => reloads.module_hooks_added(loaded).await,
                     Err(found) => {
                         problems = Some(found);
                         stop.iter().for_each(CancellationToken::cancel);
@@ -162,7 +162,7 @@ impl<'a> Reloads<'a> {
     /// The running tree is complete; with a watch, copies of its modules with delete hooks are
     /// kept before any reload is looked at (a module removed right after the start still has
     /// its delete hooks).
-    async fn module_hooks_added(&mut self, loaded: &ModuleHooks) {
+    async fn module_hooks_added(&mut self, loaded: ModuleHooks) {
         self.tree.add_module_hooks(loaded);
         let modules = self.tree.found.modules.iter().map(|m| m.name.clone());
         self.keep_dirs(modules.collect(), &[]).await;

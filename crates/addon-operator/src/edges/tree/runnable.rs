@@ -45,7 +45,7 @@ pub struct StagedTree {
 }
 
 /// The hooks of every module (batch executables replaced by their hooks) and their configs.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ModuleHooks {
     pub hooks: BTreeMap<ModuleName, Vec<HookFile>>,
     pub configs: BTreeMap<PathBuf, HookConfig>,
@@ -102,14 +102,13 @@ pub async fn load_staged(
 
 impl Tree {
     /// Adds the module hooks of a staged load.
-    pub fn add_module_hooks(&mut self, loaded: &ModuleHooks) {
+    pub fn add_module_hooks(&mut self, mut loaded: ModuleHooks) {
         for module in &mut self.found.modules {
-            if let Some(hooks) = loaded.hooks.get(&module.name) {
-                module.hooks.clone_from(hooks);
+            if let Some(hooks) = loaded.hooks.remove(&module.name) {
+                module.hooks = hooks;
             }
         }
-        let configs = loaded.configs.iter().map(|(k, v)| (k.clone(), v.clone()));
-        self.configs.extend(configs);
+        self.configs.append(&mut loaded.configs);
     }
 }
 
