@@ -5,6 +5,8 @@
 #   operator: `addon-operator start` from launch until /readyz says the startup converge is done.
 # Rounds are interleaved (baseline, operator, baseline, ...) so machine load hits both alike; each
 # round uses fresh namespaces. Every helm process of both sides goes through a wrapper that counts it.
+# The loop's CPU (helm's, from `times`, and the emulator's) gives the bound of any runner on this
+# machine: loop seconds / ((helm CPU + emulator CPU) / cores), printed after the rounds.
 # Then the idle phase: the last operator keeps running IDLE_SECONDS with the resource monitor every
 # MONITOR_INTERVAL, and the helm processes it spawns are counted (per minute).
 # Usage: bench/helm-converge/run.sh [N=50] [ROUNDS=3]   (ORDERED=1: numbered modules, one by one)
@@ -60,17 +62,26 @@ printf 'global: |\n  a: 1\n' > "$work/tree/config.yaml"
 
 RUST_LOG=${PROFILE:+kube_emulator=trace} "$emu_bin" --port 0 --kubeconfig "$work/kubeconfig" > "$work/emulator.log" 2>&1 &
 pids+=($!)
+emu_pid=$!
 until [ -s "$work/kubeconfig" ]; do sleep 0.05; done
 export KUBECONFIG="$work/kubeconfig"
 export HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" HELM_DATA_HOME="$work/helm/data"
 
-baseline() { # $1: namespace
+# cpu_of PID: user + system seconds of a live process
+cpu_of() { awk -v t="$(getconf CLK_TCK)" '{print ($14 + $15) / t}' "/proc/$1/stat"; }
+
+baseline() { # $1: namespace; prints its seconds and the CPU seconds of its helm processes
   local s; s=$(now)
   for i in $(seq -w 1 "$n"); do
     "$work/helm-base" upgrade --install "mod$i" "$(dir_of "$i")" -n "$1" --create-namespace \
       --history-max 10 > /dev/null
   done
-  echo "$(now) - $s" | bc
+  # `times`: the children's user and system time (waited helm processes), e.g. "0m2.405s 0m1.816s"
+  # (into a file: in a pipe or $(...) the builtin would run in a fresh subshell and see none)
+  times > "$work/times"
+  echo "$(echo "$(now) - $s" | bc) $(tail -1 "$work/times" | awk '{
+    split($1, u, "m"); split($2, y, "m"); sub("s", "", u[2]); sub("s", "", y[2])
+    print u[1] * 60 + u[2] + y[1] * 60 + y[2] }')"
 }
 
 # PROFILE: where a converge's time went. $1: side, $2: its start, $3: its end (epoch seconds);
@@ -130,7 +141,9 @@ for r in $(seq 1 "$rounds"); do
   stop_operators
   : > "$work/calls.base"
   l0=$(wc -l < "$work/emulator.log"); s0=$(now)
-  b=$(baseline "base$r")
+  e0=$(cpu_of "$emu_pid")
+  read -r b helm_cpu < <(baseline "base$r")
+  echo "$b / (($helm_cpu + $(cpu_of "$emu_pid") - $e0) / $(nproc))" | bc -l >> "$work/bounds"
   profile=$(breakdown base "$s0" "$(echo "$s0 + $b" | bc)" "$l0")
   [ -n "${PROFILE:-}" ] && [ "$r" = 1 ] && profile+=$'\n'$(requests "$l0")
   line=$(printf '%5s  %10.2f' "$r" "$b")
@@ -148,6 +161,7 @@ for r in $(seq 1 "$rounds"); do
   echo "$line   (baseline: $(wc -l < "$work/calls.base") helm processes)"
   [ -z "${PROFILE:-}" ] || echo "$profile"
 done
+echo "bound from the loop's CPU (helm + emulator over $(nproc) cores): median $(median < "$work/bounds" | xargs printf '%.2f')"
 for side in $sides; do
   echo "$side: median ratio baseline/operator $(median < "$work/ratios.$side" | xargs printf '%.2f');" \
     "helm processes of the last converge: $(ops "$work/calls.$side" | sort | uniq -c | xargs)"
