@@ -207,17 +207,17 @@ fn a_standby_with_a_broken_module_hook_stops_at_once() {
         true,
     );
     let mut standby = operator(&broken, &kubeconfig, "b");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = standby.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the standby kept waiting for the lease"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let mut status = None;
+    addon_operator_testkit::wait::wait_for(
+        "the standby to exit instead of waiting for the lease",
+        Duration::from_secs(20),
+        || {
+            status = standby.0.try_wait().unwrap();
+            status.is_some()
+        },
+        || std::fs::read_to_string(broken.join("b.log")).unwrap_or_default(),
+    );
+    let status = status.unwrap();
     let log = std::fs::read_to_string(broken.join("b.log")).unwrap();
     assert_eq!(status.code(), Some(1), "{log}");
     assert!(
