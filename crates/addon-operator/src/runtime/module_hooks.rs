@@ -23,10 +23,10 @@ impl RuntimeHandle {
         configs: &BTreeMap<PathBuf, HookConfig>,
     ) -> Result<(), Vec<String>> {
         let mut errors = Vec::new();
-        let lists: Vec<(&ModuleName, HookList)> = (hooks.iter())
+        let lists: Vec<(&ModuleName, &Vec<HookFile>, HookList)> = (hooks.iter())
             .map(|(module, files)| {
                 let defs = super::hook_defs(files, configs, &mut errors);
-                (module, HookList::from(defs))
+                (module, files, HookList::from(defs))
             })
             .collect();
         if !errors.is_empty() {
@@ -34,9 +34,9 @@ impl RuntimeHandle {
         }
         let shared = &self.shared;
         let mut st = shared.lock();
-        for (module, list) in lists {
+        for (module, files, list) in lists {
             if let Some(state) = st.modules.get_mut(module) {
-                state.source.hooks.clone_from(&hooks[module]);
+                state.source.hooks.clone_from(files);
                 state.hooks = list;
             }
         }
