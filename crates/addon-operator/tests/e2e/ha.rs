@@ -38,16 +38,6 @@ fn operator_with_lease(
     Running(child)
 }
 
-/// A tree of one global onStartup hook that logs the replica it ran in.
-fn startup_tree(root: &std::path::Path) {
-    write(
-        &root.join("global-hooks/startup"),
-        "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"onStartup\": 1}'; exit 0; fi\necho \"startup $ADDON_OPERATOR_POD\" >> \"$HOOK_LOG\"\n",
-        true,
-    );
-    std::fs::create_dir_all(root.join("modules")).unwrap();
-}
-
 fn hook_log(root: &std::path::Path) -> String {
     std::fs::read_to_string(root.join("hooks.log")).unwrap_or_default()
 }
@@ -73,7 +63,12 @@ fn only_the_lease_holder_works_and_a_standby_takes_over() {
     let root = tmp.path();
     let cluster = Cluster::start(root);
     let kubeconfig = cluster.kubeconfig.clone();
-    startup_tree(root);
+    write(
+        &root.join("global-hooks/startup"),
+        "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"onStartup\": 1}'; exit 0; fi\necho \"startup $ADDON_OPERATOR_POD\" >> \"$HOOK_LOG\"\n",
+        true,
+    );
+    std::fs::create_dir_all(root.join("modules")).unwrap();
 
     let a = operator(root, &kubeconfig, "a");
     wait_for(root, "startup a");
@@ -190,11 +185,9 @@ fn a_frozen_leader_runs_no_task_after_the_new_leader_started() {
 
 #[test]
 fn a_standby_with_a_broken_module_hook_stops_at_once() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (cluster, tmp) = ha_env();
     let root = tmp.path();
-    let cluster = Cluster::start(root);
     let kubeconfig = cluster.kubeconfig.clone();
-    startup_tree(root);
     let _leader = operator(root, &kubeconfig, "a");
     wait_for(root, "startup a");
 
