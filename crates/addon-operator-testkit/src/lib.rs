@@ -6,6 +6,7 @@
 
 mod edges_fake;
 mod helm;
+pub mod real_cluster;
 pub mod scenario;
 pub mod tools;
 pub mod wait;

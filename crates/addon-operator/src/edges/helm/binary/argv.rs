@@ -43,7 +43,7 @@ pub(crate) fn upgrade(
 ) -> Vec<OsString> {
     let mut argv = args(["upgrade", "--install", release]);
     argv.push(chart.into());
-    argv.extend(args(["-n", target.namespace, "--create-namespace"]));
+    argv.extend(args(["-n", target.namespace]));
     for file in values_files {
         argv.push("--values".into());
         argv.push(file.into());
@@ -114,7 +114,7 @@ mod tests {
         );
         assert_eq!(
             line(&argv),
-            "upgrade --install web /m/web -n addons --create-namespace --values /t/v --values /t/c \
+            "upgrade --install web /m/web -n addons --values /t/v --values /t/c \
              --history-max 10 --timeout 1200s --take-ownership"
         );
     }
