@@ -27,6 +27,8 @@ mod encode;
 mod eval;
 mod lex;
 mod ops;
+#[cfg(test)]
+mod optional_tests;
 mod parse;
 mod path;
 mod resolve;
