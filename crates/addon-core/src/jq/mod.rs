@@ -630,6 +630,34 @@ mod gojq_semantics_tests {
         assert_eq!(run(".[1]", json!("abc")), json!("b"));
     }
 
+    /// gojq's `//` does not catch an error of its left side (jq's does): the filter fails.
+    #[test]
+    fn an_error_left_of_the_alternative_operator_stands() {
+        let apply = |src: &str, input: Value| JqFilter::compile(src).unwrap().apply(&input);
+        let mixed = json!([{"a": 1}, 2, {"a": 3}]);
+        for src in [
+            r#"[.[] | .a // "d"]"#,
+            r#"[(1, error("x")) // "y"]"#,
+            r#"error(null) // "x""#,
+            "[path(.[1].a // .[0].b)]",
+        ] {
+            assert!(apply(src, mixed.clone()).is_err(), "{src}");
+        }
+        assert_eq!(
+            run(r#"try ((1 | .a) // "y") catch "failed""#, json!(null)),
+            json!("failed")
+        );
+        assert_eq!(
+            run(r#"[.[] | .a? // "d"]"#, mixed.clone()),
+            json!([1, "d", 3])
+        );
+        assert_eq!(
+            run("[path(.[0].a // .[0].b)]", mixed.clone()),
+            json!([[0, "a"]])
+        );
+        assert_eq!(run(r#"[.[0].a // error("no")]"#, mixed), json!([1]));
+    }
+
     #[test]
     fn other_semantics_follow_gojq() {
         assert_eq!(run(r#"join("-")"#, json!([null, "a", 1])), json!("-a-1"));
