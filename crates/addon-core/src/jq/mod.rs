@@ -274,7 +274,8 @@ impl JqFilter {
 
     /// Runs the filter on `input` with the default [`JqLimits`]. No output gives `null`, one
     /// output gives that value, several outputs give an array of them (the rule shell-operator
-    /// uses); `halt` ends the outputs.
+    /// uses); `halt` ends the outputs. The filter sees `input` as upstream's filters see an
+    /// object of the API: an integer outside `i64` is a float (`Val::from_api_object`).
     pub fn apply(&self, input: &Value) -> Result<Value, JqError> {
         self.apply_bounded(input, &JqLimits::default())
     }
@@ -285,7 +286,7 @@ impl JqFilter {
             source_text: quote(&self.source),
             message,
         };
-        let input = Val::from(input);
+        let input = Val::from_api_object(input);
         let ctx = Ctx::new(&self.program.prelude);
         let mut outputs = Vec::new();
         let mut bytes = 0usize;
@@ -510,6 +511,28 @@ mod tests {
         assert_eq!(
             run(".", json!(9007199254740993u64)),
             json!(9007199254740993u64)
+        );
+    }
+
+    /// shell-operator (1.16.5 and later) hands gojq the object as apimachinery decoded it: an
+    /// integer within int64 exact, any other a float64 (docs/hooks.md, "Numbers in the input").
+    #[test]
+    fn input_integers_are_exact_within_int64_and_floats_beyond_as_upstream_decodes_them() {
+        assert_eq!(
+            run(". + 0 | tostring", json!(9007199254740993u64)),
+            json!("9007199254740993")
+        );
+        assert_eq!(
+            run("tostring", json!(i64::MAX)),
+            json!("9223372036854775807")
+        );
+        let wide = json!(12345678901234567890u64);
+        assert_eq!(run("tostring", wide.clone()), json!("12345678901234567000"));
+        assert_eq!(run(". + 1 == .", wide.clone()), json!(true));
+        // The filter's own integers stay exact beyond 64 bits, as in gojq.
+        assert_eq!(
+            run("12345678901234567890 + 1 | tostring", wide),
+            json!("12345678901234567891")
         );
     }
 
