@@ -25,6 +25,8 @@ mod ast;
 mod builtins;
 mod encode;
 mod eval;
+#[cfg(test)]
+mod extension_tests;
 mod lex;
 mod ops;
 #[cfg(test)]
