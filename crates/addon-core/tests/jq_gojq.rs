@@ -1,7 +1,12 @@
 //! Differential test of the jq engine against gojq, the engine upstream evaluates `jqFilter` and `JQPatch` with (issue 21): a corpus of filters x Kubernetes objects.
 
 // Run: `cargo test -p addon-core --test jq_gojq` (needs `gojq`: `scripts/install-tools`). It fails
-// on any result that differs where gojq succeeds. The report without failing:
+// on any result that differs where gojq succeeds, and on any filter gojq fails on for every object
+// (a gojq failure accepts any answer, so such a filter would test nothing: make an error a value
+// with `try (...) catch "error"`, give the filter its input as a literal, or test an extension in
+// the jq module's unit tests). The reference is the gojq command, not the library apply.go runs:
+// see jq_gojq_support/gojq.rs for what differs and how the inputs make up for it. The report
+// without failing:
 // `JQ_DIFF_REPORT=1 cargo test -p addon-core --test jq_gojq -- --nocapture`; `JQ_DIFF_FILTER=<text>`
 // keeps only the filters containing that text; `JQ_DIFF_SHOW=<n>` lists n differing filters of
 // each class in full (default 8).
@@ -84,6 +89,17 @@ fn every_filter_gives_gojqs_result_on_every_object_where_gojq_succeeds() {
         report.differences(),
         report.classes_differing()
     );
+    let nothing: Vec<&str> = report
+        .comparing_nothing()
+        .iter()
+        .map(|r| r.filter.as_str())
+        .collect();
+    assert!(
+        nothing.is_empty(),
+        "{} filters compare nothing: gojq fails on every object, and a gojq failure accepts any \
+         answer; give each an object it answers on or change the filter: {nothing:?}",
+        nothing.len()
+    );
 }
 
 /// Whether the filter calls a function the gojq command has and the library apply.go runs lacks
@@ -129,6 +145,50 @@ fn the_corpus_holds_at_least_300_distinct_filters_of_every_class_over_at_least_8
     }
 }
 
+/// Issue 40: `.items[]?.x[]?` went wrong only when the first item lacked `x`, and no object had
+/// such a list. Some object must have one (containers, init containers, endpoint subsets).
+#[test]
+fn some_object_has_a_list_whose_first_item_lacks_a_field_a_later_item_has() {
+    fn lists_with_a_sparse_first_item(value: &serde_json::Value, found: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Array(items) => {
+                if let Some(serde_json::Value::Object(first)) = items.first() {
+                    for later in items[1..].iter().filter_map(|v| v.as_object()) {
+                        found.extend(later.keys().filter(|k| !first.contains_key(*k)).cloned());
+                    }
+                }
+                items
+                    .iter()
+                    .for_each(|v| lists_with_a_sparse_first_item(v, found));
+            }
+            serde_json::Value::Object(map) => map
+                .values()
+                .for_each(|v| lists_with_a_sparse_first_item(v, found)),
+            _ => {}
+        }
+    }
+    let objects = corpus::objects();
+    let sparse: Vec<&str> = objects
+        .iter()
+        .filter(|o| {
+            let mut found = Vec::new();
+            lists_with_a_sparse_first_item(&o.value, &mut found);
+            found.iter().any(|k| k == "args")
+        })
+        .map(|o| o.name.as_str())
+        .collect();
+    assert!(
+        !sparse.is_empty(),
+        "no object has a list whose first item lacks `args` and a later one has it"
+    );
+    assert!(
+        objects
+            .iter()
+            .any(|o| o.value["spec"]["initContainers"].is_array()),
+        "no object has init containers"
+    );
+}
+
 #[test]
 fn every_gojq_0_12_17_answer_is_for_a_filter_of_the_corpus() {
     let texts: HashSet<String> = corpus::filters().into_iter().map(|f| f.text).collect();
@@ -156,6 +216,12 @@ fn results_compare_numbers_by_value_big_integers_exactly_and_strings_as_text() {
         &json!(12_345_678_901_234_567_890_u64),
         &json!(12_345_678_901_234_567_890.0)
     ));
+    // Go prints the float 1.2345678901234567e19 as 12345678901234567000.
+    assert!(compare::same(
+        &json!(12_345_678_901_234_567_890.0),
+        &json!(12_345_678_901_234_567_000_u64)
+    ));
+    assert!(!compare::same(&json!(1.5), &json!(1)));
     assert!(!compare::same(
         &json!("{\"a\":1,\"b\":2}"),
         &json!("{\"b\":2,\"a\":1}")

@@ -341,22 +341,18 @@ impl<'p> Ctx<'p> {
         }
     }
 
-    /// `l // r`: the truthy outputs of `l` (its errors ignored), or else the outputs of `r`.
+    /// `l // r`: the truthy outputs of `l`, or else (none) the outputs of `r`. An error of `l`
+    /// stands, after the truthy outputs before it, as in gojq (whose `//` forks without catching;
+    /// jq's suppresses the error).
     fn alternative(&self, l: &'p Ast, r: &'p Ast, env: &Env<'p>, input: Val, out: Out) -> Res {
         let mut any = false;
-        let id = self.fresh_id();
-        let res = self.eval(l, env, input.clone(), &mut |v| {
+        self.eval(l, env, input.clone(), &mut |v| {
             if v.truthy() {
                 any = true;
-                out(v).map_err(|e| Flow::Pass(id, Box::new(e)))?;
+                out(v)?;
             }
             Ok(())
-        });
-        match res {
-            Err(Flow::Pass(p, e)) if p == id => return Err(*e),
-            Err(Flow::Error(_)) | Ok(()) => {}
-            Err(other) => return Err(other),
-        }
+        })?;
         if any {
             Ok(())
         } else {

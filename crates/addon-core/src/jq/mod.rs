@@ -25,8 +25,12 @@ mod ast;
 mod builtins;
 mod encode;
 mod eval;
+#[cfg(test)]
+mod extension_tests;
 mod lex;
 mod ops;
+#[cfg(test)]
+mod optional_tests;
 mod parse;
 mod path;
 mod resolve;
@@ -272,7 +276,8 @@ impl JqFilter {
 
     /// Runs the filter on `input` with the default [`JqLimits`]. No output gives `null`, one
     /// output gives that value, several outputs give an array of them (the rule shell-operator
-    /// uses); `halt` ends the outputs.
+    /// uses); `halt` ends the outputs. The filter sees `input` as upstream's filters see an
+    /// object of the API: an integer outside `i64` is a float (`Val::from_api_object`).
     pub fn apply(&self, input: &Value) -> Result<Value, JqError> {
         self.apply_bounded(input, &JqLimits::default())
     }
@@ -283,7 +288,7 @@ impl JqFilter {
             source_text: quote(&self.source),
             message,
         };
-        let input = Val::from(input);
+        let input = Val::from_api_object(input);
         let ctx = Ctx::new(&self.program.prelude);
         let mut outputs = Vec::new();
         let mut bytes = 0usize;
@@ -511,6 +516,28 @@ mod tests {
         );
     }
 
+    /// shell-operator (1.16.5 and later) hands gojq the object as apimachinery decoded it: an
+    /// integer within int64 exact, any other a float64 (docs/hooks.md, "Numbers in the input").
+    #[test]
+    fn input_integers_are_exact_within_int64_and_floats_beyond_as_upstream_decodes_them() {
+        assert_eq!(
+            run(". + 0 | tostring", json!(9007199254740993u64)),
+            json!("9007199254740993")
+        );
+        assert_eq!(
+            run("tostring", json!(i64::MAX)),
+            json!("9223372036854775807")
+        );
+        let wide = json!(12345678901234567890u64);
+        assert_eq!(run("tostring", wide.clone()), json!("12345678901234567000"));
+        assert_eq!(run(". + 1 == .", wide.clone()), json!(true));
+        // The filter's own integers stay exact beyond 64 bits, as in gojq.
+        assert_eq!(
+            run("12345678901234567890 + 1 | tostring", wide),
+            json!("12345678901234567891")
+        );
+    }
+
     #[test]
     fn checksum_ignores_key_order_and_sees_value_changes() {
         assert_eq!(
@@ -626,6 +653,34 @@ mod gojq_semantics_tests {
         assert_eq!(run(r#"test("\\p{L}")"#, json!("é")), json!(true));
         assert_eq!(run("@base64d", json!("YWI")), json!("ab"));
         assert_eq!(run(".[1]", json!("abc")), json!("b"));
+    }
+
+    /// gojq's `//` does not catch an error of its left side (jq's does): the filter fails.
+    #[test]
+    fn an_error_left_of_the_alternative_operator_stands() {
+        let apply = |src: &str, input: Value| JqFilter::compile(src).unwrap().apply(&input);
+        let mixed = json!([{"a": 1}, 2, {"a": 3}]);
+        for src in [
+            r#"[.[] | .a // "d"]"#,
+            r#"[(1, error("x")) // "y"]"#,
+            r#"error(null) // "x""#,
+            "[path(.[1].a // .[0].b)]",
+        ] {
+            assert!(apply(src, mixed.clone()).is_err(), "{src}");
+        }
+        assert_eq!(
+            run(r#"try ((1 | .a) // "y") catch "failed""#, json!(null)),
+            json!("failed")
+        );
+        assert_eq!(
+            run(r#"[.[] | .a? // "d"]"#, mixed.clone()),
+            json!([1, "d", 3])
+        );
+        assert_eq!(
+            run("[path(.[0].a // .[0].b)]", mixed.clone()),
+            json!([[0, "a"]])
+        );
+        assert_eq!(run(r#"[.[0].a // error("no")]"#, mixed), json!([1]));
     }
 
     #[test]

@@ -208,8 +208,11 @@ impl Parser<'_> {
         })
     }
 
+    /// A term and its suffixes: `.name`, `."name"`, `[...]`, `.[...]` and `?`.
     fn postfix(&mut self) -> Res<Ast> {
         let mut t = self.primary()?;
+        // Whether the outermost node of `t` is a suffix of this loop (not the primary term or a `?`).
+        let mut after_suffix = false;
         loop {
             match self.peek() {
                 Some(Tok::Field(name)) => {
@@ -219,7 +222,9 @@ impl Parser<'_> {
                 }
                 Some(Tok::Op("?")) => {
                     self.pos += 1;
-                    t = Ast::Optional(Box::new(t));
+                    t = optional(t, after_suffix);
+                    after_suffix = false;
+                    continue;
                 }
                 Some(Tok::Op("[")) => t = self.bracket(t)?,
                 Some(Tok::Op(".")) => match self.toks.get(self.pos + 1).map(|(t, _)| t) {
@@ -236,6 +241,7 @@ impl Parser<'_> {
                 },
                 _ => break,
             }
+            after_suffix = true;
         }
         Ok(t)
     }
@@ -570,6 +576,25 @@ impl Parser<'_> {
             return Ok(Ast::Lit(Lit::Str(t.clone())));
         }
         Ok(Ast::Str(format, pieces))
+    }
+}
+
+/// `t?` with gojq's scope (its `compileTermSuffix`): after an index, slice or `[]` suffix the `?`
+/// covers that one suffix, applied to each output of the term before it (`.items[]?.x[]?` is
+/// `.items | try .[] | .x | try .[]`), so an error on one item ends only that item's outputs; a
+/// key or bound inside the brackets then reads that output, not the term's input (`.a[.k]?` is
+/// `.a | try .[.k]`). After anything else (a primary term such as `.a`, `(...)` or `f(x)`, or
+/// another `?`) it covers the whole term.
+fn optional(t: Ast, after_suffix: bool) -> Ast {
+    let attempt = |suffix: Ast| Box::new(Ast::Optional(Box::new(suffix)));
+    let here = || Box::new(Ast::Identity);
+    match t {
+        Ast::Index(base, key) if after_suffix => Ast::Pipe(base, attempt(Ast::Index(here(), key))),
+        Ast::Slice(base, from, to) if after_suffix => {
+            Ast::Pipe(base, attempt(Ast::Slice(here(), from, to)))
+        }
+        Ast::Iterate(base) if after_suffix => Ast::Pipe(base, attempt(Ast::Iterate(here()))),
+        other => Ast::Optional(Box::new(other)),
     }
 }
 

@@ -157,18 +157,15 @@ fn paths_inner<'p>(ctx: &Ctx<'p>, ast: &'p Ast, env: &Env<'p>, cur: PathVal, out
             }
         }),
         Ast::Alt(l, r) => {
+            // As in evaluation: an error of `l` stands (gojq's `//` does not catch).
             let mut any = false;
-            let res = eval_paths(ctx, l, env, (path.clone(), value.clone()), &mut |pv| {
+            eval_paths(ctx, l, env, (path.clone(), value.clone()), &mut |pv| {
                 if pv.1.truthy() {
                     any = true;
                     out(pv)?;
                 }
                 Ok(())
-            });
-            match res {
-                Ok(()) | Err(Flow::Error(_)) => {}
-                Err(e) => return Err(e),
-            }
+            })?;
             if any {
                 Ok(())
             } else {

@@ -180,27 +180,50 @@ impl PartialEq for Val {
     }
 }
 
+/// How a JSON integer outside the `i64` range becomes a value.
+#[derive(Clone, Copy)]
+enum WideInts {
+    /// Exactly, as gojq reads JSON text (`fromjson`).
+    Exact,
+    /// As a float, as gojq sees an object of the Kubernetes API in shell-operator: apimachinery
+    /// decodes a JSON integer into an `int64`, or a `float64` when it does not fit
+    /// (`UnmarshalCaseSensitivePreserveInts`), and apply.go hands that map to gojq as it is.
+    Float,
+}
+
 impl From<&Value> for Val {
     fn from(value: &Value) -> Self {
-        match value {
-            Value::Null => Self::Null,
-            Value::Bool(b) => Self::Bool(*b),
-            Value::Number(n) => number_from_json(n),
-            Value::String(s) => Self::Str(Rc::from(s.as_str())),
-            Value::Array(items) => Self::arr(items.iter().map(Val::from).collect()),
-            Value::Object(map) => Self::obj(
-                map.iter()
-                    .map(|(k, v)| (Rc::from(k.as_str()), Val::from(v)))
-                    .collect(),
-            ),
-        }
+        from_json(value, WideInts::Exact)
     }
 }
 
-fn number_from_json(n: &serde_json::Number) -> Val {
+impl Val {
+    /// An input object the way upstream's filters see it: integers within `i64` exact, the
+    /// others floats (see [`WideInts::Float`]).
+    pub fn from_api_object(value: &Value) -> Self {
+        from_json(value, WideInts::Float)
+    }
+}
+
+fn from_json(value: &Value, wide: WideInts) -> Val {
+    match value {
+        Value::Null => Val::Null,
+        Value::Bool(b) => Val::Bool(*b),
+        Value::Number(n) => number_from_json(n, wide),
+        Value::String(s) => Val::Str(Rc::from(s.as_str())),
+        Value::Array(items) => Val::arr(items.iter().map(|v| from_json(v, wide)).collect()),
+        Value::Object(map) => Val::obj(
+            map.iter()
+                .map(|(k, v)| (Rc::from(k.as_str()), from_json(v, wide)))
+                .collect(),
+        ),
+    }
+}
+
+fn number_from_json(n: &serde_json::Number, wide: WideInts) -> Val {
     if let Some(i) = n.as_i64() {
         Val::Int(i)
-    } else if let Some(u) = n.as_u64() {
+    } else if let (Some(u), WideInts::Exact) = (n.as_u64(), wide) {
         Val::big(BigInt::from(u))
     } else {
         Val::Float(n.as_f64().unwrap_or(f64::NAN))
@@ -281,6 +304,21 @@ mod tests {
         let a = Val::from(&json!({"b": 1}));
         let b = Val::from(&json!({"a": 2, "c": 0}));
         assert_eq!(compare(&b, &a), Ordering::Less);
+    }
+
+    #[test]
+    fn an_api_object_holds_integers_beyond_int64_as_floats_and_json_text_exactly() {
+        let wide = json!({"a": [18446744073709551615u64], "b": 9223372036854775807i64});
+        let object = Val::from_api_object(&wide);
+        assert!(matches!(object.to_json()["b"], Value::Number(ref n) if n.is_i64()));
+        match &object {
+            Val::Obj(map) => match map.get("a") {
+                Some(Val::Arr(items)) => assert!(matches!(items[0], Val::Float(_)), "{items:?}"),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(Val::from(&wide).to_json(), wide);
     }
 
     #[test]

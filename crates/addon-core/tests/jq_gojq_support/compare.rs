@@ -17,26 +17,31 @@ pub fn same(ours: &Value, theirs: &Value) -> bool {
     }
 }
 
-/// An integer, when the number is one exactly (a float counts when it is integral).
+/// The value of an integral number.
 fn exact_integer(n: &Number) -> Option<i128> {
-    if let Some(i) = n.as_i64() {
-        return Some(i128::from(i));
-    }
-    if let Some(u) = n.as_u64() {
-        return Some(i128::from(u));
-    }
-    let f = n.as_f64()?;
-    // Every float of magnitude below 2^127 that is integral converts exactly.
-    (f.is_finite() && f.fract() == 0.0 && f.abs() < 1.7e38).then_some(f as i128)
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
 }
 
+/// Two integers exactly, two floats as floats. An integer and a float are the same when the float
+/// prints as that integer: Go writes a float below 1e21 in shortest digits without an exponent
+/// (`1.2345678901234567e19` as `12345678901234567000`, which reads back as an integer), and
+/// Rust's `Display` gives the same digits; a big integer rounded to a float
+/// (`9007199254740993` as `9007199254740992.0`) stays a difference.
 fn same_number(a: &Number, b: &Number) -> bool {
     let integral = |n: &Number| n.is_i64() || n.is_u64();
-    if integral(a) || integral(b) {
-        return match (exact_integer(a), exact_integer(b)) {
-            (Some(x), Some(y)) => x == y,
-            _ => false,
-        };
+    match (integral(a), integral(b)) {
+        (true, true) => exact_integer(a) == exact_integer(b),
+        (false, false) => a.as_f64() == b.as_f64(),
+        (true, false) => prints_as(b, a),
+        (false, true) => prints_as(a, b),
     }
-    a.as_f64() == b.as_f64()
+}
+
+/// Whether the float `float` is integral and prints as the integer `int`.
+fn prints_as(float: &Number, int: &Number) -> bool {
+    float
+        .as_f64()
+        .is_some_and(|f| f.is_finite() && f.fract() == 0.0 && f.to_string() == int.to_string())
 }

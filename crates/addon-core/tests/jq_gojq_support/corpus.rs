@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The classes of the corpus, in report order: upstream's own filters, then the difference
-/// classes of issue 21.
+/// classes of issue 21, then `?` and `try` (issue 40).
 pub const CLASSES: &[&str] = &[
     "upstream",
     "missing-parents",
@@ -15,6 +15,7 @@ pub const CLASSES: &[&str] = &[
     "numbers",
     "builtins",
     "semantics",
+    "optional",
 ];
 
 /// A filter of the corpus and the class (file) it comes from.

@@ -3,7 +3,10 @@
 // apply.go gives gojq no environment (`env` and `$ENV` are `{}`: the command runs under `env -i`)
 // and no inputs, collects the outputs (0: null, 1: it, n: an array), ends them at `halt`, and
 // fails the whole application on any error, including `halt_error` and a result JSON cannot hold
-// (NaN, infinities: its Marshal fails).
+// (NaN, infinities: its Marshal fails). Its input is not JSON text but the object's map as
+// apimachinery decoded it, where an integer outside int64 is a float64; the command reads such an
+// integer exactly, so each object is written for it with those integers as floats
+// ([`as_the_api_decodes`]).
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -78,7 +81,10 @@ impl Gojq {
     }
 
     fn batch(&self, filter: &str, objects: &[Object]) -> Option<Vec<Outcome>> {
-        let input: String = objects.iter().map(|o| format!("{}\n", o.value)).collect();
+        let input: String = objects
+            .iter()
+            .map(|o| format!("{}\n", as_the_api_decodes(&o.value)))
+            .collect();
         let run = self.run(&["-c", &wrapped(filter)], &input);
         if run.code != Some(0) {
             return None;
@@ -93,6 +99,7 @@ impl Gojq {
     /// One object, the filter alone (a leading space keeps a filter like `-1` from reading as an
     /// option): exit 0 gives the printed outputs, anything else an error.
     fn single(&self, filter: &str, object: &Value) -> Outcome {
+        let object = as_the_api_decodes(object);
         let run = self.run(&["-c", &format!(" {filter}")], &format!("{object}\n"));
         if run.code != Some(0) {
             return Outcome::Error(format!("gojq exit {:?}: {}", run.code, run.stderr.trim()));
@@ -138,6 +145,27 @@ impl Gojq {
             stdout: stdout.join().unwrap(),
             stderr: stderr.join().unwrap(),
         }
+    }
+}
+
+/// The object as shell-operator hands it to gojq: apimachinery's decoding
+/// (`UnmarshalCaseSensitivePreserveInts`) keeps an integer within int64 exact and makes any other
+/// a float64, and apply.go copies that map as it is (shell-operator >= 1.16.5; before, it went
+/// through encoding/json and every number was a float64). Written as JSON text, such a float has
+/// an exponent, so the command reads it as a float too.
+pub fn as_the_api_decodes(value: &Value) -> Value {
+    match value {
+        Value::Number(n) if n.as_i64().is_none() => n
+            .as_f64()
+            .and_then(serde_json::Number::from_f64)
+            .map_or_else(|| value.clone(), Value::Number),
+        Value::Array(items) => Value::Array(items.iter().map(as_the_api_decodes).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), as_the_api_decodes(v)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 

@@ -39,6 +39,12 @@ impl FilterRun {
     fn count(&self, verdict: Verdict) -> usize {
         self.cases.iter().filter(|c| c.3 == verdict).count()
     }
+
+    /// Whether gojq answered on at least one object: where it fails every answer is accepted, so
+    /// a filter it fails on everywhere tests nothing.
+    pub fn compares_something(&self) -> bool {
+        self.cases.iter().any(|c| matches!(c.2, Outcome::Value(_)))
+    }
 }
 
 pub struct Report {
@@ -53,6 +59,14 @@ impl Report {
     /// How many (filter, object) results differ where gojq succeeded.
     pub fn differences(&self) -> usize {
         self.runs.iter().map(|r| r.count(Verdict::Differs)).sum()
+    }
+
+    /// The filters gojq fails on for every object (they compare nothing).
+    pub fn comparing_nothing(&self) -> Vec<&FilterRun> {
+        self.runs
+            .iter()
+            .filter(|r| !r.compares_something())
+            .collect()
     }
 
     /// The classes whose results differ somewhere.
@@ -92,10 +106,16 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "{:<16} {:>7} {:>7} {:>8} {:>16} {:>18}",
-            "class", "filters", "results", "differ", "filters differ", "only ours succeeds"
+            "{:<16} {:>7} {:>7} {:>8} {:>16} {:>18} {:>16}",
+            "class",
+            "filters",
+            "results",
+            "differ",
+            "filters differ",
+            "only ours succeeds",
+            "compare nothing"
         )?;
-        let mut total = [0usize; 5];
+        let mut total = [0usize; 6];
         for class in CLASSES {
             let runs: Vec<&FilterRun> = self.runs.iter().filter(|r| r.class == *class).collect();
             let row = [
@@ -108,20 +128,21 @@ impl fmt::Display for Report {
                 runs.iter()
                     .map(|r| r.count(Verdict::OnlyOursSucceeds))
                     .sum(),
+                runs.iter().filter(|r| !r.compares_something()).count(),
             ];
             for (t, n) in total.iter_mut().zip(row) {
                 *t += n;
             }
             writeln!(
                 f,
-                "{class:<16} {:>7} {:>7} {:>8} {:>16} {:>18}",
-                row[0], row[1], row[2], row[3], row[4]
+                "{class:<16} {:>7} {:>7} {:>8} {:>16} {:>18} {:>16}",
+                row[0], row[1], row[2], row[3], row[4], row[5]
             )?;
         }
         writeln!(
             f,
-            "{:<16} {:>7} {:>7} {:>8} {:>16} {:>18}",
-            "total", total[0], total[1], total[2], total[3], total[4]
+            "{:<16} {:>7} {:>7} {:>8} {:>16} {:>18} {:>16}",
+            "total", total[0], total[1], total[2], total[3], total[4], total[5]
         )?;
         let mut listed = 0;
         let mut text = String::new();
@@ -160,6 +181,21 @@ impl fmt::Display for Report {
                 self.shown
             )?;
             f.write_str(&text)?;
+        }
+        let nothing = self.comparing_nothing();
+        if !nothing.is_empty() {
+            writeln!(
+                f,
+                "\nfilters gojq fails on for every object (they compare nothing):"
+            )?;
+            for run in &nothing {
+                let case = run
+                    .cases
+                    .first()
+                    .map(|c| format!("on {}: ours {} / {}", c.0, shown(&c.1), shown(&c.2)))
+                    .unwrap_or_default();
+                writeln!(f, "[{}] {}\n    {case}", run.class, run.filter)?;
+            }
         }
         let only_ours: Vec<&FilterRun> = self
             .runs
