@@ -93,7 +93,7 @@ fn a_module_crd_is_established_before_its_release_and_its_hook_watches_it() {
             r#"{"apiGroups":["stable.example.com"],"resources":["crontabs"],"verbs":["get","list","watch"]}"#.into(),
         ],
         modules: vec![
-            r#"{"apiGroups":["apiextensions.k8s.io"],"resources":["customresourcedefinitions"],"verbs":["get","list","create","update"]}"#.into(),
+            r#"{"apiGroups":["apiextensions.k8s.io"],"resources":["customresourcedefinitions"],"verbs":["get","list","create","update","patch"]}"#.into(),
             r#"{"apiGroups":["stable.example.com"],"resources":["crontabs"],"verbs":["get","list","watch","create","update","patch","delete"]}"#.into(),
         ],
     };

@@ -1,5 +1,6 @@
 //! The API server itself calls the hooks' webhooks: through its `cluster` egress (the test's
-//! CONNECT proxy stands in for the Service network) it dials the Service the operator names,
+//! CONNECT proxy stands in for the Service network) it dials the ClusterIP of the Service the
+//! operator names,
 //! checks the serving certificate against the caBundle the operator wrote, sends its own
 //! AdmissionReview and ConversionReview, and applies its own timeouts and failure policies.
 
@@ -102,6 +103,18 @@ fn labelled(name: &str, label: &str) -> String {
     )
 }
 
+/// Creates the Service `name` (port 443) as the operator's deployment does; its ClusterIP,
+/// which the API server dials (through the egress proxy) with the Service's DNS name as the TLS
+/// server name.
+fn service_ip(cluster: &RealCluster, name: &str) -> String {
+    let service = format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: {NS}}}\nspec:\n  ports: [{{port: 443, targetPort: 9680}}]\n  selector: {{app: addon-operator}}\n"
+    );
+    cluster.kubectl_ok(&["apply", "-f", "-"], Some(&service));
+    let ip = ["-n", NS, "get", "service", name, "-o", "jsonpath={.spec.clusterIP}"];
+    cluster.kubectl_ok(&ip, None)
+}
+
 /// The webhook tree, the operator identity with the rules deploy/base/rbac.yaml tells users of
 /// webhook and conversion bindings to add, and the operator serving both webhook servers with
 /// certificates for their Services, which the egress proxy routes to.
@@ -136,7 +149,8 @@ fn start_webhook_operator(cluster: &RealCluster, work: &Path) -> Operator {
         let pair = cluster.ca.serving(work, server, &[&service]);
         let port = free_port();
         let to = SocketAddr::from(([127, 0, 0, 1], port));
-        cluster.egress.route(&format!("{service}:443"), to);
+        let ip = service_ip(cluster, &format!("shell-operator-{server}-svc"));
+        cluster.egress.route(&format!("{ip}:443"), to);
         for (flag, value) in [
             ("listen-address", "127.0.0.1".to_string()),
             ("listen-port", port.to_string()),
@@ -172,9 +186,8 @@ fn the_api_server_calls_admission_and_conversion_hooks() {
     let apply = |text: &str| cluster.kubectl(&["apply", "-f", "-"], Some(text));
     let mut denial = String::new();
     wait_until("a denial from the validating hook", 60, &[&op], || {
-        denial = apply(&labelled("bad", "tier-guarded: \"yes\""))
-            .err()
-            .unwrap_or_default();
+        let answer = apply(&labelled("bad", "tier-guarded: \"yes\""));
+        denial = answer.err().unwrap_or_default();
         denial.contains("bad configmaps are not allowed")
     });
     assert!(denial.contains("denied the request"), "{denial}");
