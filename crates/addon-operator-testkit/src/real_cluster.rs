@@ -106,7 +106,9 @@ impl RealCluster {
             "kube-apiserver /readyz",
             Duration::from_secs(120),
             || {
-                let exited = servers.iter_mut().any(|s| !matches!(s.try_wait(), Ok(None)));
+                let exited = servers
+                    .iter_mut()
+                    .any(|s| !matches!(s.try_wait(), Ok(None)));
                 assert!(!exited, "etcd or kube-apiserver exited\n{}", log_tail(&log));
                 kubectl_with(kubeconfig, &["get", "--raw", "/readyz"], None).is_ok()
             },
@@ -212,9 +214,11 @@ impl OperatorIdentity {
 
     /// A kubeconfig for the same identity through `proxy` (its server address rewritten).
     pub fn through(&self, proxy: &FrontProxy, cluster: &RealCluster) -> PathBuf {
-        let path = cluster
-            .dir
-            .join(format!("{}-{}.kubeconfig", self.namespace, proxy.addr.port()));
+        let path = cluster.dir.join(format!(
+            "{}-{}.kubeconfig",
+            self.namespace,
+            proxy.addr.port()
+        ));
         let server = format!("https://{}", proxy.addr);
         write_kubeconfig(&path, &server, &cluster.ca.pair.cert, &self.token);
         path
@@ -267,7 +271,12 @@ fn start_etcd(dir: &Path) -> (Child, String) {
         .args(["--name", "tier"])
         .arg("--data-dir")
         .arg(dir.join("etcd"))
-        .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
+        .args([
+            "--listen-client-urls",
+            &url,
+            "--advertise-client-urls",
+            &url,
+        ])
         .args(["--listen-peer-urls", &peer_url])
         .args(["--initial-advertise-peer-urls", &peer_url])
         .args(["--initial-cluster", &format!("tier={peer_url}")])
@@ -300,15 +309,24 @@ fn start_apiserver(
         .args(["--bind-address=127.0.0.1", &format!("--secure-port={port}")])
         .arg(format!("--tls-cert-file={}", path(&serving.cert)))
         .arg(format!("--tls-private-key-file={}", path(&serving.key)))
-        .arg(format!("--token-auth-file={}", path(&dir.join("tokens.csv"))))
+        .arg(format!(
+            "--token-auth-file={}",
+            path(&dir.join("tokens.csv"))
+        ))
         .arg("--authorization-mode=RBAC")
         .arg(format!("--service-account-key-file={}", path(&sa.cert)))
-        .arg(format!("--service-account-signing-key-file={}", path(&sa.key)))
+        .arg(format!(
+            "--service-account-signing-key-file={}",
+            path(&sa.key)
+        ))
         .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
         .arg("--api-audiences=https://kubernetes.default.svc.cluster.local")
         .arg("--service-cluster-ip-range=10.96.0.0/16")
         .arg("--endpoint-reconciler-type=none")
-        .arg(format!("--egress-selector-config-file={}", path(&dir.join("egress.yaml"))))
+        .arg(format!(
+            "--egress-selector-config-file={}",
+            path(&dir.join("egress.yaml"))
+        ))
         .arg(format!("--cert-dir={}", path(&dir.join("certs"))))
         // PodTemplates are watched without the watch cache, straight from etcd, so a test can
         // meet 410 Gone after a compaction
@@ -339,6 +357,8 @@ fn watchdog(dir: &Path, pids: &[u32]) {
         pids = pids.join(" "),
         dir = dir.display(),
     );
+    // never waited for: it outlives this process on purpose (init reaps it)
+    #[allow(clippy::zombie_processes)]
     Command::new("sh")
         .args(["-c", &script])
         .stdin(Stdio::null())

@@ -41,12 +41,22 @@ fn the_operator_chart_installs_with_defaults_ha_and_webhooks() {
     for (helm, release, sets) in cases {
         helm_install(cluster, helm, release, sets);
         let deployment = cluster.kubectl_ok(
-            &["-n", release, "get", "deployments", "-o", "jsonpath={.items[*].spec.replicas}"],
+            &[
+                "-n",
+                release,
+                "get",
+                "deployments",
+                "-o",
+                "jsonpath={.items[*].spec.replicas}",
+            ],
             None,
         );
         let want = if release == "chart-ha" { "2" } else { "1" };
         assert_eq!(deployment, want, "{release}");
-        let account = cluster.kubectl_ok(&["-n", release, "get", "serviceaccounts", "-o", "name"], None);
+        let account = cluster.kubectl_ok(
+            &["-n", release, "get", "serviceaccounts", "-o", "name"],
+            None,
+        );
         assert!(account.contains("addon-operator"), "{release}: {account}");
     }
 }

@@ -30,7 +30,10 @@ const NOTES_SCHEMA: &str = "type: object\nproperties:\n  edit: {type: integer}\n
 
 fn data_key(cluster: &addon_operator_testkit::real_cluster::RealCluster, key: &str) -> String {
     let path = format!("jsonpath={{.data.{key}}}");
-    cluster.kubectl_ok(&["-n", NS, "get", "configmap", "addon-operator", "-o", &path], None)
+    cluster.kubectl_ok(
+        &["-n", NS, "get", "configmap", "addon-operator", "-o", &path],
+        None,
+    )
 }
 
 #[test]
@@ -39,21 +42,45 @@ fn kubectl_edits_beside_hook_config_patches_lose_nothing() {
     let work = tempfile::tempdir().unwrap();
     let tree = work.path().join("tree");
     write(&tree.join("global-hooks/counter"), COUNTER, true);
-    write(&tree.join("global-hooks/openapi/config-values.yaml"), SCHEMA, false);
-    write(&tree.join("modules/values.yaml"), "notesEnabled: true\n", false);
+    write(
+        &tree.join("global-hooks/openapi/config-values.yaml"),
+        SCHEMA,
+        false,
+    );
+    write(
+        &tree.join("modules/values.yaml"),
+        "notesEnabled: true\n",
+        false,
+    );
     let notes_schema = tree.join("modules/010-notes/openapi/config-values.yaml");
     write(&notes_schema, NOTES_SCHEMA, false);
     let rules = ExtraRules {
-        bindings: vec![r#"{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list","watch"]}"#.into()],
+        bindings: vec![
+            r#"{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list","watch"]}"#
+                .into(),
+        ],
         modules: vec![],
     };
     let identity = cluster.operator_identity(NS, &rules);
-    let config = config_map(NS, "addon-operator", "global: |\n  counter: 0\nnotes: |\n  edit: 0\n");
+    let config = config_map(
+        NS,
+        "addon-operator",
+        "global: |\n  counter: 0\nnotes: |\n  edit: 0\n",
+    );
     let apply = |text: &str| cluster.kubectl_ok(&["apply", "-f", "-"], Some(text));
     apply(&config);
     apply(&config_map(NS, "ticker", "n: \"0\"\n"));
-    let op = start_operator(work.path(), "op", &tree, &identity.kubeconfig, &identity, &[]);
-    wait_until("the hook's Synchronization run", 90, &[&op], || !hook_log(work.path()).is_empty());
+    let op = start_operator(
+        work.path(),
+        "op",
+        &tree,
+        &identity.kubeconfig,
+        &identity,
+        &[],
+    );
+    wait_until("the hook's Synchronization run", 90, &[&op], || {
+        !hook_log(work.path()).is_empty()
+    });
 
     // every version of the ConfigMap's `notes` key, as a watch sees it
     let mut watch = Command::new("kubectl")
@@ -70,13 +97,32 @@ fn kubectl_edits_beside_hook_config_patches_lose_nothing() {
         let tick = format!(r#"{{"data":{{"n":"{i}"}}}}"#);
         let edit = format!(r#"{{"data":{{"notes":"edit: {i}\n"}}}}"#);
         let patch = |name: &str, body: &str| {
-            cluster.kubectl_ok(&["-n", NS, "patch", "configmap", name, "--type=merge", "-p", body], None)
+            cluster.kubectl_ok(
+                &[
+                    "-n",
+                    NS,
+                    "patch",
+                    "configmap",
+                    name,
+                    "--type=merge",
+                    "-p",
+                    body,
+                ],
+                None,
+            )
         };
         patch("ticker", &tick);
         patch("addon-operator", &edit);
     }
     let runs = || hook_log(work.path()).len();
-    let counter = || data_key(cluster, "global").trim().trim_start_matches("counter:").trim().parse::<usize>().ok();
+    let counter = || {
+        data_key(cluster, "global")
+            .trim()
+            .trim_start_matches("counter:")
+            .trim()
+            .parse::<usize>()
+            .ok()
+    };
     wait_until("the counter to match the hook's runs", 60, &[&op], || {
         let before = runs();
         std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -84,8 +130,14 @@ fn kubectl_edits_beside_hook_config_patches_lose_nothing() {
     });
     assert_eq!(data_key(cluster, "notes").trim(), format!("edit: {EDITS}"));
     let _ = watch.kill();
+    let _ = watch.wait();
     let mut seen = String::new();
-    watch.stdout.take().unwrap().read_to_string(&mut seen).unwrap();
+    watch
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut seen)
+        .unwrap();
     let values: Vec<u32> = seen
         .split('|')
         .filter_map(|v| v.trim().strip_prefix("edit: ")?.parse().ok())

@@ -6,7 +6,8 @@ use addon_operator_testkit::real_cluster::ExtraRules;
 
 use crate::support::{cluster, config_map, example, hook_log, start_operator, wait_until};
 
-const DEMO_CONFIG: &str = "global: |\n  clusterName: real\nechoServer: |\n  message: hello from a real API server\n";
+const DEMO_CONFIG: &str =
+    "global: |\n  clusterName: real\nechoServer: |\n  message: hello from a real API server\n";
 
 fn configmaps_rule() -> String {
     r#"{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list","watch"]}"#.into()
@@ -35,41 +36,101 @@ fn demo_converges_and_uninstalls_with(helm: &str, namespace: &str) {
     );
     let echo = || {
         cluster
-            .kubectl(&["-n", namespace, "get", "configmap", "echo-server", "-o", "json"], None)
+            .kubectl(
+                &[
+                    "-n",
+                    namespace,
+                    "get",
+                    "configmap",
+                    "echo-server",
+                    "-o",
+                    "json",
+                ],
+                None,
+            )
             .ok()
             .map(|text| serde_json::from_str::<serde_json::Value>(&text).unwrap())
     };
-    wait_until("the echo-server release's ConfigMap", 120, &[&op], || echo().is_some());
+    wait_until("the echo-server release's ConfigMap", 120, &[&op], || {
+        echo().is_some()
+    });
     let object = echo().unwrap();
     assert_eq!(object["metadata"]["labels"]["heritage"], "addon-operator");
     assert_eq!(object["data"]["message"], "hello from a real API server");
     assert_eq!(object["data"]["cluster"], "real");
     let releases = cluster.kubectl_ok(
-        &["-n", namespace, "get", "secrets", "-l", "owner=helm,name=echo-server", "-o", "name"],
+        &[
+            "-n",
+            namespace,
+            "get",
+            "secrets",
+            "-l",
+            "owner=helm,name=echo-server",
+            "-o",
+            "name",
+        ],
         None,
     );
-    assert!(releases.contains("sh.helm.release.v1.echo-server.v1"), "{releases}");
-    wait_until("the watching hook sees the chart's ConfigMap", 60, &[&op], || {
-        std::fs::read_to_string(&op.log)
-            .unwrap_or_default()
-            .contains("watch-configmaps: Added echo-server")
-            || hook_log(work.path()).iter().any(|l| l.contains("Added echo-server"))
-    });
+    assert!(
+        releases.contains("sh.helm.release.v1.echo-server.v1"),
+        "{releases}"
+    );
+    wait_until(
+        "the watching hook sees the chart's ConfigMap",
+        60,
+        &[&op],
+        || {
+            std::fs::read_to_string(&op.log)
+                .unwrap_or_default()
+                .contains("watch-configmaps: Added echo-server")
+                || hook_log(work.path())
+                    .iter()
+                    .any(|l| l.contains("Added echo-server"))
+        },
+    );
 
     cluster.kubectl_ok(
-        &["-n", namespace, "patch", "configmap", "addon-operator", "--type=merge",
-          "-p", r#"{"data":{"echoServerEnabled":"false"}}"#],
+        &[
+            "-n",
+            namespace,
+            "patch",
+            "configmap",
+            "addon-operator",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"echoServerEnabled":"false"}}"#,
+        ],
         None,
     );
-    wait_until("the disabled module's release is uninstalled", 90, &[&op], || {
-        echo().is_none()
-            && cluster
-                .kubectl_ok(&["-n", namespace, "get", "secrets", "-l", "owner=helm", "-o", "name"], None)
-                .trim()
-                .is_empty()
-    });
+    wait_until(
+        "the disabled module's release is uninstalled",
+        90,
+        &[&op],
+        || {
+            echo().is_none()
+                && cluster
+                    .kubectl_ok(
+                        &[
+                            "-n",
+                            namespace,
+                            "get",
+                            "secrets",
+                            "-l",
+                            "owner=helm",
+                            "-o",
+                            "name",
+                        ],
+                        None,
+                    )
+                    .trim()
+                    .is_empty()
+        },
+    );
     let log = op.log_text();
-    assert!(!log.contains("Forbidden"), "the operator was refused something:\n{log}");
+    assert!(
+        !log.contains("Forbidden"),
+        "the operator was refused something:\n{log}"
+    );
 }
 
 #[test]
@@ -100,7 +161,11 @@ fn a_module_crd_is_established_before_its_release_and_its_hook_watches_it() {
     let identity = cluster.operator_identity(namespace, &rules);
     cluster.kubectl_ok(
         &["apply", "-f", "-"],
-        Some(&config_map(namespace, "addon-operator", "global: |\n  {}\n")),
+        Some(&config_map(
+            namespace,
+            "addon-operator",
+            "global: |\n  {}\n",
+        )),
     );
     let op = start_operator(
         work.path(),
@@ -111,19 +176,32 @@ fn a_module_crd_is_established_before_its_release_and_its_hook_watches_it() {
         &[],
     );
     wait_until("the hook sees the chart's CronTab", 120, &[&op], || {
-        hook_log(work.path()).iter().any(|l| l == "Added crontab nightly")
+        hook_log(work.path())
+            .iter()
+            .any(|l| l == "Added crontab nightly")
     });
     let established = cluster.kubectl_ok(
-        &["get", "crd", "crontabs.stable.example.com", "-o",
-          "jsonpath={.status.conditions[?(@.type==\"Established\")].status}"],
+        &[
+            "get",
+            "crd",
+            "crontabs.stable.example.com",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
+        ],
         None,
     );
     assert_eq!(established, "True");
     let lines = hook_log(work.path());
     let sync = lines.iter().position(|l| l.starts_with("synchronization:"));
     let added = lines.iter().position(|l| l == "Added crontab nightly");
-    assert!(sync < added, "Synchronization before the Added event: {lines:?}");
-    let crontab = cluster.kubectl_ok(&["-n", namespace, "get", "crontab", "nightly", "-o", "json"], None);
+    assert!(
+        sync < added,
+        "Synchronization before the Added event: {lines:?}"
+    );
+    let crontab = cluster.kubectl_ok(
+        &["-n", namespace, "get", "crontab", "nightly", "-o", "json"],
+        None,
+    );
     let crontab: serde_json::Value = serde_json::from_str(&crontab).unwrap();
     assert_eq!(crontab["metadata"]["labels"]["heritage"], "addon-operator");
 }

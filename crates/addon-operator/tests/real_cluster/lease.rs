@@ -26,15 +26,31 @@ fn replica(work: &Path, tree: &Path, identity: &OperatorIdentity, pod: &str) -> 
 
 fn holder(cluster: &RealCluster) -> String {
     cluster
-        .kubectl(&["-n", NS, "get", "leases", "-o", "jsonpath={.items[*].spec.holderIdentity}"], None)
+        .kubectl(
+            &[
+                "-n",
+                NS,
+                "get",
+                "leases",
+                "-o",
+                "jsonpath={.items[*].spec.holderIdentity}",
+            ],
+            None,
+        )
         .unwrap_or_default()
 }
 
 /// No line of `old` after the first line of `new` in the hook log.
 fn assert_no_task_after_hand_over(work: &Path, old: &str, new: &str) {
     let lines = hook_log(work);
-    let first_new = lines.iter().position(|l| l.ends_with(&format!(" {new}"))).unwrap();
-    let late: Vec<&String> = lines[first_new..].iter().filter(|l| l.ends_with(&format!(" {old}"))).collect();
+    let first_new = lines
+        .iter()
+        .position(|l| l.ends_with(&format!(" {new}")))
+        .unwrap();
+    let late: Vec<&String> = lines[first_new..]
+        .iter()
+        .filter(|l| l.ends_with(&format!(" {old}")))
+        .collect();
     assert!(late.is_empty(), "{old} ran after {new} led: {lines:?}");
 }
 
@@ -46,28 +62,39 @@ fn the_lease_passes_on_sigterm_and_after_sigkill() {
     write(&tree.join("global-hooks/ticker"), TICKER, true);
     std::fs::create_dir_all(tree.join("modules")).unwrap();
     let identity = cluster.operator_identity(NS, &ExtraRules::default());
-    cluster.kubectl_ok(&["apply", "-f", "-"], Some(&config_map(NS, "addon-operator", "global: |\n  {}\n")));
+    cluster.kubectl_ok(
+        &["apply", "-f", "-"],
+        Some(&config_map(NS, "addon-operator", "global: |\n  {}\n")),
+    );
     let logged = |line: &str| hook_log(work.path()).iter().any(|l| l == line);
 
     let a = replica(work.path(), &tree, &identity, "a");
     wait_until("a leads", 90, &[&a], || logged("tick a"));
     let b = replica(work.path(), &tree, &identity, "b");
-    wait_until("b waits as a standby", 60, &[&b], || b.log_text().contains("addon-operator started"));
+    wait_until("b waits as a standby", 60, &[&b], || {
+        b.log_text().contains("addon-operator started")
+    });
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert!(!logged("startup b"), "b ran while a led");
     assert!(holder(cluster).contains('a'), "{}", holder(cluster));
 
     a.stop();
-    wait_until("b takes over after a's SIGTERM", 30, &[&b], || logged("tick b"));
+    wait_until("b takes over after a's SIGTERM", 30, &[&b], || {
+        logged("tick b")
+    });
     assert_no_task_after_hand_over(work.path(), "a", "b");
     assert_eq!(holder(cluster), "b");
 
     let c = replica(work.path(), &tree, &identity, "c");
-    wait_until("c waits as a standby", 60, &[&c], || c.log_text().contains("addon-operator started"));
+    wait_until("c waits as a standby", 60, &[&c], || {
+        c.log_text().contains("addon-operator started")
+    });
     b.kill_hard();
     let b_cache = kube_cache::ram_name(&work.path().join("tmp-b"));
     let _ = std::fs::remove_dir_all(Path::new(kube_cache::RAM_DIRS[0]).join(b_cache));
-    wait_until("c takes over after b's SIGKILL", 60, &[&c], || logged("tick c"));
+    wait_until("c takes over after b's SIGKILL", 60, &[&c], || {
+        logged("tick c")
+    });
     assert_no_task_after_hand_over(work.path(), "b", "c");
     assert_eq!(holder(cluster), "c");
 }

@@ -148,9 +148,8 @@ pub fn example(name: &str) -> PathBuf {
 /// A ConfigMap manifest `NAME` in `namespace` whose data is the YAML mapping `data_yaml` (the
 /// operator's config store, as `deploy/base/configmap.yaml`).
 pub fn config_map(namespace: &str, name: &str, data_yaml: &str) -> String {
-    let indented: String = data_yaml
-        .lines()
-        .map(|l| format!("  {l}\n"))
-        .collect();
-    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n{indented}")
+    let indented: String = data_yaml.lines().map(|l| format!("  {l}\n")).collect();
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n{indented}"
+    )
 }

@@ -111,7 +111,15 @@ fn service_ip(cluster: &RealCluster, name: &str) -> String {
         "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: {NS}}}\nspec:\n  ports: [{{port: 443, targetPort: 9680}}]\n  selector: {{app: addon-operator}}\n"
     );
     cluster.kubectl_ok(&["apply", "-f", "-"], Some(&service));
-    let ip = ["-n", NS, "get", "service", name, "-o", "jsonpath={.spec.clusterIP}"];
+    let ip = [
+        "-n",
+        NS,
+        "get",
+        "service",
+        name,
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ];
     cluster.kubectl_ok(&ip, None)
 }
 
@@ -126,7 +134,11 @@ fn start_webhook_operator(cluster: &RealCluster, work: &Path) -> Operator {
         false,
     );
     write(&tree.join("modules/010-guard/hooks/policy"), POLICY, true);
-    write(&tree.join("modules/020-versions/hooks/convert"), CONVERT, true);
+    write(
+        &tree.join("modules/020-versions/hooks/convert"),
+        CONVERT,
+        true,
+    );
     std::fs::create_dir_all(tree.join("global-hooks")).unwrap();
     let rules = ExtraRules {
         bindings: vec![],
@@ -173,11 +185,18 @@ fn the_api_server_calls_admission_and_conversion_hooks() {
     let op = start_webhook_operator(cluster, work.path());
     let jsonpath = "jsonpath={.spec.conversion.strategy}";
     wait_until("the webhook configurations", 120, &[&op], || {
-        let get = |kind: &str| cluster.kubectl(&["get", kind, "tier-webhooks"], None).is_ok();
+        let get = |kind: &str| {
+            cluster
+                .kubectl(&["get", kind, "tier-webhooks"], None)
+                .is_ok()
+        };
         get("validatingwebhookconfiguration")
             && get("mutatingwebhookconfiguration")
             && cluster
-                .kubectl(&["get", "crd", "crontabs.tier.example.com", "-o", jsonpath], None)
+                .kubectl(
+                    &["get", "crd", "crontabs.tier.example.com", "-o", jsonpath],
+                    None,
+                )
                 .is_ok_and(|s| s == "Webhook")
     });
 
@@ -191,11 +210,23 @@ fn the_api_server_calls_admission_and_conversion_hooks() {
         denial.contains("bad configmaps are not allowed")
     });
     assert!(denial.contains("denied the request"), "{denial}");
-    assert!(cluster.kubectl(&["-n", NS, "get", "configmap", "bad"], None).is_err());
+    assert!(
+        cluster
+            .kubectl(&["-n", NS, "get", "configmap", "bad"], None)
+            .is_err()
+    );
 
     // a mutation stored
     apply(&labelled("good", "tier-guarded: \"yes\"")).unwrap();
-    let stamped = ["-n", NS, "get", "configmap", "good", "-o", "jsonpath={.data.stamped}"];
+    let stamped = [
+        "-n",
+        NS,
+        "get",
+        "configmap",
+        "good",
+        "-o",
+        "jsonpath={.data.stamped}",
+    ];
     assert_eq!(cluster.kubectl_ok(&stamped, None), "yes");
 
     // a hook past timeoutSeconds: refused under Fail, admitted under Ignore
