@@ -5,15 +5,24 @@ create URL NS N SIZE SHARDS: N ConfigMaps `cm-<i>` of about SIZE bytes of JSON, 
 `shard=<i % SHARDS>`, with `data.ts`; prints the listing's JSON size.
 update URL NS N COUNT ROUND: merge-patches `data.ts` of COUNT ConfigMaps (spread over the N) to a
 new value; 16 requests in flight.
+With $CLUSTER_CA and $CLUSTER_TOKEN (a real API server, bench/real-cluster.sh) requests are made
+over TLS with that CA and bearer token.
 """
-import json, sys, urllib.request
+import json, os, ssl, sys, urllib.request
 from concurrent.futures import ThreadPoolExecutor
+
+CONTEXT = ssl.create_default_context(cafile=os.environ["CLUSTER_CA"]) if os.environ.get("CLUSTER_CA") else None
+AUTH = {"Authorization": "Bearer " + os.environ["CLUSTER_TOKEN"]} if os.environ.get("CLUSTER_TOKEN") else {}
+
+
+def open_url(req):
+    return urllib.request.urlopen(req, context=CONTEXT)
 
 
 def request(url, method, body, content_type):
     req = urllib.request.Request(url, method=method, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": content_type})
-    urllib.request.urlopen(req).read()
+                                 headers={"Content-Type": content_type, **AUTH})
+    open_url(req).read()
 
 
 def create(url, ns, n, size, shards):
@@ -28,7 +37,7 @@ def create(url, ns, n, size, shards):
 
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(one, range(n)))
-    with urllib.request.urlopen(f"{url}/api/v1/namespaces/{ns}/configmaps") as r:
+    with open_url(urllib.request.Request(f"{url}/api/v1/namespaces/{ns}/configmaps", headers=AUTH)) as r:
         print(len(r.read()))
 
 

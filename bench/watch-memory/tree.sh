@@ -8,7 +8,8 @@
 # prints RSS, the queue length seen right after the writes, and the objects the monitors hold.
 # A control run (CONTROL=1) keeps only the global hook's watch.
 # Usage: bench/watch-memory/tree.sh [N=10000] [ROUNDS=5] [UPDATES=3000]
-# Env: MODULES=60 SHARDS=10 SIZE=1024 CHARTS=20 (charts need helm in .tools/bin) CONTROL=0.
+# Env: MODULES=60 SHARDS=10 SIZE=1024 CHARTS=20 (charts need helm in .tools/bin) CONTROL=0,
+# SERVER=emulator|real (real: kube-apiserver and etcd from .tools/bin, bench/real-cluster.sh).
 # Build first: cargo build --release -p addon-operator -p kube-emulator (or set
 # ADDON_OPERATOR_BIN / KUBE_EMULATOR_BIN).
 set -euo pipefail
@@ -25,15 +26,13 @@ bin=${ADDON_OPERATOR_BIN:-$root/target/release/addon-operator}
 emu=${KUBE_EMULATOR_BIN:-$root/target/release/kube-emulator}
 export PATH="$root/.tools/bin:$PATH"
 work=$(mktemp -d)
-trap 'kill ${epid:+"$epid"} ${pid:+"$pid"} 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${cluster_pids:-} ${pid:+"$pid"} 2>/dev/null || true; sleep 0.5; rm -rf "$work"' EXIT
 
 . "$root/bench/lib.sh"
-eport=$(free_port)
-"$emu" --port "$eport" --kubeconfig "$work/kubeconfig" > /dev/null 2>&1 &
-epid=$!
-until [ -s "$work/kubeconfig" ]; do sleep 0.05; done
-url="http://127.0.0.1:$eport"
-post() { curl -sf -X POST -H 'Content-Type: application/json' "$url$1" -d "$2" > /dev/null; }
+. "$root/bench/real-cluster.sh"
+start_cluster "$work"
+url=$cluster_url
+post() { curl -sf "${cluster_curl[@]}" -X POST -H 'Content-Type: application/json' "$url$1" -d "$2" > /dev/null; }
 post /api/v1/namespaces '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"bench"}}'
 post /api/v1/namespaces '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ops"}}'
 post /api/v1/namespaces/ops/configmaps \
@@ -71,7 +70,7 @@ rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
 # RSS split into heap and stacks (anonymous) and the binary's pages (file)
 rss_parts() { awk '/RssAnon/ {a = $2} /RssFile/ {f = $2} END {printf "anon %d kB, file %d kB", a, f}' "/proc/$pid/status"; }
 started=$(date +%s%N)
-${WRAP:-} "$bin" start --working-dir "$tree" --kube-config "$work/kubeconfig" --namespace ops \
+${WRAP:-} "$bin" start --working-dir "$tree" --kube-config "$cluster_kubeconfig" --namespace ops \
   --tmp-dir "$work/tmp" --prometheus-listen-address 127.0.0.1 --prometheus-listen-port "$port" \
   --debug-unix-socket "$work/debug.socket" --log-level warn > "$work/log" 2>&1 &
 pid=$!
@@ -81,7 +80,7 @@ wait_ready "$port" "$pid" "$work/log" || exit 1
 ready_s=$(echo "scale=1; ($(date +%s%N) - $started) / 1000000000" | bc)
 idle() { wait_idle "$port" 2; }
 idle
-echo "objects: $n ConfigMaps of ~$size B (listing $json_bytes B); modules: $([ "$control" = 0 ] && echo "$modules watching $shards shards" || echo "none (control)"), $charts charts"
+echo "server: ${SERVER:-emulator}; objects: $n ConfigMaps of ~$size B (listing $json_bytes B); modules: $([ "$control" = 0 ] && echo "$modules watching $shards shards" || echo "none (control)"), $charts charts"
 echo "ready in ${ready_s}s: RSS $(rss) kB ($(rss_parts)), snapshot objects $(metric addon_operator_kube_snapshot_objects)"
 for r in $(seq "$rounds"); do
   python3 "$root/bench/watch-memory/shards.py" update "$url" bench "$n" "$updates" "$r"
