@@ -140,14 +140,27 @@ impl RealCluster {
         for (role, list) in [("bindings", &rules.bindings), ("modules", &rules.modules)] {
             self.add_rules(&format!("{name}-{role}"), list);
         }
+        self.service_account_identity(name, name)
+    }
+
+    /// What the existing ServiceAccount `account` of `namespace` runs as: a kubeconfig with a
+    /// token of it (valid 12 hours).
+    pub fn service_account_identity(&self, namespace: &str, account: &str) -> OperatorIdentity {
         let token = self.kubectl_ok(
-            &["-n", name, "create", "token", name, "--duration=12h"],
+            &[
+                "-n",
+                namespace,
+                "create",
+                "token",
+                account,
+                "--duration=12h",
+            ],
             None,
         );
-        let kubeconfig = self.dir.join(format!("{name}.kubeconfig"));
+        let kubeconfig = self.dir.join(format!("{namespace}-{account}.kubeconfig"));
         write_kubeconfig(&kubeconfig, &self.server, &self.ca.pair.cert, token.trim());
         OperatorIdentity {
-            namespace: name.to_string(),
+            namespace: namespace.to_string(),
             kubeconfig,
             token: token.trim().to_string(),
         }

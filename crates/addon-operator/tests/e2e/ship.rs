@@ -388,7 +388,8 @@ fn helm_template_output_passes_kubectl_dry_run() {
         ],
     );
     assert!(
-        rendered.contains("name: addon-operator-webhook"),
+        rendered.contains("name: addon-operator-validating")
+            && rendered.contains("name: addon-operator-conversion"),
         "{rendered}"
     );
     let file = dir.path().join("rendered.yaml");
