@@ -256,7 +256,7 @@ mod tests {
         use crate::store::{Page, PageRequest, Store, StoreConfig, WatchFrom};
 
         fn configmap(i: usize) -> Value {
-            let parity = if i % 2 == 0 { "even" } else { "odd" };
+            let parity = if i.is_multiple_of(2) { "even" } else { "odd" };
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
                 "name": format!("cm-{i:05}"), "namespace": "default", "labels": {"parity": parity}}})
         }
@@ -313,7 +313,8 @@ mod tests {
             let n = 2000;
             let (store, _) = store_with(n);
             let limit = Some(50);
-            let cases: [(Option<&str>, bool, fn(&Value) -> bool, usize); 3] = [
+            type Case<'a> = (Option<&'a str>, bool, fn(&Value) -> bool, usize);
+            let cases: [Case<'_>; 3] = [
                 (None, true, |_| true, n),
                 (Some("default"), true, |_| true, n),
                 (Some("default"), false, even, n / 2),
@@ -328,6 +329,7 @@ mod tests {
                 };
                 let (names, pages) = list_all(&store, req, matches);
                 let examined = (store.objects_examined() - before) as usize;
+                eprintln!("{ns:?}, counted {count_rest}: {pages} pages, {examined} examined");
                 assert_eq!(names.len(), expected);
                 // Each object once, plus the one match after each full page; the scan that
                 // counted the rest after every page (main before this) looked at n²/2/limit.
