@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """The emulator-lists bench's client. `create URL NS FROM TO SIZE` creates ConfigMaps cm-FROM..TO
-of about SIZE bytes (16 requests in flight). `measure URL NS ROUNDS RATE` times, ROUNDS times
+of about SIZE bytes (16 requests in flight). `measure URL NS ROUNDS RATE PID` times, ROUNDS times
 each, a full paged list (limit=500, as client-go's reflector pages) without and with a label
 selector (one that every object matches, so both lists return the same objects) and a watch's
 initial events (sendInitialEvents, up to its initial-events-end BOOKMARK): once alone, then while
 a child process merge-patches one ConfigMap of another namespace RATE times a second; prints both
-times and the latency of the writes made during the second, after that of the writes alone."""
-import http.client, json, multiprocessing, re, sys, time, urllib.parse
+times, the CPU time the emulator (process PID) spent on the first (a figure the load of other
+processes on the machine changes far less than wall time) and the latency of the writes made
+during the second, after that of the writes alone."""
+import http.client, json, multiprocessing, os, re, sys, time, urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
 WRITES_NS = "bench-writes"
@@ -120,13 +122,21 @@ def stats(latencies):
     return f"p50 {ms(pick(0.5))}, p99 {ms(pick(0.99))}, max {ms(s[-1])} ({len(s)} writes)"
 
 
-def timed(work):
-    start = time.monotonic()
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(pid, work):
+    """Runs `work()`; returns (seconds, the emulator's CPU seconds meanwhile, work's result)."""
+    cpu, start = cpu_seconds(pid), time.monotonic()
     result = work()
-    return time.monotonic() - start, result
+    return time.monotonic() - start, cpu_seconds(pid) - cpu, result
 
 
-def measure(url, ns, rounds, rate):
+def measure(url, ns, rounds, rate, pid):
     conn = connect(url)
     send(conn, "POST", "/api/v1/namespaces", json.dumps(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WRITES_NS}}), also=(409,))
@@ -137,15 +147,16 @@ def measure(url, ns, rounds, rate):
     for _ in range(rounds):
         for label, selector in (("no selector", ""), ("labelSelector=bench=lists", "bench=lists")):
             work = lambda: paged_list(url, ns, selector)
-            seconds, (pages, items, size) = timed(work)
+            seconds, cpu, (pages, items, size) = timed(pid, work)
             busy, _, lat = with_writes(url, rate, work)
-            print(f"  paged list, {label}: {seconds:.3f} s alone ({pages} pages, {items} items, "
-                  f"{size / 1e6:.1f} MB), {busy:.3f} s with writes; writes meanwhile: {stats(lat)}",
-                  flush=True)
-        seconds, events = timed(lambda: watch_initial(url, ns))
+            print(f"  paged list, {label}: {seconds:.3f} s alone (emulator CPU {cpu:.2f} s; "
+                  f"{pages} pages, {items} items, {size / 1e6:.1f} MB), {busy:.3f} s with writes; "
+                  f"writes meanwhile: {stats(lat)}", flush=True)
+        seconds, cpu, events = timed(pid, lambda: watch_initial(url, ns))
         busy, _, lat = with_writes(url, rate, lambda: watch_initial(url, ns))
-        print(f"  watch, initial events: {seconds:.3f} s alone ({events} events), {busy:.3f} s "
-              f"with writes; writes meanwhile: {stats(lat)}", flush=True)
+        print(f"  watch, initial events: {seconds:.3f} s alone (emulator CPU {cpu:.2f} s; "
+              f"{events} events), {busy:.3f} s with writes; writes meanwhile: {stats(lat)}",
+              flush=True)
 
 
 if __name__ == "__main__":
@@ -153,4 +164,4 @@ if __name__ == "__main__":
     if cmd == "create":
         create(url, ns, int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
     else:
-        measure(url, ns, int(sys.argv[4]), float(sys.argv[5]))
+        measure(url, ns, int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6]))

@@ -4,8 +4,9 @@
 # paged list (limit=500, as client-go's reflector pages) without and with a label selector (one
 # every object matches) and a watch's initial events (sendInitialEvents, up to the
 # initial-events-end BOOKMARK): alone, then while a separate process merge-patches a ConfigMap of
-# another namespace RATE times a second. Prints both times and the p50/p99/max latency of the
-# writes made during the second, after that of the writes alone. Figures only; nothing asserted.
+# another namespace RATE times a second. Prints both times, the emulator's CPU time in the first,
+# and the p50/p99/max latency of the writes made during the second, after that of the writes
+# alone. Figures only; nothing is asserted.
 # Usage: bench/emulator-lists/run.sh  (SIZES="10000 30000 100000" SIZE=512 ROUNDS=2 RATE=200)
 # EMULATORS=old/kube-emulator,new/kube-emulator measures several builds, one after the other, each
 # on its own objects. Build first: cargo build --release -p kube-emulator (or PROFILE=profiling).
@@ -41,7 +42,7 @@ for emu in "${emulators[@]}"; do
     echo "$n objects (created $((n - have)) in $(echo "$(date +%s.%N) - $start" | bc | cut -c1-5) s;" \
       "emulator RSS $(awk '/VmRSS/ {print $2}' /proc/$epid/status) kB):"
     have=$n
-    python3 "$client" measure "$url" bench "$rounds" "$rate"
+    python3 "$client" measure "$url" bench "$rounds" "$rate" "$epid"
   done
   kill "$epid"; wait "$epid" 2>/dev/null || true; epid=
 done
