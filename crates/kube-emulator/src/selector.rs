@@ -59,6 +59,11 @@ impl LabelSelector {
         Self(labels.chain(expressions).collect())
     }
 
+    /// Whether it selects everything (no requirement).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Whether an object's labels satisfy every requirement.
     pub fn matches(&self, object: &Value) -> bool {
         self.matches_labels(object.pointer("/metadata/labels"))
@@ -155,6 +160,11 @@ impl FieldSelector {
             terms.push((path.trim().to_string(), equal, value.trim().to_string()));
         }
         Ok(Self(terms))
+    }
+
+    /// Whether it selects everything (no term).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// Whether the object satisfies every term (missing fields read as empty strings).

@@ -278,6 +278,12 @@ impl EmulatorHandle {
         self.faults.lists()
     }
 
+    /// Objects list requests have looked at so far, matching or not: a test's measure of what
+    /// lists cost (a paged list of N objects looks at about N).
+    pub fn objects_examined_by_lists(&self) -> u64 {
+        self.store.objects_examined()
+    }
+
     /// Watch streams of a resource being served now (`group` is `""` for core): a test's signal
     /// that a client's watch started (or, when it falls, stopped).
     pub fn open_watches(&self, group: &str, resource: &str) -> usize {

@@ -38,6 +38,11 @@ pub enum ApiError {
     /// A watch asked for a version older than the kept history.
     #[error("too old resource version: {requested} ({oldest})")]
     Expired { requested: u64, oldest: u64 },
+    /// A list's `continue` token points at a snapshot no longer kept.
+    #[error(
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
+    )]
+    ContinueExpired,
     /// The operation is forbidden in the current state (e.g. terminating namespace).
     #[error("{0}")]
     Forbidden(String),
@@ -59,7 +64,7 @@ impl ApiError {
             Self::BadRequest(_) => 400,
             Self::MethodNotAllowed(_) => 405,
             Self::UnsupportedMediaType(_) => 415,
-            Self::Expired { .. } => 410,
+            Self::Expired { .. } | Self::ContinueExpired => 410,
             Self::Forbidden(_) => 403,
             Self::Internal(_) => 500,
             Self::TooManyRequests(_) => 429,
@@ -76,7 +81,7 @@ impl ApiError {
             Self::BadRequest(_) => "BadRequest",
             Self::MethodNotAllowed(_) => "MethodNotAllowed",
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
-            Self::Expired { .. } => "Expired",
+            Self::Expired { .. } | Self::ContinueExpired => "Expired",
             Self::Forbidden(_) => "Forbidden",
             Self::Internal(_) => "InternalError",
             Self::TooManyRequests(_) => "TooManyRequests",
@@ -88,7 +93,7 @@ impl ApiError {
         match self {
             Self::Internal(_) => "internal",
             Self::TooManyRequests(_) => "throttled",
-            Self::Expired { .. } => "expired",
+            Self::Expired { .. } | Self::ContinueExpired => "expired",
             _ => "client",
         }
     }

@@ -200,8 +200,8 @@ impl Pump {
             mut live,
             rv,
         } = start;
-        for event in &initial {
-            let Some(line) = self.line_of(event).await else {
+        for event in initial.events() {
+            let Some(line) = self.line_of(&event).await else {
                 return;
             };
             if let Some(line) = line

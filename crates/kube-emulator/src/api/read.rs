@@ -4,6 +4,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{Params, ResourceRequest, name_of, ns_of, respond, stamp};
@@ -11,6 +12,7 @@ use crate::meta;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::App;
 use crate::status::{ApiError, json_body};
+use crate::store::{Cursor, Page, PageRequest};
 use crate::table::{self, View};
 
 pub(super) fn get(app: &App, req: &ResourceRequest) -> Result<Response, ApiError> {
@@ -66,7 +68,7 @@ pub(super) fn list(
     params: &Params,
 ) -> Result<Response, ApiError> {
     let (labels, fields) = selectors(params)?;
-    let after = params
+    let from = params
         .get("continue")
         .filter(|c| !c.is_empty())
         .map(|c| decode_continue(c))
@@ -75,22 +77,18 @@ pub(super) fn list(
         .get("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .filter(|l| *l > 0);
-    app.faults.count_list(after.is_none(), limit.is_some());
-    let (matching, remaining, rv) = app.store.list_page(
-        &req.info.key(),
-        req.namespace.as_deref(),
-        after.as_ref(),
+    app.faults.count_list(from.is_none(), limit.is_some());
+    let page_request = PageRequest {
+        ns: req.namespace.as_deref(),
+        from: from.as_ref(),
         limit,
-        |o| labels.matches(o) && fields.matches(o),
-    );
-    let mut list_meta = json!({ "resourceVersion": rv.to_string() });
-    if remaining > 0
-        && let Some(last) = matching.last()
-    {
-        list_meta["continue"] = json!(encode_continue(&object_id(last)));
-        list_meta["remainingItemCount"] = json!(remaining);
-    }
-    let items: Vec<Value> = matching.into_iter().map(|o| stamp(req, o)).collect();
+        count_rest: labels.is_empty() && fields.is_empty(),
+    };
+    let page = app.store.list_page(&req.info.key(), &page_request, |o| {
+        labels.matches(o) && fields.matches(o)
+    })?;
+    let list_meta = list_meta(&page);
+    let items: Vec<Value> = page.items.into_iter().map(|o| stamp(req, o)).collect();
     match req.view {
         View::Table(include) => {
             return Ok(table_body(&table::table(
@@ -116,6 +114,19 @@ pub(super) fn list(
     })))
 }
 
+/// A list's `metadata`: its resourceVersion, and the `continue` token and (for a list without
+/// selectors) `remainingItemCount` when more objects follow.
+fn list_meta(page: &Page) -> Value {
+    let mut list_meta = json!({ "resourceVersion": page.rv.to_string() });
+    if let Some(next) = &page.next {
+        list_meta["continue"] = json!(encode_continue(next));
+        if let Some(remaining) = next.remaining {
+            list_meta["remainingItemCount"] = json!(remaining);
+        }
+    }
+    list_meta
+}
+
 pub(super) fn object_id(obj: &Value) -> (String, String) {
     (
         meta::namespace(obj).unwrap_or("").to_string(),
@@ -123,16 +134,42 @@ pub(super) fn object_id(obj: &Value) -> (String, String) {
     )
 }
 
-fn encode_continue(id: &(String, String)) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{}/{}", id.0, id.1))
+/// A `continue` token as it travels: JSON in URL-safe base64, like kube-apiserver's (which
+/// holds `v`, `rv` and `start`); `remaining` is the emulator's, so counting stays O(1) a page.
+#[derive(Serialize, Deserialize)]
+struct ContinueToken {
+    v: String,
+    rv: u64,
+    start: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    remaining: Option<usize>,
 }
 
-fn decode_continue(token: &str) -> Result<(String, String), ApiError> {
+const CONTINUE_VERSION: &str = "meta.k8s.io/v1";
+
+fn encode_continue(cursor: &Cursor) -> String {
+    let token = ContinueToken {
+        v: CONTINUE_VERSION.into(),
+        rv: cursor.rv,
+        start: format!("{}/{}", cursor.after.0, cursor.after.1),
+        remaining: cursor.remaining,
+    };
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).unwrap_or_default())
+}
+
+fn decode_continue(text: &str) -> Result<Cursor, ApiError> {
     let invalid = || ApiError::BadRequest("continue key is not valid".into());
-    let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| invalid())?;
-    let text = String::from_utf8(bytes).map_err(|_| invalid())?;
-    let (ns, name) = text.split_once('/').ok_or_else(invalid)?;
-    Ok((ns.to_string(), name.to_string()))
+    let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| invalid())?;
+    let token: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+    if token.v != CONTINUE_VERSION {
+        return Err(invalid());
+    }
+    let (ns, name) = token.start.split_once('/').ok_or_else(invalid)?;
+    Ok(Cursor {
+        rv: token.rv,
+        after: (ns.to_string(), name.to_string()),
+        remaining: token.remaining,
+    })
 }
 
 #[cfg(test)]
@@ -141,8 +178,15 @@ mod tests {
 
     #[test]
     fn continue_tokens_round_trip() {
-        let id = ("ns".to_string(), "name".to_string());
-        assert_eq!(decode_continue(&encode_continue(&id)).unwrap(), id);
+        for remaining in [Some(3), None] {
+            let cursor = Cursor {
+                rv: 42,
+                after: ("ns".to_string(), "name".to_string()),
+                remaining,
+            };
+            assert_eq!(decode_continue(&encode_continue(&cursor)).unwrap(), cursor);
+        }
         assert!(decode_continue("!!").is_err());
+        assert!(decode_continue(&URL_SAFE_NO_PAD.encode("ns/name")).is_err());
     }
 }

@@ -212,10 +212,7 @@ impl State {
         let Some(namespace) = self.object(&key, "", ns).cloned() else {
             return Ok(None);
         };
-        let empty = !self
-            .objects
-            .values()
-            .any(|m| m.keys().any(|(n, _)| n == ns));
+        let empty = self.objects.values().all(|m| m.count(Some(ns)) == 0);
         if !meta::is_deleting(&namespace) || !empty {
             return Ok(None);
         }

@@ -1,14 +1,20 @@
 //! The object store: objects per resource, the global resourceVersion, and every write's effects.
 
 mod deletion;
+mod lists;
+mod objects;
 mod update;
 
+pub use lists::{Cursor, Page, PageRequest};
+use lists::{Kept, Source, read_page};
+use objects::{Objects, Tree};
 use update::merge_update;
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -65,21 +71,39 @@ pub enum WatchFrom {
     After(u64),
 }
 
+/// The events a watch sends before the live ones.
+pub enum Initial {
+    /// The objects of a resource at the watch's start, sent as synthetic ADDED events.
+    Objects(ResKey, Tree),
+    /// Events from the history (oldest first).
+    Events(Vec<Arc<Event>>),
+}
+
+impl Initial {
+    /// The events, made as they are read (outside the store's lock).
+    pub fn events(&self) -> Box<dyn Iterator<Item = Arc<Event>> + Send + '_> {
+        match self {
+            Self::Objects(key, tree) => Box::new(tree.values().map(|o| synthetic_added(key, o))),
+            Self::Events(events) => Box::new(events.iter().cloned()),
+        }
+    }
+}
+
 /// A registered watch: its first events and the live feed.
 pub struct WatchStart {
-    /// Events to send first (oldest first).
-    pub initial: Vec<Arc<Event>>,
+    /// Events to send first.
+    pub initial: Initial,
     /// Live events of every resource, from `rv` on.
     pub live: broadcast::Receiver<Arc<Event>>,
     /// The store's resourceVersion when the watch started.
     pub rv: u64,
 }
 
-type Objects = BTreeMap<(String, String), Value>;
-
 /// All objects and the machinery of writes (log, history, watch feed).
 pub struct Store {
     state: Mutex<State>,
+    /// Objects lists have looked at so far (what lists cost; tests read it).
+    examined: AtomicU64,
 }
 
 struct State {
@@ -89,6 +113,8 @@ struct State {
     registry: Arc<Registry>,
     wal: Option<Wal>,
     feed: broadcast::Sender<Arc<Event>>,
+    /// Snapshots paged lists started from, for their later pages.
+    kept: Kept,
     simulate_status: bool,
     /// Set when another store took over the data directory: writes are refused.
     closed: bool,
@@ -105,6 +131,7 @@ impl Store {
             registry: Arc::new(Registry::new(std::iter::empty())),
             wal: None,
             feed,
+            kept: Kept::default(),
             simulate_status: config.simulate_status,
             closed: false,
         };
@@ -121,6 +148,7 @@ impl Store {
         state.ensure(&ResKey::new("", "nodes"), defaults::node(NODE_NAME));
         Ok(Self {
             state: Mutex::new(state),
+            examined: AtomicU64::new(0),
         })
     }
 
@@ -145,50 +173,59 @@ impl Store {
         self.lock().object(key, ns, name).cloned()
     }
 
-    /// Objects of a resource (in one namespace, or all), sorted by namespace and name.
+    /// Objects of a resource (in one namespace, or all), sorted by namespace and name, read
+    /// outside the lock from a snapshot.
     pub fn list(&self, key: &ResKey, ns: Option<&str>) -> (Vec<Value>, u64) {
-        let state = self.lock();
-        let items = state
-            .objects
-            .get(key)
-            .map(|m| {
-                m.iter()
-                    .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
-                    .map(|(_, v)| v.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        (items, state.rv)
+        let source = self.lock().source(key, ns);
+        let whole = PageRequest {
+            ns,
+            ..Default::default()
+        };
+        let (page, _) = read_page(&source, &whole, |_| true);
+        (page.items, page.rv)
     }
 
-    /// One page of a list: the first `limit` objects after `after` (in namespace, name order)
-    /// that `matches` accepts, how many more match, and the resourceVersion. Only the page is
-    /// copied, so a paged list costs the size of the list, not pages × list.
+    /// One page of a list. The first page takes a snapshot of the resource (a pointer copy) and
+    /// later pages (`req.from`) read the same one, so a paged list shows the state at its first
+    /// page's resourceVersion. Pages are read outside the lock, each resuming after the previous
+    /// page's last object, so a paged list of N objects looks at about N objects (plus one per
+    /// page) and never stops writers or watches. Expired when the snapshot is no longer kept.
     pub fn list_page(
         &self,
         key: &ResKey,
-        ns: Option<&str>,
-        after: Option<&(String, String)>,
-        limit: Option<usize>,
+        req: &PageRequest<'_>,
         matches: impl Fn(&Value) -> bool,
-    ) -> (Vec<Value>, usize, u64) {
-        let state = self.lock();
-        let Some(objects) = state.objects.get(key) else {
-            return (Vec::new(), 0, state.rv);
+    ) -> Result<Page, ApiError> {
+        let source = match req.from {
+            None => self.lock().source(key, req.ns),
+            Some(cursor) => self.kept_source(key, cursor)?,
         };
-        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
-        let (mut page, mut more) = (Vec::new(), 0);
-        for ((n, _), object) in objects.range((start, Bound::Unbounded)) {
-            if ns.is_some_and(|want| want != n) || !matches(object) {
-                continue;
-            }
-            if limit.is_some_and(|l| page.len() >= l) {
-                more += 1;
-            } else {
-                page.push(object.clone());
-            }
+        let (page, examined) = read_page(&source, req, matches);
+        self.examined.fetch_add(examined as u64, Ordering::Relaxed);
+        if req.from.is_none() && page.next.is_some() {
+            self.lock()
+                .kept
+                .keep(key, source.rv, source.tree, Instant::now());
         }
-        (page, more, state.rv)
+        Ok(page)
+    }
+
+    fn kept_source(&self, key: &ResKey, cursor: &Cursor) -> Result<Source, ApiError> {
+        let tree = self
+            .lock()
+            .kept
+            .find(key, cursor.rv, Instant::now())
+            .ok_or(ApiError::ContinueExpired)?;
+        Ok(Source {
+            tree,
+            rv: cursor.rv,
+            total: 0,
+        })
+    }
+
+    /// Objects lists have looked at so far: a paged list of N objects adds about N.
+    pub fn objects_examined(&self) -> u64 {
+        self.examined.load(Ordering::Relaxed)
     }
 
     /// Creates an object (namespace already resolved into `obj`'s metadata by the caller).
@@ -265,24 +302,23 @@ impl Store {
         state.wal = None;
     }
 
-    /// Forgets the event history: resuming a watch from any version handed out so far (the
-    /// current one included) gets `410 Gone`.
+    /// Forgets the event history and the snapshots of paged lists: resuming a watch from any
+    /// version handed out so far (the current one included), or a list from any `continue`
+    /// token, gets `410 Gone`.
     pub fn compact_history(&self) {
         let mut state = self.lock();
         let rv = state.rv + 1;
         state.history.compact_to(rv);
+        state.kept.clear();
     }
 
-    /// Registers a watch on every resource; the caller filters.
+    /// Registers a watch on every resource; the caller filters. Starting from now takes a
+    /// snapshot of the resource; its events are made as the watch sends them, outside the lock.
     pub fn watch(&self, key: &ResKey, from: WatchFrom) -> Result<WatchStart, ApiError> {
         let state = self.lock();
         let live = state.feed.subscribe();
         let initial = match from {
-            WatchFrom::Now => state
-                .objects
-                .get(key)
-                .map(|m| m.values().map(|o| synthetic_added(key, o)).collect())
-                .unwrap_or_default(),
+            WatchFrom::Now => Initial::Objects(key.clone(), state.snapshot_of(key)),
             // A version from the future was handed out by another (in-memory) instance: make the
             // client relist rather than wait for versions that mean something else here.
             WatchFrom::After(rv) if rv > state.rv => {
@@ -291,16 +327,18 @@ impl Store {
                     oldest: state.rv,
                 });
             }
-            WatchFrom::After(rv) => state
-                .history
-                .since(rv)
-                .map_err(|oldest| ApiError::Expired {
-                    requested: rv,
-                    oldest,
-                })?
-                .into_iter()
-                .filter(|e| e.key == *key)
-                .collect(),
+            WatchFrom::After(rv) => Initial::Events(
+                state
+                    .history
+                    .since(rv)
+                    .map_err(|oldest| ApiError::Expired {
+                        requested: rv,
+                        oldest,
+                    })?
+                    .into_iter()
+                    .filter(|e| e.key == *key)
+                    .collect(),
+            ),
         };
         Ok(WatchStart {
             initial,
@@ -353,6 +391,23 @@ impl State {
         self.objects
             .get(key)?
             .get(&(ns.to_string(), name.to_string()))
+    }
+
+    /// The objects of a resource now (O(1)).
+    fn snapshot_of(&self, key: &ResKey) -> Tree {
+        self.objects
+            .get(key)
+            .map(Objects::snapshot)
+            .unwrap_or_default()
+    }
+
+    /// What a list starting now reads: a snapshot, its version and its size.
+    fn source(&self, key: &ResKey, ns: Option<&str>) -> Source {
+        Source {
+            tree: self.snapshot_of(key),
+            rv: self.rv,
+            total: self.objects.get(key).map_or(0, |m| m.count(ns)),
+        }
     }
 
     fn restore(&mut self, loaded: persist::Loaded, history_limit: usize) {
@@ -408,12 +463,8 @@ impl State {
         );
         let map = self.objects.entry(key.clone()).or_default();
         match kind {
-            EventType::Deleted => {
-                map.remove(&id);
-            }
-            _ => {
-                map.insert(id, obj);
-            }
+            EventType::Deleted => map.remove(&id),
+            _ => map.insert(id, obj),
         }
     }
 

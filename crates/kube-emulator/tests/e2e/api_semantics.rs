@@ -60,6 +60,46 @@ async fn protobuf_create_bodies_are_decoded_and_answered_with_json() {
 }
 
 #[tokio::test]
+async fn paged_lists_show_their_first_version_and_count_the_rest_only_without_selectors() {
+    let env = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client().await, "default");
+    for i in 0..5 {
+        let labeled = json!({"metadata": {"name": format!("c{i}"), "labels": {"app": "x"}}});
+        cms.create(&PostParams::default(), &cm(labeled))
+            .await
+            .unwrap();
+    }
+    let first = cms.list(&ListParams::default().limit(2)).await.unwrap();
+    assert_eq!(first.metadata.remaining_item_count, Some(3));
+    let selected = ListParams::default().limit(2).labels("app=x");
+    let filtered = cms.list(&selected).await.unwrap();
+    assert_eq!(filtered.metadata.remaining_item_count, None);
+    assert!(filtered.metadata.continue_.is_some());
+    cms.delete("c2", &DeleteParams::default()).await.unwrap();
+    let token = first.metadata.continue_.clone().unwrap();
+    let later = ListParams::default().limit(2).continue_token(&token);
+    let second = cms.list(&later).await.unwrap();
+    let names: Vec<_> = second
+        .items
+        .iter()
+        .map(|c| c.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["c2", "c3"]);
+    assert_eq!(
+        second.metadata.resource_version,
+        first.metadata.resource_version
+    );
+    assert_eq!(second.metadata.remaining_item_count, Some(1));
+    env.emu.expire_history();
+    let err = cms.list(&later).await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 410 && s.reason == "Expired"),
+        "{err:?}"
+    );
+    assert!(env.emu.objects_examined_by_lists() > 0);
+}
+
+#[tokio::test]
 async fn lists_page_with_limit_and_continue_and_filter_by_fields_and_namespaces() {
     let env = start().await;
     let client = env.client().await;
