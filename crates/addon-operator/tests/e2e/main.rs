@@ -24,6 +24,7 @@ mod support;
 mod test_cmd;
 mod tree_reload;
 mod upstream;
+mod webhook_certs;
 #[path = "../webhook/client.rs"]
 #[allow(
     dead_code,

@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::support::parse_duration;
+use crate::cli::webhook_flags::WithoutCertificate;
 use crate::edges::config::FileConfigStore;
 use crate::edges::config::backend::FileConfig;
 use crate::edges::config::memory::MemoryConfig;
@@ -37,6 +38,7 @@ use crate::edges::metrics::Metrics;
 use crate::edges::tree::dirs::DirFlags;
 use crate::edges::tree::runnable::StagedTree;
 use crate::edges::tree::watch::TreeWatch;
+use crate::edges::webhook::WebhookSettings;
 use crate::env::shell_operator_default;
 use crate::runtime::edges::{ConfigBackend, Edges, KubeEvent, ObjectPatches, ObjectsError};
 use crate::runtime::startup_config::wait_for_config;
@@ -139,8 +141,8 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     let mut settings = settings(args, &metrics);
     settings.kept_releases = kept_releases(args, client.as_ref()).await;
     // written only when a hook has a webhook binding (known once the module hooks are)
+    let webhooks = webhook_settings(args, &cluster)?;
     if client.is_some() {
-        let webhooks = args.webhooks.settings();
         settings.webhook_objects = Some(crate::cli::webhook_flags::objects(
             &webhooks,
             &namespace(args),
@@ -182,7 +184,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let watch = reload_tree(args, &cluster);
-    let mut reloads = Reloads::new(args, watch, &status, &metrics, tree);
+    let mut reloads = Reloads::new(args, webhooks, watch, &status, &metrics, tree);
     let stop = [shutdown.clone(), cancel_hooks.clone()];
     let problems = run_reloading(runtime, &mut reloads, module_hooks, &stop).await;
     if let Some((stop_holding, held)) = holding {
@@ -202,6 +204,19 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     }
     tracing::info!("addon-operator stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The webhook servers' settings: without certificates, local mode and the embedded cluster get
+/// throwaway ones (a module author's webhook works with no setting); a cluster needs them given.
+fn webhook_settings(args: &StartArgs, cluster: &Cluster) -> anyhow::Result<WebhookSettings> {
+    let without = match cluster {
+        Cluster::External(_) => WithoutCertificate::Defaults,
+        Cluster::None | Cluster::Embedded { .. } => WithoutCertificate::Generate {
+            dir: args.tmp_dir.join("webhook-certs"),
+            namespace: namespace(args),
+        },
+    };
+    (args.webhooks.settings(&without)).context("make the webhook servers' throwaway certificates")
 }
 
 /// The watch of the tree's directories when `--reload-tree` is on (by default without a cluster

@@ -1,5 +1,6 @@
 //! The admission and conversion webhook servers (HTTPS, shell-operator's flags and defaults) that hand reviews to hooks.
 
+pub mod generated;
 pub mod server;
 pub mod tls;
 

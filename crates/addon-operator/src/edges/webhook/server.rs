@@ -52,7 +52,7 @@ pub trait Answerer: Send + Sync + 'static {
 /// A server that failed to start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("webhook server: {0}")]
+    #[error("webhook server")]
     Tls(#[from] TlsError),
     #[error("webhook server: listen on {address}: {source}")]
     Listen {
