@@ -6,6 +6,7 @@ mod batch;
 mod chart_state;
 mod check;
 mod cluster;
+mod cluster_flags;
 mod config_file;
 mod config_race;
 mod embedded;

@@ -33,7 +33,9 @@ use crate::edges::http::{StartupStatus, StatusSource};
 use crate::edges::jq::{JqRunner, SandboxSettings};
 use crate::edges::kube::leader::{LeaderElection, LeaderSettings};
 use crate::edges::kube::no_cluster::NoCluster;
-use crate::edges::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
+use crate::edges::kube::{
+    ApiSettings, ClientError, ClusterTarget, KubeEdge, ObjectPatcher, PatcherSettings,
+};
 use crate::edges::metrics::Metrics;
 use crate::edges::tree::dirs::DirFlags;
 use crate::edges::tree::runnable::StagedTree;
@@ -257,6 +259,7 @@ fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
         record_history: false,
         kept_releases: Vec::new(),
         crd_extra_labels: args.upstream.crd_labels(),
+        crd_filters: args.upstream.crd_filter_prefixes(),
         leadership: None,
         metrics: Some(Arc::clone(metrics)),
         jq: jq_runner(args),
@@ -354,11 +357,10 @@ async fn choose_cluster(args: &StartArgs) -> anyhow::Result<Cluster> {
             kubeconfig,
         });
     }
-    if let Some(path) = &args.kube_config {
-        return Ok(Cluster::External(Some(path.clone())));
-    }
-    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
-        return Ok(Cluster::External(None));
+    let (context, server) = (&args.upstream.kube_context, &args.upstream.kube_server);
+    let named = args.kube_config.is_some() || context.is_some() || server.is_some();
+    if named || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        return Ok(Cluster::External(args.kube_config.clone()));
     }
     Ok(Cluster::None)
 }
@@ -414,9 +416,11 @@ async fn edges(
         return Ok((edges, None));
     }
     let namespace = namespace(args);
-    let kube = KubeEdge::connect_with(kubeconfig.as_deref(), &api_settings(args))
+    let target = cluster_target(args, cluster);
+    let clients = KubeClients::connect(args, &target)
         .await
         .context("connect to the Kubernetes API")?;
+    let kube = KubeEdge::new(clients.main);
     let mut helm_settings = HelmSettings::new(
         args.helm_binary.clone(),
         namespace.clone(),
@@ -426,6 +430,19 @@ async fn edges(
     helm_settings.timeout = args.upstream.helm_timeout;
     helm_settings.kubeconfig = kubeconfig;
     helm_settings.extra_env = extra_env;
+    helm_settings.monitor_rate = args.upstream.helm_monitor_rate();
+    helm_settings.kube_context.clone_from(&target.context);
+    helm_settings.kube_server.clone_from(&target.server);
+    // helm reads the context and the API server from its own environment variables
+    let helm_env = [
+        ("HELM_KUBECONTEXT", &target.context),
+        ("HELM_KUBEAPISERVER", &target.server),
+    ];
+    for (name, value) in helm_env {
+        if let Some(value) = value {
+            (helm_settings.extra_env).push((name.to_string(), value.clone()));
+        }
+    }
     helm_settings.post_renderer = Some(PostRenderer::of_binary(
         std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe")),
     ));
@@ -442,12 +459,51 @@ async fn edges(
             kube.patcher(PatcherSettings {
                 jq: jq_runner(args),
                 ..PatcherSettings::default()
-            }),
+            })
+            .with_client(clients.patcher),
             kube.client.clone(),
         )),
         config,
     };
     Ok((edges, Some(kube.client.clone())))
+}
+
+/// The cluster the clients talk to: the embedded one's kubeconfig, or `--kube-config`,
+/// `--kube-context` and `--kube-server`.
+fn cluster_target(args: &StartArgs, cluster: &Cluster) -> ClusterTarget {
+    match cluster {
+        Cluster::Embedded { kubeconfig, .. } => ClusterTarget::kubeconfig(Some(kubeconfig)),
+        _ => ClusterTarget {
+            kubeconfig: args.kube_config.clone(),
+            context: args.upstream.kube_context.clone(),
+            server: args.upstream.kube_server.clone(),
+        },
+    }
+}
+
+/// The operator's clients of one cluster, each with its own request rate limit as upstream's:
+/// the main one (watches, ConfigMap, discovery, lease) and the object patcher's.
+struct KubeClients {
+    main: kube::Client,
+    patcher: kube::Client,
+}
+
+impl KubeClients {
+    async fn connect(args: &StartArgs, target: &ClusterTarget) -> Result<Self, ClientError> {
+        let config = crate::edges::kube::client::load_config(target).await?;
+        let api = api_settings(args);
+        let patcher_api = ApiSettings {
+            request_timeout: args.upstream.object_patcher_kube_client_timeout,
+            ..api
+        };
+        let build = |api: &ApiSettings, rate| {
+            crate::edges::kube::client::build(config.clone(), api, rate).map_err(ClientError::Build)
+        };
+        Ok(Self {
+            main: build(&api, args.upstream.kube_rate())?,
+            patcher: build(&patcher_api, args.upstream.object_patcher_rate())?,
+        })
+    }
 }
 
 fn namespace(args: &StartArgs) -> String {
