@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use addon_core::webhook::ServiceRef;
 
 use crate::edges::webhook::generated::{self, GenerateError};
-use crate::edges::webhook::{ServerSettings, TlsFiles, WebhookServer, WebhookSettings};
+use crate::edges::webhook::{Limits, ServerSettings, TlsFiles, WebhookServer, WebhookSettings};
 use crate::runtime::RuntimeHandle;
 use crate::runtime::webhook_objects::CaBundle;
 use crate::runtime::webhook_objects::WebhookObjects;
@@ -106,6 +106,21 @@ pub struct WebhookArgs {
         default_value = "0.0.0.0"
     )]
     pub conversion_webhook_listen_address: IpAddr,
+    /// Connections each webhook server keeps at once; more are closed as they arrive
+    #[arg(long, env = "ADDON_OPERATOR_WEBHOOK_MAX_CONNECTIONS",
+          default_value_t = crate::edges::webhook::accept::DEFAULT_MAX_CONNECTIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub webhook_max_connections: u64,
+    /// TLS handshakes each webhook server runs at once; a new connection past it drops the
+    /// oldest pending handshake
+    #[arg(long, env = "ADDON_OPERATOR_WEBHOOK_MAX_HANDSHAKES",
+          default_value_t = crate::edges::webhook::accept::DEFAULT_MAX_HANDSHAKES as u64,
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub webhook_max_handshakes: u64,
+    /// A client that has not finished its TLS handshake by then is dropped
+    #[arg(long, env = "ADDON_OPERATOR_WEBHOOK_HANDSHAKE_TIMEOUT", default_value = "10s",
+          value_parser = crate::cli::support::parse_duration)]
+    pub webhook_handshake_timeout: std::time::Duration,
 }
 
 /// Which flags and environment variables set one server's certificate files.
@@ -230,7 +245,13 @@ impl WebhookArgs {
             ca,
             service_name: service.clone(),
         };
+        let limits = Limits {
+            max_connections: usize::try_from(self.webhook_max_connections).unwrap_or(usize::MAX),
+            max_handshakes: usize::try_from(self.webhook_max_handshakes).unwrap_or(usize::MAX),
+            handshake_timeout: self.webhook_handshake_timeout,
+        };
         Ok(WebhookSettings {
+            limits,
             admission,
             configuration_name: self.validating_webhook_configuration_name.clone(),
             failure_policy: self.validating_webhook_failure_policy,
@@ -301,7 +322,8 @@ pub async fn start_servers(
             .map_err(|problem| format!("{what} webhook server: {problem}"))?;
         let bound = WebhookServer::bind(server.listen, &server.tls)
             .await
-            .map_err(|e| format!("{what} {}", addon_core::error::error_chain(&e)))?;
+            .map_err(|e| format!("{what} {}", addon_core::error::error_chain(&e)))?
+            .with_limits(settings.limits);
         tracing::info!(address = ?bound.local_addr(), ca = %server.ca.display(), "{what} webhook server listening");
         tokio::spawn(bound.run(Arc::clone(&answers), shutdown.clone()));
     }

@@ -32,4 +32,5 @@ mod webhook_certs;
     reason = "shared with the webhook tests; the e2e tests use part of it"
 )]
 mod webhook_client;
+mod webhook_load;
 mod webhooks;
