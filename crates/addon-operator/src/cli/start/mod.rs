@@ -12,7 +12,6 @@ use addon_core::hook_output::kube_patch::KubeOperation;
 use addon_core::queue::Backoff;
 use anyhow::Context as _;
 use futures::future::BoxFuture;
-use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -33,9 +32,7 @@ use crate::edges::http::{StartupStatus, StatusSource};
 use crate::edges::jq::{JqRunner, SandboxSettings};
 use crate::edges::kube::leader::{LeaderElection, LeaderSettings};
 use crate::edges::kube::no_cluster::NoCluster;
-use crate::edges::kube::{
-    ApiSettings, ClientError, ClusterTarget, KubeEdge, ObjectPatcher, PatcherSettings,
-};
+use crate::edges::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
 use crate::edges::metrics::Metrics;
 use crate::edges::tree::dirs::DirFlags;
 use crate::edges::tree::runnable::StagedTree;
@@ -52,35 +49,13 @@ const CONFIG_DEBOUNCE: Duration = Duration::from_millis(200);
 /// How long the tree's files must be quiet before the tree is loaded again.
 const TREE_SETTLE: Duration = crate::edges::tree::watch::DEFAULT_SETTLE;
 
+mod cluster;
 mod running;
+use cluster::{Cluster, KubeClients, choose_cluster, cluster_target};
 use running::{Reloads, lead_unless_broken, run_reloading};
 
 pub fn run_cli(args: &StartArgs) -> anyhow::Result<ExitCode> {
     crate::cli::support::block_on(run(args))?
-}
-
-/// Which cluster the operator manages.
-enum Cluster {
-    /// None: charts are rendered, kubernetes bindings see nothing.
-    None,
-    /// The in-process emulator; held (and stopped on drop) for the operator's lifetime.
-    Embedded {
-        _emulator: Box<EmulatorHandle>,
-        kubeconfig: PathBuf,
-    },
-    /// A real cluster through a kubeconfig (`None`: in-cluster service account).
-    External(Option<PathBuf>),
-}
-
-impl Cluster {
-    fn kubeconfig(&self) -> Option<&Path> {
-        match self {
-            Cluster::Embedded { kubeconfig, .. } | Cluster::External(Some(kubeconfig)) => {
-                Some(kubeconfig)
-            }
-            _ => None,
-        }
-    }
 }
 
 async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
@@ -332,39 +307,6 @@ pub(crate) fn fail(what: &str, errors: &[String]) -> ExitCode {
     ExitCode::FAILURE
 }
 
-async fn choose_cluster(args: &StartArgs) -> anyhow::Result<Cluster> {
-    if args.embedded_cluster {
-        let config = EmulatorConfig {
-            port: args.embedded_cluster_port,
-            data_dir: args.embedded_cluster_data_dir.clone(),
-            ..EmulatorConfig::default()
-        };
-        let handle = Emulator::start(config)
-            .await
-            .context("start the embedded cluster")?;
-        let kubeconfig = args.tmp_dir.join("embedded-cluster.kubeconfig");
-        handle
-            .write_kubeconfig(&kubeconfig)
-            .context("write the embedded cluster's kubeconfig")?;
-        tracing::info!(
-            url = %handle.url(),
-            kubeconfig = %kubeconfig.display(),
-            "embedded cluster started; use: kubectl --kubeconfig {}",
-            kubeconfig.display()
-        );
-        return Ok(Cluster::Embedded {
-            _emulator: Box::new(handle),
-            kubeconfig,
-        });
-    }
-    let (context, server) = (&args.upstream.kube_context, &args.upstream.kube_server);
-    let named = args.kube_config.is_some() || context.is_some() || server.is_some();
-    if named || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
-        return Ok(Cluster::External(args.kube_config.clone()));
-    }
-    Ok(Cluster::None)
-}
-
 /// The edges for `cluster`, and the Kubernetes client when there is a cluster.
 async fn edges(
     args: &StartArgs,
@@ -466,44 +408,6 @@ async fn edges(
         config,
     };
     Ok((edges, Some(kube.client.clone())))
-}
-
-/// The cluster the clients talk to: the embedded one's kubeconfig, or `--kube-config`,
-/// `--kube-context` and `--kube-server`.
-fn cluster_target(args: &StartArgs, cluster: &Cluster) -> ClusterTarget {
-    match cluster {
-        Cluster::Embedded { kubeconfig, .. } => ClusterTarget::kubeconfig(Some(kubeconfig)),
-        _ => ClusterTarget {
-            kubeconfig: args.kube_config.clone(),
-            context: args.upstream.kube_context.clone(),
-            server: args.upstream.kube_server.clone(),
-        },
-    }
-}
-
-/// The operator's clients of one cluster, each with its own request rate limit as upstream's:
-/// the main one (watches, ConfigMap, discovery, lease) and the object patcher's.
-struct KubeClients {
-    main: kube::Client,
-    patcher: kube::Client,
-}
-
-impl KubeClients {
-    async fn connect(args: &StartArgs, target: &ClusterTarget) -> Result<Self, ClientError> {
-        let config = crate::edges::kube::client::load_config(target).await?;
-        let api = api_settings(args);
-        let patcher_api = ApiSettings {
-            request_timeout: args.upstream.object_patcher_kube_client_timeout,
-            ..api
-        };
-        let build = |api: &ApiSettings, rate| {
-            crate::edges::kube::client::build(config.clone(), api, rate).map_err(ClientError::Build)
-        };
-        Ok(Self {
-            main: build(&api, args.upstream.kube_rate())?,
-            patcher: build(&patcher_api, args.upstream.object_patcher_rate())?,
-        })
-    }
 }
 
 fn namespace(args: &StartArgs) -> String {

@@ -52,7 +52,7 @@ pub trait Answerer: Send + Sync + 'static {
 pub enum ServerError {
     #[error("webhook server")]
     Tls(#[from] TlsError),
-    #[error("webhook server: listen on {address}: {source}")]
+    #[error("webhook server: listen on {address}")]
     Listen {
         address: SocketAddr,
         #[source]
