@@ -1,4 +1,4 @@
-//! shell-operator's `--validating-webhook-*` and `--conversion-webhook-*` flags (same names, environment variables and defaults), and starting the webhook servers the tree's hooks need.
+//! shell-operator's `--validating-webhook-*` and `--conversion-webhook-*` flags (same names, environment variables and defaults) with the servers' connection bounds, the certificates resolved (given, default, or throwaway in local and embedded mode), and starting the webhook servers the tree's hooks need.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -111,8 +111,8 @@ pub struct WebhookArgs {
           default_value_t = crate::edges::webhook::accept::DEFAULT_MAX_CONNECTIONS as u64,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub webhook_max_connections: u64,
-    /// TLS handshakes each webhook server runs at once; a new connection past it drops the
-    /// oldest pending handshake
+    /// TLS handshakes each webhook server runs at once (more wait for a turn), and connections
+    /// that have sent nothing yet (a new one past it closes the oldest silent one)
     #[arg(long, env = "ADDON_OPERATOR_WEBHOOK_MAX_HANDSHAKES",
           default_value_t = crate::edges::webhook::accept::DEFAULT_MAX_HANDSHAKES as u64,
           value_parser = clap::value_parser!(u64).range(1..=100_000))]

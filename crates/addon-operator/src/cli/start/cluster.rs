@@ -80,10 +80,13 @@ pub(super) fn cluster_target(args: &StartArgs, cluster: &Cluster) -> ClusterTarg
 }
 
 /// The operator's clients of one cluster, each with its own request rate limit as upstream's:
-/// the main one (watches, ConfigMap, discovery, lease) and the object patcher's.
+/// the main one (watches, ConfigMap, discovery) and the object patcher's; and the leader lease's,
+/// without a limit, so that a backlog of throttled requests never delays a renewal past the
+/// lease's deadline.
 pub(super) struct KubeClients {
     pub(super) main: kube::Client,
     pub(super) patcher: kube::Client,
+    pub(super) lease: kube::Client,
 }
 
 impl KubeClients {
@@ -103,6 +106,7 @@ impl KubeClients {
         Ok(Self {
             main: build(&api, args.upstream.kube_rate())?,
             patcher: build(&patcher_api, args.upstream.object_patcher_rate())?,
+            lease: build(&api, None)?,
         })
     }
 }

@@ -307,7 +307,8 @@ pub(crate) fn fail(what: &str, errors: &[String]) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// The edges for `cluster`, and the Kubernetes client when there is a cluster.
+/// The edges for `cluster`, and, when there is a cluster, the client of the leader lease and
+/// the start's few reads.
 async fn edges(
     args: &StartArgs,
     cluster: &Cluster,
@@ -407,7 +408,7 @@ async fn edges(
         )),
         config,
     };
-    Ok((edges, Some(kube.client.clone())))
+    Ok((edges, Some(clients.lease)))
 }
 
 fn namespace(args: &StartArgs) -> String {
