@@ -239,3 +239,41 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Bounded<S> {
         Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    fn permit() -> OwnedSemaphorePermit {
+        Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_idle_past_the_limit_fails_and_traffic_keeps_it_open() {
+        let (ours, mut theirs) = tokio::io::duplex(64);
+        let mut conn = Bounded::new(ours, permit());
+        let mut buf = [0u8; 8];
+        tokio::time::advance(IDLE_TIMEOUT - Duration::from_secs(1)).await;
+        theirs.write_all(b"ping").await.unwrap();
+        assert_eq!(conn.read(&mut buf).await.unwrap(), 4);
+        // the deadline moved on with the bytes read: another almost-full period is fine
+        tokio::time::advance(IDLE_TIMEOUT - Duration::from_secs(1)).await;
+        theirs.write_all(b"pong").await.unwrap();
+        assert_eq!(conn.read(&mut buf).await.unwrap(), 4);
+        let silent = conn.read(&mut buf).await.unwrap_err();
+        assert_eq!(silent.kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[tokio::test]
+    async fn the_permit_is_given_back_when_the_connection_ends() {
+        let connections = Arc::new(Semaphore::new(1));
+        let taken = Arc::clone(&connections).try_acquire_owned().unwrap();
+        let (ours, _theirs) = tokio::io::duplex(64);
+        let conn = Bounded::new(ours, taken);
+        assert!(Arc::clone(&connections).try_acquire_owned().is_err());
+        drop(conn);
+        assert!(connections.try_acquire_owned().is_ok());
+    }
+}
