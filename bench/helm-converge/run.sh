@@ -108,7 +108,7 @@ operator_start() { # $1: binary, $2: side (helm wrapper), $3: namespace, $4: por
   ADDON_OPERATOR_NAMESPACE="$3" "$1" start --working-dir "$work/tree" --config-file "$work/tree/config.yaml" \
     --helm-binary "$work/helm-$2" --tmp-dir "$work/run-$3" --prometheus-listen-address 127.0.0.1 \
     --prometheus-listen-port "$4" --debug-unix-socket "$work/debug-$3.socket" --log-level warn \
-    --resources-monitor-interval "$monitor" --kube-config "$work/kubeconfig" > "$work/operator-$3.log" 2>&1 &
+    --resources-monitor-interval "$monitor" --kube-config "$work/kubeconfig" "${unthrottled[@]}" > "$work/operator-$3.log" 2>&1 &
   echo $!
 }
 

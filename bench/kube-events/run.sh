@@ -50,7 +50,7 @@ exec cp "\$BINDING_CONTEXT_PATH" "$work/contexts/\$(date +%s%N)"
 HOOK
 chmod +x "$tree/global-hooks/h"
 port=$(free_port)
-"$bin" start --working-dir "$tree" --kube-config "$work/kubeconfig" --namespace ops \
+"$bin" start --working-dir "$tree" --kube-config "$work/kubeconfig" "${unthrottled[@]}" --namespace ops \
   --tmp-dir "$work/tmp" --prometheus-listen-address 127.0.0.1 --prometheus-listen-port "$port" \
   --debug-unix-socket "$work/debug.socket" --log-level warn > "$work/operator.log" 2>&1 &
 pid=$!

@@ -63,7 +63,7 @@ run() {
   chmod +x "$tree/global-hooks/h"
   local port
   port=$(free_port)
-  "$bin" start --working-dir "$tree" --kube-config "$work/kubeconfig" --namespace ops \
+  "$bin" start --working-dir "$tree" --kube-config "$work/kubeconfig" "${unthrottled[@]}" --namespace ops \
     --tmp-dir "$work/tmp-$1" --prometheus-listen-address 127.0.0.1 --prometheus-listen-port "$port" \
     --debug-unix-socket "$work/debug-$1.socket" --log-level warn > "$work/log-$1" 2>&1 &
   pid=$!

@@ -70,7 +70,7 @@ rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
 # RSS split into heap and stacks (anonymous) and the binary's pages (file)
 rss_parts() { awk '/RssAnon/ {a = $2} /RssFile/ {f = $2} END {printf "anon %d kB, file %d kB", a, f}' "/proc/$pid/status"; }
 started=$(date +%s%N)
-${WRAP:-} "$bin" start --working-dir "$tree" --kube-config "$cluster_kubeconfig" --namespace ops \
+${WRAP:-} "$bin" start --working-dir "$tree" --kube-config "$cluster_kubeconfig" "${unthrottled[@]}" --namespace ops \
   --tmp-dir "$work/tmp" --prometheus-listen-address 127.0.0.1 --prometheus-listen-port "$port" \
   --debug-unix-socket "$work/debug.socket" --log-level warn > "$work/log" 2>&1 &
 pid=$!

@@ -1,12 +1,15 @@
-//! The Go operator's `start` flags that have no other home here: Helm's timeout and history (used),
-//! and the flags of features this operator does not have (accepted, logged once as no-ops), plus
-//! the `SHELL_OPERATOR_*` fallbacks and the in-cluster namespace default.
+//! The Go operator's `start` flags that have no other home here: Helm's timeout and history, the
+//! Kubernetes clients' cluster (`--kube-context`, `--kube-server`) and request rate limits, the
+//! CRD file filters (all used), and the flags of features this operator does not have (accepted,
+//! logged once as no-ops), plus the `SHELL_OPERATOR_*` fallbacks and the in-cluster namespace
+//! default.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::cli::support::parse_duration;
+use crate::edges::kube::RateLimit;
 
 /// Where a pod finds its own namespace.
 pub const SERVICE_ACCOUNT_NAMESPACE: &str =
@@ -21,31 +24,53 @@ pub struct UpstreamArgs {
     /// Helm: the most revisions kept per release; 0 keeps all
     #[arg(long, env = "HELM_HISTORY_MAX", default_value_t = 10)]
     pub helm_history_max: u32,
-    /// Accepted for compatibility, no effect: the Helm resources monitor here has no own client
-    #[arg(long, env = "HELM_MONITOR_KUBE_CLIENT_QPS", default_value_t = 5.0)]
+    /// Requests a second of the Kubernetes client of the Helm resources monitor (release
+    /// storage and absent objects); 0 is 5 (client-go's default), a negative value (the default
+    /// here) no client-side limit
+    #[arg(
+        long,
+        env = "HELM_MONITOR_KUBE_CLIENT_QPS",
+        default_value_t = -1.0,
+        allow_negative_numbers = true
+    )]
     pub helm_monitor_kube_client_qps: f32,
-    /// Accepted for compatibility, no effect (see --helm-monitor-kube-client-qps)
+    /// Requests at once of the Helm resources monitor's client (0 is 10)
     #[arg(long, env = "HELM_MONITOR_KUBE_CLIENT_BURST", default_value_t = 10)]
     pub helm_monitor_kube_client_burst: u32,
-    /// Accepted for compatibility, no effect: the kubeconfig's current context is used
+    /// The context of the kubeconfig (--kube-config, else $KUBECONFIG or ~/.kube/config) to use
+    /// instead of its current context
     #[arg(long, env = "KUBE_CONTEXT")]
     pub kube_context: Option<String>,
-    /// Accepted for compatibility, no effect: the API server comes from the kubeconfig
+    /// The API server's URL (e.g. `kubectl proxy`'s http://127.0.0.1:8001), without credentials;
+    /// the kubeconfig is then not read
     #[arg(long, env = "KUBE_SERVER")]
     pub kube_server: Option<String>,
-    /// Accepted for compatibility, no effect: the Kubernetes client has no rate limiter
-    #[arg(long, env = "KUBE_CLIENT_QPS", default_value_t = 5.0)]
+    /// Requests a second of the main Kubernetes client (watches, ConfigMap, discovery); 0 is 5
+    /// (client-go's default), a negative value (the default here) no client-side limit
+    #[arg(
+        long,
+        env = "KUBE_CLIENT_QPS",
+        default_value_t = -1.0,
+        allow_negative_numbers = true
+    )]
     pub kube_client_qps: f32,
-    /// Accepted for compatibility, no effect (see --kube-client-qps)
+    /// Requests at once of the main Kubernetes client (0 is 10)
     #[arg(long, env = "KUBE_CLIENT_BURST", default_value_t = 10)]
     pub kube_client_burst: u32,
-    /// Accepted for compatibility, no effect: the object patcher shares the operator's client
-    #[arg(long, env = "OBJECT_PATCHER_KUBE_CLIENT_QPS", default_value_t = 5.0)]
+    /// Requests a second of the object patcher's client (hooks' $KUBERNETES_PATCH_PATH, module
+    /// CRDs, webhook objects); 0 is 5 (client-go's default), a negative value (the default here)
+    /// no client-side limit
+    #[arg(
+        long,
+        env = "OBJECT_PATCHER_KUBE_CLIENT_QPS",
+        default_value_t = -1.0,
+        allow_negative_numbers = true
+    )]
     pub object_patcher_kube_client_qps: f32,
-    /// Accepted for compatibility, no effect (see --object-patcher-kube-client-qps)
+    /// Requests at once of the object patcher's client (0 is 10)
     #[arg(long, env = "OBJECT_PATCHER_KUBE_CLIENT_BURST", default_value_t = 10)]
     pub object_patcher_kube_client_burst: u32,
-    /// Accepted for compatibility, no effect (see --object-patcher-kube-client-qps)
+    /// Time limit of one request of the object patcher's client
     #[arg(long, env = "OBJECT_PATCHER_KUBE_CLIENT_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub object_patcher_kube_client_timeout: Duration,
     /// Accepted for compatibility, no effect: hooks and enabled scripts are never chrooted
@@ -72,7 +97,8 @@ pub struct UpstreamArgs {
         default_value = "heritage=addon-operator"
     )]
     pub crd_extra_labels: String,
-    /// Accepted for compatibility, no effect (see --crd-extra-labels)
+    /// File name prefixes (comma-separated) of the modules' crds/ files that are not CRDs to
+    /// install
     #[arg(
         long,
         env = "ADDON_OPERATOR_CRD_FILTER_PREFIXES",
@@ -127,6 +153,34 @@ impl UpstreamArgs {
         labels
     }
 
+    /// The main client's request rate limit (`None`: off).
+    pub fn kube_rate(&self) -> Option<RateLimit> {
+        RateLimit::from_flags(self.kube_client_qps, self.kube_client_burst)
+    }
+
+    /// The object patcher client's request rate limit (`None`: off).
+    pub fn object_patcher_rate(&self) -> Option<RateLimit> {
+        let (qps, burst) = (
+            self.object_patcher_kube_client_qps,
+            self.object_patcher_kube_client_burst,
+        );
+        RateLimit::from_flags(qps, burst)
+    }
+
+    /// The Helm resources monitor client's request rate limit (`None`: off).
+    pub fn helm_monitor_rate(&self) -> Option<RateLimit> {
+        let (qps, burst) = (
+            self.helm_monitor_kube_client_qps,
+            self.helm_monitor_kube_client_burst,
+        );
+        RateLimit::from_flags(qps, burst)
+    }
+
+    /// `--crd-filters` as prefixes.
+    pub fn crd_filter_prefixes(&self) -> Vec<String> {
+        crate::edges::kube::crds::parse_filters(&self.crd_filters)
+    }
+
     /// The flags given a value other than their default, though they change nothing here.
     pub fn without_effect(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
@@ -135,36 +189,11 @@ impl UpstreamArgs {
                 out.push(flag);
             }
         };
-        note(
-            self.helm_monitor_kube_client_qps != 5.0,
-            "--helm-monitor-kube-client-qps",
-        );
-        note(
-            self.helm_monitor_kube_client_burst != 10,
-            "--helm-monitor-kube-client-burst",
-        );
-        note(self.kube_context.is_some(), "--kube-context");
-        note(self.kube_server.is_some(), "--kube-server");
-        note(self.kube_client_qps != 5.0, "--kube-client-qps");
-        note(self.kube_client_burst != 10, "--kube-client-burst");
-        note(
-            self.object_patcher_kube_client_qps != 5.0,
-            "--object-patcher-kube-client-qps",
-        );
-        note(
-            self.object_patcher_kube_client_burst != 10,
-            "--object-patcher-kube-client-burst",
-        );
-        note(
-            self.object_patcher_kube_client_timeout != Duration::from_secs(10),
-            "--object-patcher-kube-client-timeout",
-        );
         note(self.shell_chroot_dir.is_some(), "--shell-chroot-dir");
         note(
             !self.applied_module_extenders.is_empty(),
             "--applied-module-extenders",
         );
-        note(self.crd_filters != "doc-,_", "--crd-filters");
         note(self.admission_server_enabled, "--admission-server-enabled");
         note(
             self.admission_server_listen_port != "9651",
@@ -292,7 +321,22 @@ mod tests {
         .unwrap();
         assert_eq!(cli.upstream.helm_timeout, Duration::from_secs(300));
         assert_eq!(cli.upstream.helm_history_max, 0);
-        assert_eq!(cli.upstream.without_effect().len(), 16);
+        assert_eq!(
+            cli.upstream.without_effect(),
+            [
+                "--shell-chroot-dir",
+                "--applied-module-extenders",
+                "--admission-server-enabled",
+                "--admission-server-listen-port",
+                "--admission-server-certs-dir",
+                "--debug-kubernetes-api"
+            ]
+        );
+        let limit = |qps, burst| Some(RateLimit { qps, burst });
+        assert_eq!(cli.upstream.kube_rate(), limit(50.0, 100));
+        assert_eq!(cli.upstream.object_patcher_rate(), limit(50.0, 100));
+        assert_eq!(cli.upstream.helm_monitor_rate(), limit(20.0, 40));
+        assert_eq!(cli.upstream.crd_filter_prefixes(), ["doc-"]);
         assert_eq!(
             cli.upstream.crd_labels(),
             BTreeMap::from([

@@ -1,7 +1,7 @@
-//! shell-operator's `--validating-webhook-*` and `--conversion-webhook-*` flags (same names, environment variables and defaults), and starting the webhook servers the tree's hooks need.
+//! shell-operator's `--validating-webhook-*` and `--conversion-webhook-*` flags (same names, environment variables and defaults) with the servers' connection bounds, the certificates resolved (given, default, or throwaway in local and embedded mode), and starting the webhook servers the tree's hooks need.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use addon_core::hook_config::FailurePolicy;
@@ -9,7 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use addon_core::webhook::ServiceRef;
 
-use crate::edges::webhook::{ServerSettings, TlsFiles, WebhookServer, WebhookSettings};
+use crate::edges::webhook::generated::{self, GenerateError};
+use crate::edges::webhook::{Limits, ServerSettings, TlsFiles, WebhookServer, WebhookSettings};
 use crate::runtime::RuntimeHandle;
 use crate::runtime::webhook_objects::CaBundle;
 use crate::runtime::webhook_objects::WebhookObjects;
@@ -36,26 +37,18 @@ pub struct WebhookArgs {
     )]
     pub validating_webhook_service_name: String,
     /// A path to a server certificate for service used in ValidatingWebhookConfiguration
-    #[arg(
-        long,
-        env = "VALIDATING_WEBHOOK_SERVER_CERT",
-        default_value = "/validating-certs/tls.crt"
-    )]
-    pub validating_webhook_server_cert: PathBuf,
+    /// [default: /validating-certs/tls.crt; without it and that file, in local mode and with
+    /// --embedded-cluster, a throwaway CA and certificate are made in <tmp-dir>/webhook-certs]
+    #[arg(long, env = "VALIDATING_WEBHOOK_SERVER_CERT", value_name = "FILE")]
+    pub validating_webhook_server_cert: Option<PathBuf>,
     /// A path to a server private key for service used in ValidatingWebhookConfiguration
-    #[arg(
-        long,
-        env = "VALIDATING_WEBHOOK_SERVER_KEY",
-        default_value = "/validating-certs/tls.key"
-    )]
-    pub validating_webhook_server_key: PathBuf,
-    /// A path to a ca certificate for ValidatingWebhookConfiguration
-    #[arg(
-        long,
-        env = "VALIDATING_WEBHOOK_CA",
-        default_value = "/validating-certs/ca.crt"
-    )]
-    pub validating_webhook_ca: PathBuf,
+    /// [default: /validating-certs/tls.key]
+    #[arg(long, env = "VALIDATING_WEBHOOK_SERVER_KEY", value_name = "FILE")]
+    pub validating_webhook_server_key: Option<PathBuf>,
+    /// A path to a ca certificate for ValidatingWebhookConfiguration [default:
+    /// /validating-certs/ca.crt]
+    #[arg(long, env = "VALIDATING_WEBHOOK_CA", value_name = "FILE")]
+    pub validating_webhook_ca: Option<PathBuf>,
     /// A path to a client CA certificate for ValidatingWebhookConfiguration (can be set multiple
     /// times)
     #[arg(long, env = "VALIDATING_WEBHOOK_CLIENT_CA", value_delimiter = ',')]
@@ -85,27 +78,17 @@ pub struct WebhookArgs {
         default_value = "shell-operator-conversion-svc"
     )]
     pub conversion_webhook_service_name: String,
-    /// A path to a server certificate for clientConfig in CRD
-    #[arg(
-        long,
-        env = "CONVERSION_WEBHOOK_SERVER_CERT",
-        default_value = "/conversion-certs/tls.crt"
-    )]
-    pub conversion_webhook_server_cert: PathBuf,
-    /// A path to a server private key for clientConfig in CRD
-    #[arg(
-        long,
-        env = "CONVERSION_WEBHOOK_SERVER_KEY",
-        default_value = "/conversion-certs/tls.key"
-    )]
-    pub conversion_webhook_server_key: PathBuf,
-    /// A path to a ca certificate for clientConfig in CRD
-    #[arg(
-        long,
-        env = "CONVERSION_WEBHOOK_CA",
-        default_value = "/conversion-certs/ca.crt"
-    )]
-    pub conversion_webhook_ca: PathBuf,
+    /// A path to a server certificate for clientConfig in CRD [default:
+    /// /conversion-certs/tls.crt; without it and that file, in local mode and with
+    /// --embedded-cluster, a throwaway CA and certificate are made in <tmp-dir>/webhook-certs]
+    #[arg(long, env = "CONVERSION_WEBHOOK_SERVER_CERT", value_name = "FILE")]
+    pub conversion_webhook_server_cert: Option<PathBuf>,
+    /// A path to a server private key for clientConfig in CRD [default: /conversion-certs/tls.key]
+    #[arg(long, env = "CONVERSION_WEBHOOK_SERVER_KEY", value_name = "FILE")]
+    pub conversion_webhook_server_key: Option<PathBuf>,
+    /// A path to a ca certificate for clientConfig in CRD [default: /conversion-certs/ca.crt]
+    #[arg(long, env = "CONVERSION_WEBHOOK_CA", value_name = "FILE")]
+    pub conversion_webhook_ca: Option<PathBuf>,
     /// A path to a client CA certificate for CRD.spec.conversion.webhook (can be set multiple times)
     #[arg(long, env = "CONVERSION_WEBHOOK_CLIENT_CA", value_delimiter = ',')]
     pub conversion_webhook_client_ca: Vec<PathBuf>,
@@ -123,40 +106,157 @@ pub struct WebhookArgs {
         default_value = "0.0.0.0"
     )]
     pub conversion_webhook_listen_address: IpAddr,
+    /// Connections each webhook server keeps at once; more are closed as they arrive
+    #[arg(long, env = "ADDON_OPERATOR_WEBHOOK_MAX_CONNECTIONS",
+          default_value_t = crate::edges::webhook::accept::DEFAULT_MAX_CONNECTIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub webhook_max_connections: u64,
+    /// TLS handshakes each webhook server runs at once (more wait for a turn), and connections
+    /// that have sent nothing yet (a new one past it closes the oldest silent one)
+    #[arg(long, env = "ADDON_OPERATOR_WEBHOOK_MAX_HANDSHAKES",
+          default_value_t = crate::edges::webhook::accept::DEFAULT_MAX_HANDSHAKES as u64,
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub webhook_max_handshakes: u64,
+    /// A client that has not finished its TLS handshake by then is dropped
+    #[arg(long, env = "ADDON_OPERATOR_WEBHOOK_HANDSHAKE_TIMEOUT", default_value = "10s",
+          value_parser = crate::cli::support::parse_duration)]
+    pub webhook_handshake_timeout: std::time::Duration,
+}
+
+/// Which flags and environment variables set one server's certificate files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CertFlags {
+    pub cert: (&'static str, &'static str),
+    pub key: (&'static str, &'static str),
+}
+
+const ADMISSION_FLAGS: CertFlags = CertFlags {
+    cert: (
+        "--validating-webhook-server-cert",
+        "VALIDATING_WEBHOOK_SERVER_CERT",
+    ),
+    key: (
+        "--validating-webhook-server-key",
+        "VALIDATING_WEBHOOK_SERVER_KEY",
+    ),
+};
+
+const CONVERSION_FLAGS: CertFlags = CertFlags {
+    cert: (
+        "--conversion-webhook-server-cert",
+        "CONVERSION_WEBHOOK_SERVER_CERT",
+    ),
+    key: (
+        "--conversion-webhook-server-key",
+        "CONVERSION_WEBHOOK_SERVER_KEY",
+    ),
+};
+
+/// What a server gets when its certificate flag is not set and the default file is absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WithoutCertificate {
+    /// The default paths (with a cluster: starting the server fails, naming the flag).
+    Defaults,
+    /// A throwaway CA and certificate made under `dir` for the Services in `namespace` (local
+    /// mode and the embedded cluster).
+    Generate { dir: PathBuf, namespace: String },
+}
+
+/// One server's certificate flags, as given.
+struct GivenFiles<'a> {
+    cert: &'a Option<PathBuf>,
+    key: &'a Option<PathBuf>,
+    ca: &'a Option<PathBuf>,
+    /// The directory of the defaults (`/validating-certs`).
+    default_dir: &'static str,
+    /// The directory under `<tmp-dir>/webhook-certs` of a generated certificate.
+    generated_dir: &'static str,
+}
+
+impl GivenFiles<'_> {
+    /// The cert, key and CA paths: given, generated, or the defaults.
+    fn resolve(
+        &self,
+        service: &str,
+        without: &WithoutCertificate,
+    ) -> Result<[PathBuf; 3], GenerateError> {
+        let default = |file: &str| Path::new(self.default_dir).join(file);
+        let default_missing = !default("tls.crt").exists();
+        if let (None, true, WithoutCertificate::Generate { dir, namespace }) =
+            (self.cert, default_missing, without)
+        {
+            let names = generated::service_names(service, namespace);
+            let files = generated::generate(&dir.join(self.generated_dir), &names)?;
+            return Ok([files.cert, files.key, files.ca]);
+        }
+        let pick = |given: &Option<PathBuf>, file| given.clone().unwrap_or_else(|| default(file));
+        Ok([
+            pick(self.cert, "tls.crt"),
+            pick(self.key, "tls.key"),
+            pick(self.ca, "ca.crt"),
+        ])
+    }
 }
 
 impl WebhookArgs {
-    pub fn settings(&self) -> WebhookSettings {
-        WebhookSettings {
-            admission: ServerSettings {
-                listen: SocketAddr::new(
-                    self.validating_webhook_listen_address,
-                    self.validating_webhook_listen_port,
-                ),
-                tls: TlsFiles {
-                    cert: self.validating_webhook_server_cert.clone(),
-                    key: self.validating_webhook_server_key.clone(),
-                    client_cas: self.validating_webhook_client_ca.clone(),
-                },
-                ca: self.validating_webhook_ca.clone(),
-                service_name: self.validating_webhook_service_name.clone(),
+    /// Both servers' settings; a server without a certificate gets what `without` says.
+    pub fn settings(&self, without: &WithoutCertificate) -> Result<WebhookSettings, GenerateError> {
+        let admission = GivenFiles {
+            cert: &self.validating_webhook_server_cert,
+            key: &self.validating_webhook_server_key,
+            ca: &self.validating_webhook_ca,
+            default_dir: "/validating-certs",
+            generated_dir: "validating",
+        };
+        let conversion = GivenFiles {
+            cert: &self.conversion_webhook_server_cert,
+            key: &self.conversion_webhook_server_key,
+            ca: &self.conversion_webhook_ca,
+            default_dir: "/conversion-certs",
+            generated_dir: "conversion",
+        };
+        let service = &self.validating_webhook_service_name;
+        let [cert, key, ca] = admission.resolve(service, without)?;
+        let admission = ServerSettings {
+            listen: SocketAddr::new(
+                self.validating_webhook_listen_address,
+                self.validating_webhook_listen_port,
+            ),
+            tls: TlsFiles {
+                cert,
+                key,
+                client_cas: self.validating_webhook_client_ca.clone(),
             },
+            ca,
+            service_name: service.clone(),
+        };
+        let service = &self.conversion_webhook_service_name;
+        let [cert, key, ca] = conversion.resolve(service, without)?;
+        let conversion = ServerSettings {
+            listen: SocketAddr::new(
+                self.conversion_webhook_listen_address,
+                self.conversion_webhook_listen_port,
+            ),
+            tls: TlsFiles {
+                cert,
+                key,
+                client_cas: self.conversion_webhook_client_ca.clone(),
+            },
+            ca,
+            service_name: service.clone(),
+        };
+        let limits = Limits {
+            max_connections: usize::try_from(self.webhook_max_connections).unwrap_or(usize::MAX),
+            max_handshakes: usize::try_from(self.webhook_max_handshakes).unwrap_or(usize::MAX),
+            handshake_timeout: self.webhook_handshake_timeout,
+        };
+        Ok(WebhookSettings {
+            limits,
+            admission,
             configuration_name: self.validating_webhook_configuration_name.clone(),
             failure_policy: self.validating_webhook_failure_policy,
-            conversion: ServerSettings {
-                listen: SocketAddr::new(
-                    self.conversion_webhook_listen_address,
-                    self.conversion_webhook_listen_port,
-                ),
-                tls: TlsFiles {
-                    cert: self.conversion_webhook_server_cert.clone(),
-                    key: self.conversion_webhook_server_key.clone(),
-                    client_cas: self.conversion_webhook_client_ca.clone(),
-                },
-                ca: self.conversion_webhook_ca.clone(),
-                service_name: self.conversion_webhook_service_name.clone(),
-            },
-        }
+            conversion,
+        })
     }
 }
 
@@ -203,24 +303,43 @@ pub async fn start_servers(
             used.admission,
             "admission",
             &settings.admission,
+            ADMISSION_FLAGS,
             runtime.admission_answers(),
         ),
         (
             used.conversion,
             "conversion",
             &settings.conversion,
+            CONVERSION_FLAGS,
             runtime.conversion_answers(),
         ),
     ];
-    for (wanted, what, server, answers) in servers {
+    for (wanted, what, server, flags, answers) in servers {
         if !wanted {
             continue;
         }
+        readable(&server.tls, flags)
+            .map_err(|problem| format!("{what} webhook server: {problem}"))?;
         let bound = WebhookServer::bind(server.listen, &server.tls)
             .await
-            .map_err(|e| format!("{what} {}", addon_core::error::error_chain(&e)))?;
-        tracing::info!(address = ?bound.local_addr(), "{what} webhook server listening");
+            .map_err(|e| format!("{what} {}", addon_core::error::error_chain(&e)))?
+            .with_limits(settings.limits);
+        tracing::info!(address = ?bound.local_addr(), ca = %server.ca.display(), "{what} webhook server listening");
         tokio::spawn(bound.run(Arc::clone(&answers), shutdown.clone()));
+    }
+    Ok(())
+}
+
+/// The certificate and key files can be opened, or which one cannot, with the flag and
+/// environment variable that set its path.
+fn readable(tls: &TlsFiles, flags: CertFlags) -> Result<(), String> {
+    for (path, (flag, env)) in [(&tls.cert, flags.cert), (&tls.key, flags.key)] {
+        if let Err(e) = std::fs::File::open(path) {
+            return Err(format!(
+                "read {} (set by {flag} or {env}): {e}",
+                path.display()
+            ));
+        }
     }
     Ok(())
 }

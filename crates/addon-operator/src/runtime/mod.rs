@@ -63,6 +63,8 @@ pub struct RuntimeSettings {
     /// Labels put on every CRD of the modules' `crds/` (`--crd-extra-labels`; upstream's
     /// default `heritage=addon-operator`).
     pub crd_extra_labels: BTreeMap<String, String>,
+    /// File name prefixes left out of the modules' `crds/` (`--crd-filters`).
+    pub crd_filters: Vec<String>,
     /// With `--ha`: whether this replica leads; checked before every task start.
     pub leadership: Option<Arc<crate::edges::kube::leader::Leadership>>,
     /// The registry to record into when it is shared (with the HTTP server that starts before the
@@ -96,6 +98,9 @@ impl Default for RuntimeSettings {
                 "heritage".to_string(),
                 "addon-operator".to_string(),
             )]),
+            crd_filters: crate::edges::kube::crds::DEFAULT_CRD_FILTERS
+                .map(str::to_string)
+                .to_vec(),
             leadership: None,
             metrics: None,
             jq: JqRunner::default(),
@@ -540,6 +545,7 @@ fn initial_state(
         rate_limits: BTreeMap::new(),
         kept_releases: settings.kept_releases.clone(),
         crd_extra_labels: settings.crd_extra_labels.clone(),
+        crd_filters: settings.crd_filters.clone(),
         leadership: settings.leadership.clone(),
         crds_applied: BTreeMap::new(),
         startup_purge_done: false,

@@ -160,6 +160,8 @@ pub struct State {
     pub startup_purge_done: bool,
     /// Labels put on every CRD of the modules' `crds/` (`--crd-extra-labels`).
     pub crd_extra_labels: BTreeMap<String, String>,
+    /// File name prefixes left out of the modules' `crds/` (`--crd-filters`).
+    pub crd_filters: Vec<String>,
     /// Checksum of the `crds/` files each module last created or updated.
     pub crds_applied: BTreeMap<ModuleName, String>,
     /// With `--ha`: no task starts while this replica does not lead.

@@ -62,6 +62,12 @@ fn operator(root: &Path, kubeconfig: &Path, port: u16) -> Running {
         .arg("--tmp-dir")
         .arg(root.join("tmp"))
         .args(["--retry-initial-delay", "200ms", "--retry-max-delay", "1s"])
+        // no client-side rate limit (5 requests a second by default): the operator's writes
+        // race the user's edits at full speed, and the quiet the test waits for is a real one
+        .args([
+            "--kube-client-qps=-1",
+            "--object-patcher-kube-client-qps=-1",
+        ])
         .args(["--prometheus-listen-address", "127.0.0.1"])
         .args(["--prometheus-listen-port", &port.to_string()])
         .arg("--debug-unix-socket")

@@ -6,6 +6,7 @@ mod batch;
 mod chart_state;
 mod check;
 mod cluster;
+mod cluster_flags;
 mod config_file;
 mod config_race;
 mod embedded;
@@ -24,10 +25,12 @@ mod support;
 mod test_cmd;
 mod tree_reload;
 mod upstream;
+mod webhook_certs;
 #[path = "../webhook/client.rs"]
 #[allow(
     dead_code,
     reason = "shared with the webhook tests; the e2e tests use part of it"
 )]
 mod webhook_client;
+mod webhook_load;
 mod webhooks;

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::support::{Running, path_with_tools, require_tool, start_command, wait_for, write};
 use crate::webhook_client::{certs, connector, request};
 
-const POLICY_HOOK: &str = r##"#!/usr/bin/env bash
+pub const POLICY_HOOK: &str = r##"#!/usr/bin/env bash
 if [[ "${1:-}" == "--config" ]]; then
   cat <<'EOF'
 configVersion: v1
@@ -33,7 +33,7 @@ case "$ctx" in
 esac
 "##;
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -42,7 +42,7 @@ fn free_port() -> u16 {
 }
 
 /// A tree of the module `010-cron`, enabled, with `hooks` (name, text) and no global hooks.
-fn cron_tree(hooks: &[(&str, &str)]) -> tempfile::TempDir {
+pub fn cron_tree(hooks: &[(&str, &str)]) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     write(
@@ -119,6 +119,19 @@ async fn post(addr: SocketAddr, name: &str) -> (u16, String) {
     .unwrap()
 }
 
+pub async fn ask_with(
+    connector: &tokio_rustls::TlsConnector,
+    addr: SocketAddr,
+    name: &str,
+) -> Value {
+    let path = "/hooks/crontab-policy-example-com";
+    let (status, body) = request(connector, addr, "POST", path, &review(name))
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str::<Value>(&body).unwrap()["response"].clone()
+}
+
 async fn ask(addr: SocketAddr, name: &str) -> Value {
     let (status, body) = post(addr, name).await;
     assert_eq!(status, 200, "{body}");
@@ -183,7 +196,7 @@ fn a_modules_validating_hook_answers_over_https_until_the_module_is_disabled() {
 }
 
 /// The example's hook (examples/webhooks): a mutating and a validating webhook for ConfigMaps.
-const GUARD_HOOK: &str =
+pub const GUARD_HOOK: &str =
     include_str!("../../../../examples/webhooks/modules/010-configmap-policy/hooks/policy");
 
 /// A hook whose two validating webhooks (one per failure policy, told apart by a label) never
@@ -213,7 +226,7 @@ echo '{"allowed":false,"message":"too late"}' > "$VALIDATING_RESPONSE_PATH"
 "##;
 
 /// `kubectl create -f` of a guarded ConfigMap: `Ok(())` or kubectl's stderr.
-fn create_configmap(kubeconfig: &std::path::Path, name: &str) -> Result<(), String> {
+pub fn create_configmap(kubeconfig: &std::path::Path, name: &str) -> Result<(), String> {
     create_labelled_configmap(kubeconfig, name, "guarded: \"yes\"")
 }
 
@@ -243,7 +256,7 @@ fn create_labelled_configmap(
     }
 }
 
-fn kubectl_json(kubeconfig: &std::path::Path, args: &[&str]) -> Option<Value> {
+pub fn kubectl_json(kubeconfig: &std::path::Path, args: &[&str]) -> Option<Value> {
     let out = std::process::Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(kubeconfig)
@@ -363,13 +376,13 @@ fn on_a_cluster_the_validating_configuration_comes_and_goes_with_the_module() {
 
 /// The example's conversion hook (examples/webhooks): CronTab v1alpha1 `spec.cronSpec` <-> v1
 /// `spec.schedule`, with jq.
-const CONVERT_HOOK: &str =
+pub const CONVERT_HOOK: &str =
     include_str!("../../../../examples/webhooks/modules/020-crontab-versions/hooks/convert");
 
-const CRONTAB_CRD: &str = include_str!("../../../../examples/webhooks/crontab/crd.yaml");
+pub const CRONTAB_CRD: &str = include_str!("../../../../examples/webhooks/crontab/crd.yaml");
 
 /// `kubectl apply -f` of `text`; panics with kubectl's stderr when it fails.
-fn kubectl_apply(kubeconfig: &std::path::Path, file: &str, text: &str) {
+pub fn kubectl_apply(kubeconfig: &std::path::Path, file: &str, text: &str) {
     let manifest = kubeconfig.with_file_name(file);
     std::fs::write(&manifest, text).unwrap();
     let out = std::process::Command::new("kubectl")
@@ -388,7 +401,7 @@ fn kubectl_apply(kubeconfig: &std::path::Path, file: &str, text: &str) {
     );
 }
 
-fn crontab_v1alpha1(schedule: &str) -> String {
+pub fn crontab_v1alpha1(schedule: &str) -> String {
     format!(
         "apiVersion: stable.example.com/v1alpha1\nkind: CronTab\nmetadata: {{name: nightly, namespace: default}}\nspec: {{cronSpec: \"{schedule}\", image: busybox}}\n"
     )

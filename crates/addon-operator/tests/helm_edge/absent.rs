@@ -45,6 +45,12 @@ pub async fn absent_cluster_scoped_objects_and_kinds_no_longer_served_are_detect
     std::fs::write(module.join("templates/all.yaml"), TEMPLATES).unwrap();
     std::fs::create_dir_all(module.join("crds")).unwrap();
     std::fs::write(module.join("crds/widget.yaml"), WIDGET_CRD).unwrap();
+    // helm skips crds/ (--skip-crds): the operator creates them before the release, as here
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    let crd: CustomResourceDefinition = serde_saphyr::from_str(WIDGET_CRD).unwrap();
+    crds.create(&kube::api::PostParams::default(), &crd)
+        .await
+        .unwrap();
     let req = env.request(&module, "hello", "sum-1");
     env.helm.upgrade(&req).await.unwrap();
     assert!(
@@ -67,7 +73,6 @@ pub async fn absent_cluster_scoped_objects_and_kinds_no_longer_served_are_detect
     assert!(roles.get_opt("crd-reader").await.unwrap().is_some());
     assert!(!env.helm.should_upgrade(&req).await.unwrap());
 
-    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
     crds.delete("widgets.example.io", &DeleteParams::default())
         .await
         .unwrap();

@@ -22,8 +22,15 @@ impl Response {
 }
 
 pub async fn get(addr: SocketAddr, path: &str) -> Response {
+    get_accepting(addr, path, None).await
+}
+
+/// A GET with the `Accept` header `accept` when given.
+pub async fn get_accepting(addr: SocketAddr, path: &str, accept: Option<&str>) -> Response {
     let mut stream = TcpStream::connect(addr).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let accept = accept.map_or_else(String::new, |a| format!("Accept: {a}\r\n"));
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{accept}Connection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).await.unwrap();

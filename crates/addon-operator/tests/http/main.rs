@@ -8,4 +8,5 @@ mod debug_api;
 mod debug_cli;
 mod debug_hooks;
 mod fake;
+mod metrics_formats;
 mod server;

@@ -11,15 +11,15 @@ use tokio_util::sync::CancellationToken;
 use crate::client::get;
 use crate::fake::FakeStatus;
 
-struct Running {
-    addr: SocketAddr,
-    metrics: Arc<Metrics>,
+pub struct Running {
+    pub addr: SocketAddr,
+    pub metrics: Arc<Metrics>,
     status: Arc<FakeStatus>,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<Result<(), http::HttpError>>,
 }
 
-async fn start() -> Running {
+pub async fn start() -> Running {
     let listener = http::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let metrics = Arc::new(Metrics::default());
@@ -82,7 +82,8 @@ async fn metrics_serve_openmetrics_text_with_upstream_names() {
     let server = start().await;
     server.metrics.config_values_error();
     server.metrics.queue_length("main", 2);
-    let response = get(server.addr, "/metrics").await;
+    let accept = Some("application/openmetrics-text; version=1.0.0");
+    let response = crate::client::get_accepting(server.addr, "/metrics", accept).await;
     assert_eq!(response.status, 200);
     assert_eq!(
         response.header("content-type"),

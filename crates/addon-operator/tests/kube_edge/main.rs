@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod api_limits;
+mod cluster_target;
 mod common;
 mod configmap;
 mod crds;

@@ -21,8 +21,13 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 /// A connector trusting the test CA, presenting `client` (cert, key) when given.
 pub fn connector(client: Option<(&str, &str)>) -> TlsConnector {
+    connector_trusting(&certs().join("ca.crt"), client)
+}
+
+/// A connector trusting the CA in the PEM file `ca`, presenting `client` (cert, key) when given.
+pub fn connector_trusting(ca: &Path, client: Option<(&str, &str)>) -> TlsConnector {
     let mut roots = RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(certs().join("ca.crt")).unwrap() {
+    for cert in CertificateDer::pem_file_iter(ca).unwrap() {
         roots.add(cert.unwrap()).unwrap();
     }
     let builder = rustls::ClientConfig::builder_with_provider(provider())

@@ -199,5 +199,28 @@ async fn missing_certificates_fail_the_start_with_the_path() {
         .await
         .err()
         .unwrap();
-    assert!(err.to_string().contains("tls.crt"), "{err}");
+    // the path is said once along the chain (the top error does not repeat its cause)
+    let chain = addon_core::error::error_chain(&err);
+    assert!(chain.starts_with("webhook server: read "), "{chain}");
+    assert_eq!(chain.matches("tls.crt").count(), 1, "{chain}");
+}
+
+#[tokio::test]
+async fn a_taken_port_fails_the_start_saying_the_cause_once() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap();
+    let err = WebhookServer::bind(address, &files(&certs(), vec![]))
+        .await
+        .err()
+        .unwrap();
+    let chain = addon_core::error::error_chain(&err);
+    assert!(
+        chain.starts_with("webhook server: listen on 127.0.0.1:"),
+        "{chain}"
+    );
+    assert_eq!(
+        chain.matches("Address already in use").count(),
+        1,
+        "{chain}"
+    );
 }

@@ -12,11 +12,11 @@ use addon_core::hook_output::kube_patch::KubeOperation;
 use addon_core::queue::Backoff;
 use anyhow::Context as _;
 use futures::future::BoxFuture;
-use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::support::parse_duration;
+use crate::cli::webhook_flags::WithoutCertificate;
 use crate::edges::config::FileConfigStore;
 use crate::edges::config::backend::FileConfig;
 use crate::edges::config::memory::MemoryConfig;
@@ -37,6 +37,7 @@ use crate::edges::metrics::Metrics;
 use crate::edges::tree::dirs::DirFlags;
 use crate::edges::tree::runnable::StagedTree;
 use crate::edges::tree::watch::TreeWatch;
+use crate::edges::webhook::WebhookSettings;
 use crate::env::shell_operator_default;
 use crate::runtime::edges::{ConfigBackend, Edges, KubeEvent, ObjectPatches, ObjectsError};
 use crate::runtime::startup_config::wait_for_config;
@@ -48,35 +49,13 @@ const CONFIG_DEBOUNCE: Duration = Duration::from_millis(200);
 /// How long the tree's files must be quiet before the tree is loaded again.
 const TREE_SETTLE: Duration = crate::edges::tree::watch::DEFAULT_SETTLE;
 
+mod cluster;
 mod running;
+use cluster::{Cluster, KubeClients, choose_cluster, cluster_target};
 use running::{Reloads, lead_unless_broken, run_reloading};
 
 pub fn run_cli(args: &StartArgs) -> anyhow::Result<ExitCode> {
     crate::cli::support::block_on(run(args))?
-}
-
-/// Which cluster the operator manages.
-enum Cluster {
-    /// None: charts are rendered, kubernetes bindings see nothing.
-    None,
-    /// The in-process emulator; held (and stopped on drop) for the operator's lifetime.
-    Embedded {
-        _emulator: Box<EmulatorHandle>,
-        kubeconfig: PathBuf,
-    },
-    /// A real cluster through a kubeconfig (`None`: in-cluster service account).
-    External(Option<PathBuf>),
-}
-
-impl Cluster {
-    fn kubeconfig(&self) -> Option<&Path> {
-        match self {
-            Cluster::Embedded { kubeconfig, .. } | Cluster::External(Some(kubeconfig)) => {
-                Some(kubeconfig)
-            }
-            _ => None,
-        }
-    }
 }
 
 async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
@@ -139,8 +118,8 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     let mut settings = settings(args, &metrics);
     settings.kept_releases = kept_releases(args, client.as_ref()).await;
     // written only when a hook has a webhook binding (known once the module hooks are)
+    let webhooks = webhook_settings(args, &cluster)?;
     if client.is_some() {
-        let webhooks = args.webhooks.settings();
         settings.webhook_objects = Some(crate::cli::webhook_flags::objects(
             &webhooks,
             &namespace(args),
@@ -182,7 +161,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let watch = reload_tree(args, &cluster);
-    let mut reloads = Reloads::new(args, watch, &status, &metrics, tree);
+    let mut reloads = Reloads::new(args, webhooks, watch, &status, &metrics, tree);
     let stop = [shutdown.clone(), cancel_hooks.clone()];
     let problems = run_reloading(runtime, &mut reloads, module_hooks, &stop).await;
     if let Some((stop_holding, held)) = holding {
@@ -202,6 +181,19 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     }
     tracing::info!("addon-operator stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The webhook servers' settings: without certificates, local mode and the embedded cluster get
+/// throwaway ones (a module author's webhook works with no setting); a cluster needs them given.
+fn webhook_settings(args: &StartArgs, cluster: &Cluster) -> anyhow::Result<WebhookSettings> {
+    let without = match cluster {
+        Cluster::External(_) => WithoutCertificate::Defaults,
+        Cluster::None | Cluster::Embedded { .. } => WithoutCertificate::Generate {
+            dir: args.tmp_dir.join("webhook-certs"),
+            namespace: namespace(args),
+        },
+    };
+    (args.webhooks.settings(&without)).context("make the webhook servers' throwaway certificates")
 }
 
 /// The watch of the tree's directories when `--reload-tree` is on (by default without a cluster
@@ -242,6 +234,7 @@ fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
         record_history: false,
         kept_releases: Vec::new(),
         crd_extra_labels: args.upstream.crd_labels(),
+        crd_filters: args.upstream.crd_filter_prefixes(),
         leadership: None,
         metrics: Some(Arc::clone(metrics)),
         jq: jq_runner(args),
@@ -314,41 +307,8 @@ pub(crate) fn fail(what: &str, errors: &[String]) -> ExitCode {
     ExitCode::FAILURE
 }
 
-async fn choose_cluster(args: &StartArgs) -> anyhow::Result<Cluster> {
-    if args.embedded_cluster {
-        let config = EmulatorConfig {
-            port: args.embedded_cluster_port,
-            data_dir: args.embedded_cluster_data_dir.clone(),
-            ..EmulatorConfig::default()
-        };
-        let handle = Emulator::start(config)
-            .await
-            .context("start the embedded cluster")?;
-        let kubeconfig = args.tmp_dir.join("embedded-cluster.kubeconfig");
-        handle
-            .write_kubeconfig(&kubeconfig)
-            .context("write the embedded cluster's kubeconfig")?;
-        tracing::info!(
-            url = %handle.url(),
-            kubeconfig = %kubeconfig.display(),
-            "embedded cluster started; use: kubectl --kubeconfig {}",
-            kubeconfig.display()
-        );
-        return Ok(Cluster::Embedded {
-            _emulator: Box::new(handle),
-            kubeconfig,
-        });
-    }
-    if let Some(path) = &args.kube_config {
-        return Ok(Cluster::External(Some(path.clone())));
-    }
-    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
-        return Ok(Cluster::External(None));
-    }
-    Ok(Cluster::None)
-}
-
-/// The edges for `cluster`, and the Kubernetes client when there is a cluster.
+/// The edges for `cluster`, and, when there is a cluster, the client of the leader lease and
+/// the start's few reads.
 async fn edges(
     args: &StartArgs,
     cluster: &Cluster,
@@ -399,9 +359,11 @@ async fn edges(
         return Ok((edges, None));
     }
     let namespace = namespace(args);
-    let kube = KubeEdge::connect_with(kubeconfig.as_deref(), &api_settings(args))
+    let target = cluster_target(args, cluster);
+    let clients = KubeClients::connect(args, &target)
         .await
         .context("connect to the Kubernetes API")?;
+    let kube = KubeEdge::new(clients.main);
     let mut helm_settings = HelmSettings::new(
         args.helm_binary.clone(),
         namespace.clone(),
@@ -411,6 +373,19 @@ async fn edges(
     helm_settings.timeout = args.upstream.helm_timeout;
     helm_settings.kubeconfig = kubeconfig;
     helm_settings.extra_env = extra_env;
+    helm_settings.monitor_rate = args.upstream.helm_monitor_rate();
+    helm_settings.kube_context.clone_from(&target.context);
+    helm_settings.kube_server.clone_from(&target.server);
+    // helm reads the context and the API server from its own environment variables
+    let helm_env = [
+        ("HELM_KUBECONTEXT", &target.context),
+        ("HELM_KUBEAPISERVER", &target.server),
+    ];
+    for (name, value) in helm_env {
+        if let Some(value) = value {
+            (helm_settings.extra_env).push((name.to_string(), value.clone()));
+        }
+    }
     helm_settings.post_renderer = Some(PostRenderer::of_binary(
         std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe")),
     ));
@@ -427,12 +402,13 @@ async fn edges(
             kube.patcher(PatcherSettings {
                 jq: jq_runner(args),
                 ..PatcherSettings::default()
-            }),
+            })
+            .with_client(clients.patcher),
             kube.client.clone(),
         )),
         config,
     };
-    Ok((edges, Some(kube.client.clone())))
+    Ok((edges, Some(clients.lease)))
 }
 
 fn namespace(args: &StartArgs) -> String {

@@ -21,6 +21,7 @@ use crate::edges::metrics::Metrics;
 use crate::edges::tree::kept::KeptDirs;
 use crate::edges::tree::runnable::{ModuleHooks, Tree};
 use crate::edges::tree::watch::TreeWatch;
+use crate::edges::webhook::WebhookSettings;
 use crate::runtime::{NewTree, Runtime, RuntimeHandle};
 
 /// The reloads of the tree: the watch (none when off), the tree running now with its content
@@ -28,6 +29,8 @@ use crate::runtime::{NewTree, Runtime, RuntimeHandle};
 /// and the problems already logged.
 pub(super) struct Reloads<'a> {
     args: &'a StartArgs,
+    /// The webhook servers' settings, their certificates resolved.
+    webhooks: WebhookSettings,
     watch: Option<TreeWatch>,
     status: &'a Arc<StartupStatus>,
     metrics: &'a Arc<Metrics>,
@@ -59,7 +62,7 @@ pub(super) async fn run_reloading(
             () = &mut module_hooks, if loading => {
                 loading = false;
                 let loaded = loaded(&mut module_hooks);
-                match add_module_hooks(reloads.args, &handle, loaded, &stop[0]).await {
+                match add_module_hooks(&reloads.webhooks, &handle, loaded, &stop[0]).await {
                     Ok(loaded) => reloads.module_hooks_added(loaded).await,
                     Err(found) => {
                         problems = Some(found);
@@ -116,7 +119,7 @@ pub(super) async fn lead_unless_broken(
 /// Gives the runtime the module hooks of a staged start, then starts the webhook servers the
 /// hooks use; or the problems that stop the start.
 async fn add_module_hooks(
-    args: &StartArgs,
+    webhooks: &WebhookSettings,
     handle: &RuntimeHandle,
     loaded: Result<ModuleHooks, Vec<String>>,
     shutdown: &CancellationToken,
@@ -125,8 +128,7 @@ async fn add_module_hooks(
     handle.add_module_hooks(&loaded.hooks, &loaded.configs)?;
     let hooks: usize = loaded.hooks.values().map(Vec::len).sum();
     tracing::info!(modules = loaded.hooks.len(), hooks, "module hooks loaded");
-    let webhooks = args.webhooks.settings();
-    crate::cli::webhook_flags::start_servers(&webhooks, handle, shutdown)
+    crate::cli::webhook_flags::start_servers(webhooks, handle, shutdown)
         .await
         .map_err(|problem| vec![problem])?;
     Ok(loaded)
@@ -137,6 +139,7 @@ impl<'a> Reloads<'a> {
     /// [`Self::module_hooks_added`].
     pub(super) fn new(
         args: &'a StartArgs,
+        webhooks: WebhookSettings,
         watch: Option<TreeWatch>,
         status: &'a Arc<StartupStatus>,
         metrics: &'a Arc<Metrics>,
@@ -148,6 +151,7 @@ impl<'a> Reloads<'a> {
         });
         Self {
             args,
+            webhooks,
             watch,
             status,
             metrics,

@@ -41,6 +41,13 @@ pub struct HelmSettings {
     pub namespace: String,
     /// Kubeconfig for helm and the API client; `None` lets both infer it (in-cluster, ~/.kube).
     pub kubeconfig: Option<PathBuf>,
+    /// `--kube-context` and `--kube-server` of the API client (helm gets them as
+    /// `HELM_KUBECONTEXT` / `HELM_KUBEAPISERVER` in `extra_env`).
+    pub kube_context: Option<String>,
+    pub kube_server: Option<String>,
+    /// The request rate limit of the API client (the resource monitor's:
+    /// `--helm-monitor-kube-client-qps` / `-burst`); `None`: no limit.
+    pub monitor_rate: Option<crate::edges::kube::RateLimit>,
     /// Private directory for values files, synthesised charts and helm's cache/config/data.
     pub tmp_dir: PathBuf,
     /// `--history-max`.
@@ -67,6 +74,9 @@ impl HelmSettings {
             binary,
             namespace,
             kubeconfig: None,
+            kube_context: None,
+            kube_server: None,
+            monitor_rate: None,
             tmp_dir,
             history_max: 10,
             timeout: Duration::from_secs(20 * 60),
@@ -168,7 +178,12 @@ impl BinaryHelm {
                 .write_plugin(&plugins)
                 .map_err(BinaryHelmError::PostRenderer)?;
         }
-        let client = cluster::client(settings.kubeconfig.as_deref()).await?;
+        let target = crate::edges::kube::ClusterTarget {
+            kubeconfig: settings.kubeconfig.clone(),
+            context: settings.kube_context.clone(),
+            server: settings.kube_server.clone(),
+        };
+        let client = cluster::client(&target, settings.monitor_rate).await?;
         let driver = runner.driver();
         let namespace = non_empty_namespace(&settings.namespace);
         let storage = Storage::from_driver(&driver)

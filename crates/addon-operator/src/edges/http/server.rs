@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
 use super::status::StatusSource;
-use crate::edges::metrics::{Metrics, OPENMETRICS_CONTENT_TYPE, PROMETHEUS_TEXT_CONTENT_TYPE};
+use crate::edges::metrics::{Exposition, Metrics, PROMETHEUS_TEXT_CONTENT_TYPE};
 
 /// Routes of the main server, as `/discovery` lists them.
 pub const ROUTES: &[&str] = &[
@@ -91,10 +91,13 @@ async fn converge_status(
     text.into_response()
 }
 
-async fn metrics_text(State(state): State<AppState>) -> Response {
+/// `/metrics` in the format the `Accept` header asks for (classic text unless OpenMetrics).
+async fn metrics_text(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = Exposition::negotiate(accept);
     let metrics = state.metrics.clone();
-    let body = encode_off_runtime(move || metrics.encode()).await;
-    ([(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)], body).into_response()
+    let body = encode_off_runtime(move || metrics.encode_as(format)).await;
+    ([(header::CONTENT_TYPE, format.content_type())], body).into_response()
 }
 
 async fn hook_metrics_text(State(state): State<AppState>) -> Response {

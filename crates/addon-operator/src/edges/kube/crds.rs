@@ -1,6 +1,6 @@
 //! A module's `crds/` directory (upstream's ModuleEnsureCRDs): the CustomResourceDefinitions in
-//! its `*.yaml` files (names starting with `doc-` or `_` skipped, as upstream's default
-//! `--crd-filters`), read and checked before they are created or updated in the cluster.
+//! its `*.yaml` files (files whose names start with a `--crd-filters` prefix skipped: `doc-` and
+//! `_` by default), read and checked before they are created or updated in the cluster.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -13,6 +13,12 @@ use sha2::{Digest, Sha256};
 
 /// File name prefixes left out of `crds/` (upstream's default `--crd-filters`).
 pub const DEFAULT_CRD_FILTERS: [&str; 2] = ["doc-", "_"];
+
+/// `--crd-filters` as upstream splits it: comma-separated prefixes, each trimmed (an empty one,
+/// as in `--crd-filters=`, matches every file).
+pub fn parse_filters(text: &str) -> Vec<String> {
+    text.split(',').map(|p| p.trim().to_string()).collect()
+}
 
 /// The CRDs of a module and a checksum of the files they came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,14 +55,15 @@ pub enum CrdWaitError {
     NotEstablished { name: String, timeout: Duration },
 }
 
-/// The CRDs in `module_dir/crds` (`None` when there is no such directory). Blocking I/O.
-pub fn read(module_dir: &Path) -> Result<Option<ModuleCrds>, CrdsError> {
+/// The CRDs in `module_dir/crds` (`None` when there is no such directory), files whose name
+/// starts with one of `filters` left out. Blocking I/O.
+pub fn read(module_dir: &Path, filters: &[String]) -> Result<Option<ModuleCrds>, CrdsError> {
     let dir = module_dir.join("crds");
     if !dir.is_dir() {
         return Ok(None);
     }
     let mut files = Vec::new();
-    yaml_files(&dir, &mut files)?;
+    yaml_files(&dir, filters, &mut files)?;
     files.sort();
     let mut hasher = Sha256::new();
     let mut objects = Vec::new();
@@ -76,7 +83,9 @@ pub fn read(module_dir: &Path) -> Result<Option<ModuleCrds>, CrdsError> {
     }))
 }
 
-fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), CrdsError> {
+/// The `*.yaml` files under `dir` (subdirectories included), as upstream walks them: a
+/// filter applies to file names only.
+fn yaml_files(dir: &Path, filters: &[String], out: &mut Vec<PathBuf>) -> Result<(), CrdsError> {
     let read = |source| CrdsError::Read {
         path: dir.to_path_buf(),
         source,
@@ -85,12 +94,9 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), CrdsError> {
         let path = entry.map_err(read)?.path();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let name = name.unwrap_or_default();
-        if DEFAULT_CRD_FILTERS.iter().any(|p| name.starts_with(p)) {
-            continue;
-        }
         if path.is_dir() {
-            yaml_files(&path, out)?;
-        } else if name.ends_with(".yaml") {
+            yaml_files(&path, filters, out)?;
+        } else if name.ends_with(".yaml") && !filters.iter().any(|p| name.starts_with(p.as_str())) {
             out.push(path);
         }
     }
@@ -186,10 +192,33 @@ mod tests {
         std::fs::write(path, text).unwrap();
     }
 
+    fn defaults() -> Vec<String> {
+        parse_filters("doc-,_")
+    }
+
+    #[test]
+    fn custom_filters_replace_the_default_prefixes_and_apply_to_file_names() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "crds/doc-a.yaml", CRD);
+        write(dir.path(), "crds/skip-b.yaml", "kind: Other\n");
+        let second = CRD.replace("crontabs", "backups");
+        write(dir.path(), "crds/skip-dir/b.yaml", &second);
+        let filters = parse_filters(" skip- ,tmp-");
+        assert_eq!(filters, ["skip-", "tmp-"]);
+        let crds = read(dir.path(), &filters).unwrap().unwrap();
+        let names: Vec<&str> = (crds.objects.iter())
+            .map(|o| o["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["crontabs.example.com", "backups.example.com"]);
+        // an empty prefix matches every file, as upstream's
+        let none = read(dir.path(), &parse_filters("")).unwrap().unwrap();
+        assert!(none.objects.is_empty());
+    }
+
     #[test]
     fn a_module_without_crds_has_none() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(read(dir.path()).unwrap(), None);
+        assert_eq!(read(dir.path(), &defaults()).unwrap(), None);
     }
 
     #[test]
@@ -201,7 +230,7 @@ mod tests {
         write(dir.path(), "crds/doc-a.yaml", "kind: Doc\n");
         write(dir.path(), "crds/_x.yaml", "kind: Other\n");
         write(dir.path(), "crds/README.md", "not yaml");
-        let crds = read(dir.path()).unwrap().unwrap();
+        let crds = read(dir.path(), &defaults()).unwrap().unwrap();
         let names: Vec<&str> = crds
             .objects
             .iter()
@@ -214,13 +243,16 @@ mod tests {
     fn the_checksum_follows_the_content() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "crds/a.yaml", CRD);
-        let before = read(dir.path()).unwrap().unwrap().checksum;
+        let before = read(dir.path(), &defaults()).unwrap().unwrap().checksum;
         write(
             dir.path(),
             "crds/a.yaml",
             &format!("{CRD}  scope: Namespaced\n"),
         );
-        assert_ne!(read(dir.path()).unwrap().unwrap().checksum, before);
+        assert_ne!(
+            read(dir.path(), &defaults()).unwrap().unwrap().checksum,
+            before
+        );
     }
 
     #[test]
@@ -231,7 +263,7 @@ mod tests {
             "crds/a.yaml",
             &format!("{CRD}---\nkind: ConfigMap\n"),
         );
-        let error = read(dir.path()).unwrap_err().to_string();
+        let error = read(dir.path(), &defaults()).unwrap_err().to_string();
         assert!(
             error.contains("a.yaml") && error.contains("document 2 is a ConfigMap"),
             "{error}"

@@ -13,13 +13,15 @@ mod namespaces;
 pub mod no_cluster;
 pub mod own_release;
 pub mod patcher;
+pub mod rate_limit;
 mod shared;
 pub mod watch;
 
 pub use api_guard::ApiSettings;
-pub use client::{ClientError, connect, connect_with};
+pub use client::{ClientError, ClusterTarget, connect, connect_with};
 pub use configmap::{ConfigMapStore, DEFAULT_CONFIGMAP_NAME};
 pub use discovery::{DiscoveryError, KindResolver, ResolvedKind};
 pub use edge::KubeEdge;
 pub use events::KubeWatches;
 pub use patcher::{ObjectPatcher, PatchError, PatcherSettings};
+pub use rate_limit::RateLimit;

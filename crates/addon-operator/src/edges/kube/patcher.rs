@@ -127,6 +127,9 @@ impl PatchError {
 /// Applies parsed `$KUBERNETES_PATCH_PATH` operations in order.
 pub struct ObjectPatcher {
     resolver: Arc<KindResolver>,
+    /// The client of the operations (the resolver's by default; upstream gives the object
+    /// patcher its own, with its own rate limit).
+    client: kube::Client,
     settings: PatcherSettings,
 }
 
@@ -138,7 +141,19 @@ impl ObjectPatcher {
     }
 
     pub fn with_settings(resolver: Arc<KindResolver>, settings: PatcherSettings) -> Self {
-        Self { resolver, settings }
+        let client = resolver.client().clone();
+        Self {
+            resolver,
+            client,
+            settings,
+        }
+    }
+
+    /// The same patcher sending its operations with `client` (kinds are still resolved with the
+    /// resolver's).
+    pub fn with_client(mut self, client: kube::Client) -> Self {
+        self.client = client;
+        self
     }
 
     /// Executes every operation; the error lists those that failed.
@@ -238,7 +253,7 @@ impl ObjectPatcher {
             .resolve(api_version, kind)
             .await
             .map_err(OperationFailure::Resolve)?;
-        let client = self.resolver.client().clone();
+        let client = self.client.clone();
         let ar = &resolved.resource;
         if !resolved.namespaced {
             return Ok(Api::all_with(client, ar));

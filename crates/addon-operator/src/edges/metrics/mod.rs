@@ -4,6 +4,7 @@
 //! Every recording method takes plain values and never fails; `docs/metrics.md` lists each metric.
 
 mod exact_counter;
+mod exposition;
 mod hooks;
 mod operator;
 mod records;
@@ -15,6 +16,7 @@ use addon_core::hook_output::metrics::MetricOperation;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
+pub use exposition::{Exposition, OPENMETRICS_CONTENT_TYPE, PROMETHEUS_TEXT_CONTENT_TYPE};
 pub use hooks::HookMetricsError;
 pub use operator::{BUCKETS, QUEUE_ACTION_BUCKETS};
 pub use records::{
@@ -30,13 +32,6 @@ pub const DEFAULT_PREFIX: &str = "addon_operator_";
 
 /// How often `live_ticks` grows.
 pub const LIVE_TICK_INTERVAL: Duration = Duration::from_secs(10);
-
-/// Content type of [`Metrics::encode`].
-pub const OPENMETRICS_CONTENT_TYPE: &str =
-    "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-/// Content type of [`Metrics::encode_hooks`].
-pub const PROMETHEUS_TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The operator's metrics registry and the hook metrics store. `Send + Sync`; share it in an `Arc`.
 #[derive(Debug)]
@@ -382,6 +377,14 @@ impl Metrics {
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+
+    /// `/metrics` in `format`: OpenMetrics ([`Self::encode`]) or the classic text format.
+    pub fn encode_as(&self, format: Exposition) -> String {
+        match format {
+            Exposition::OpenMetrics => self.encode(),
+            Exposition::ClassicText => exposition::classic_text(&self.encode()),
+        }
     }
 
     /// `/metrics/hooks`: Prometheus text ([`PROMETHEUS_TEXT_CONTENT_TYPE`]), names as hooks wrote them.

@@ -1,5 +1,7 @@
 //! The admission and conversion webhook servers (HTTPS, shell-operator's flags and defaults) that hand reviews to hooks.
 
+pub mod accept;
+pub mod generated;
 pub mod server;
 pub mod tls;
 
@@ -9,6 +11,7 @@ use std::path::PathBuf;
 use addon_core::hook_config::FailurePolicy;
 use base64::Engine as _;
 
+pub use accept::Limits;
 pub use server::{Answerer, MAX_BODY_BYTES, Reply, ServerError, WebhookServer};
 pub use tls::{TlsError, TlsFiles};
 
@@ -37,6 +40,8 @@ pub struct WebhookSettings {
     /// For admission bindings without `failurePolicy`.
     pub failure_policy: FailurePolicy,
     pub conversion: ServerSettings,
+    /// Each server's bounds on connections and TLS handshakes.
+    pub limits: Limits,
 }
 
 /// The `caBundle` of a CA file: its bytes in base64.

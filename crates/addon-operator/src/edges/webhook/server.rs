@@ -1,4 +1,4 @@
-//! One HTTPS webhook server: TLS handshakes off the accept loop, `GET /healthz`, and every `POST` handed as JSON to an [`Answerer`] with its URL path; requests are served concurrently.
+//! One HTTPS webhook server: connections bounded and TLS handshakes off the accept loop ([`super::accept`]), `GET /healthz`, and every `POST` handed as JSON to an [`Answerer`] with its URL path; requests are served concurrently.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,12 +12,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
 use tokio_util::sync::CancellationToken;
 
+use super::accept::{Accepted, Limits, accept_loop};
 use super::tls::{TlsError, TlsFiles, server_config};
 
 /// The largest request body read (a ConversionReview may carry many objects).
@@ -26,8 +26,6 @@ pub const MAX_BODY_BYTES: usize = 32 << 20;
 pub const MAX_CONCURRENT_REVIEWS: usize = 32;
 /// A review that found no turn by then is answered 503, so the webhook's failurePolicy decides.
 const TURN_TIMEOUT: Duration = Duration::from_secs(10);
-/// A client that has not finished its TLS handshake by then is dropped.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A request whose body has not fully arrived by then is answered 408 (a client trickling bytes
 /// must not hold a review turn or its connection for ever).
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -52,9 +50,9 @@ pub trait Answerer: Send + Sync + 'static {
 /// A server that failed to start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("webhook server: {0}")]
+    #[error("webhook server")]
     Tls(#[from] TlsError),
-    #[error("webhook server: listen on {address}: {source}")]
+    #[error("webhook server: listen on {address}")]
     Listen {
         address: SocketAddr,
         #[source]
@@ -67,6 +65,7 @@ pub struct WebhookServer {
     listener: TcpListener,
     acceptor: TlsAcceptor,
     body_timeout: Duration,
+    limits: Limits,
 }
 
 impl WebhookServer {
@@ -80,7 +79,14 @@ impl WebhookServer {
             listener,
             acceptor: TlsAcceptor::from(config),
             body_timeout: DEFAULT_BODY_TIMEOUT,
+            limits: Limits::default(),
         })
+    }
+
+    /// The bounds on connections and handshakes ([`Limits::default`] unless set).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// How long a request's body may take to arrive ([`DEFAULT_BODY_TIMEOUT`] unless set).
@@ -100,6 +106,7 @@ impl WebhookServer {
         tokio::spawn(accept_loop(
             self.listener,
             self.acceptor,
+            self.limits,
             tx,
             cancel.clone(),
         ));
@@ -113,48 +120,14 @@ impl WebhookServer {
     }
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    acceptor: TlsAcceptor,
-    tx: mpsc::Sender<(TlsStream<TcpStream>, SocketAddr)>,
-    cancel: CancellationToken,
-) {
-    loop {
-        let accepted = tokio::select! {
-            () = cancel.cancelled() => return,
-            accepted = listener.accept() => accepted,
-        };
-        let (tcp, peer) = match accepted {
-            Ok(pair) => pair,
-            Err(e) => {
-                tracing::debug!(error = %e, "webhook server: accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let acceptor = acceptor.clone();
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(stream)) => {
-                    // a closed receiver means the server is shutting down
-                    let _ = tx.send((stream, peer)).await;
-                }
-                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "webhook TLS handshake failed"),
-                Err(_) => tracing::debug!(%peer, "webhook TLS handshake timed out"),
-            }
-        });
-    }
-}
-
 /// Connections whose TLS handshake finished, for `axum::serve`.
 struct TlsListener {
-    rx: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    rx: mpsc::Receiver<Accepted>,
     local: Option<SocketAddr>,
 }
 
 impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
+    type Io = super::accept::Bounded<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>;
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {

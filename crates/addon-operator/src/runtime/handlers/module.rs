@@ -228,7 +228,8 @@ async fn ensure_crds(
     startup: bool,
 ) -> Result<(), ModuleError> {
     let dir = dir.to_path_buf();
-    let read = tokio::task::spawn_blocking(move || crate::edges::kube::crds::read(&dir));
+    let filters = shared.lock().crd_filters.clone();
+    let read = tokio::task::spawn_blocking(move || crate::edges::kube::crds::read(&dir, &filters));
     let crds = read.await.map_err(ModuleError::ReadCrdsTask)??;
     let Some(crds) = crds else {
         return Ok(());

@@ -34,7 +34,9 @@ pub(crate) fn status(release: &str, namespace: &str) -> Vec<OsString> {
     args(["status", release, "-n", namespace, "-o", "json"])
 }
 
-/// `helm upgrade --install`, values files in order (later wins), never `--wait`.
+/// `helm upgrade --install`, values files in order (later wins), never `--wait`, and
+/// `--skip-crds` as upstream: the operator installs a module's `crds/` itself (filtered by
+/// `--crd-filters`, labelled by `--crd-extra-labels`) before the release.
 pub(crate) fn upgrade(
     target: Target<'_>,
     release: &str,
@@ -43,7 +45,7 @@ pub(crate) fn upgrade(
 ) -> Vec<OsString> {
     let mut argv = args(["upgrade", "--install", release]);
     argv.push(chart.into());
-    argv.extend(args(["-n", target.namespace]));
+    argv.extend(args(["-n", target.namespace, "--skip-crds"]));
     for file in values_files {
         argv.push("--values".into());
         argv.push(file.into());
@@ -114,7 +116,7 @@ mod tests {
         );
         assert_eq!(
             line(&argv),
-            "upgrade --install web /m/web -n addons --values /t/v --values /t/c \
+            "upgrade --install web /m/web -n addons --skip-crds --values /t/v --values /t/c \
              --history-max 10 --timeout 1200s --take-ownership"
         );
     }

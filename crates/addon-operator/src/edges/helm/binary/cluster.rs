@@ -2,27 +2,17 @@
 //! (metadata-only lists), and removing the storage object of a stuck release revision.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::{ApiCapabilities, Scope};
 use serde::Deserialize;
 
 /// Failures talking to the API server.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
-    #[error("cannot read the kubeconfig {}", path.display())]
-    ReadKubeconfig {
-        path: std::path::PathBuf,
-        #[source]
-        source: kube::config::KubeconfigError,
-    },
-    #[error("cannot build a Kubernetes client config from the kubeconfig")]
-    LoadKubeconfig(#[source] kube::config::KubeconfigError),
-    #[error("cannot find a Kubernetes client config (KUBECONFIG, ~/.kube/config, in-cluster)")]
-    InferConfig(#[source] kube::config::InferConfigError),
+    #[error("cannot connect to the cluster")]
+    Connect(#[source] crate::edges::kube::ClientError),
     #[error("cannot build a Kubernetes client")]
     Client(#[source] kube::Error),
     #[error("cannot discover the resource of {api_version}/{kind}")]
@@ -50,9 +40,7 @@ pub enum ClusterError {
 impl ClusterError {
     pub fn category(&self) -> &'static str {
         match self {
-            Self::ReadKubeconfig { .. } | Self::LoadKubeconfig(_) | Self::InferConfig(_) => {
-                "kube_config"
-            }
+            Self::Connect(e) => e.category(),
             Self::Client(_) => "kube_client",
             Self::Discover { .. } => "kube_discovery",
             Self::List { .. } => "kube_list",
@@ -61,27 +49,18 @@ impl ClusterError {
     }
 }
 
-/// A client from the kubeconfig file, or the usual inference (KUBECONFIG, ~/.kube/config,
-/// in-cluster) without one — the same places helm looks — with the API call limits of
-/// [`crate::edges::kube::ApiSettings`].
-pub(crate) async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, ClusterError> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let kc =
-                Kubeconfig::read_from(path).map_err(|source| ClusterError::ReadKubeconfig {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .map_err(ClusterError::LoadKubeconfig)?
-        }
-        None => kube::Config::infer()
-            .await
-            .map_err(ClusterError::InferConfig)?,
-    };
+/// A client for `target` (without a kubeconfig file, the usual inference: KUBECONFIG,
+/// ~/.kube/config, in-cluster — the same places helm looks), with the API call limits of
+/// [`crate::edges::kube::ApiSettings`] and the request rate limit `rate`.
+pub(crate) async fn client(
+    target: &crate::edges::kube::ClusterTarget,
+    rate: Option<crate::edges::kube::RateLimit>,
+) -> Result<kube::Client, ClusterError> {
+    let config = crate::edges::kube::client::load_config(target)
+        .await
+        .map_err(ClusterError::Connect)?;
     let api = crate::edges::kube::ApiSettings::default();
-    crate::edges::kube::client::build(config, &api).map_err(ClusterError::Client)
+    crate::edges::kube::client::build(config, &api, rate).map_err(ClusterError::Client)
 }
 
 /// One object of a rendered manifest, by identity only.
