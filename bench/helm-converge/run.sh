@@ -2,6 +2,8 @@
 # First converge of N unnumbered modules (all of ORDER 1: they run side by side) with one-ConfigMap
 # charts, against the same kube-emulator:
 #   baseline: a bash loop of `helm upgrade --install` x N (what a person would script);
+#   parallel baseline: the same commands through `xargs -P PARALLEL` (default: the cores), what a
+#     person would script to use the same cores as the operator (which runs up to 8 at once);
 #   operator: `addon-operator start` from launch until /readyz says the startup converge is done.
 # Rounds are interleaved (baseline, operator, baseline, ...) so machine load hits both alike; each
 # round uses fresh namespaces. Every helm process of both sides goes through a wrapper that counts it.
@@ -84,6 +86,16 @@ baseline() { # $1: namespace; prints its seconds and the CPU seconds of its helm
     print u[1] * 60 + u[2] + y[1] * 60 + y[2] }')"
 }
 
+parallel_baseline() { # $1: namespace; prints its seconds (ORDERED: one order after another, so
+  # one at a time, as the loop)
+  local s i p=${PARALLEL:-$(nproc)}; s=$(now)
+  [ -n "${ORDERED:-}" ] && p=1
+  for i in $(seq -w 1 "$n"); do echo "mod$i $(dir_of "$i")"; done |
+    xargs -P "$p" -n 2 sh -c '"$0" upgrade --install "$2" "$3" -n "$1" --create-namespace --history-max 10 > /dev/null' \
+      "$work/helm-base" "$1"
+  echo "$(now) - $s" | bc
+}
+
 # PROFILE: where a converge's time went. $1: side, $2: its start, $3: its end (epoch seconds);
 # prints first-helm delay, helm time (sum, mean), gaps between helm processes, tail after the last,
 # and API requests per helm process (from the emulator's request log inside the helm windows).
@@ -136,7 +148,7 @@ sides=op
 [ -n "${BEFORE_BIN:-}" ] && sides="op old"
 echo "modules: $n (one ConfigMap each), rounds: $rounds, helm: $($helm version --template '{{.Version}}')"
 echo "operator: $bin${BEFORE_BIN:+; before: $BEFORE_BIN}"
-printf 'round  baseline_s'; for side in $sides; do printf '  %s_s  ratio  helm_procs' "$side"; done; echo
+printf 'round  baseline_s  parallel_s'; for side in $sides; do printf '  %s_s  ratio  helm_procs' "$side"; done; echo
 for r in $(seq 1 "$rounds"); do
   stop_operators
   : > "$work/calls.base"
@@ -144,9 +156,10 @@ for r in $(seq 1 "$rounds"); do
   e0=$(cpu_of "$emu_pid")
   read -r b helm_cpu < <(baseline "base$r")
   echo "$b / (($helm_cpu + $(cpu_of "$emu_pid") - $e0) / $(nproc))" | bc -l >> "$work/bounds"
+  pb=$(parallel_baseline "par$r")
   profile=$(breakdown base "$s0" "$(echo "$s0 + $b" | bc)" "$l0")
   [ -n "${PROFILE:-}" ] && [ "$r" = 1 ] && profile+=$'\n'$(requests "$l0")
-  line=$(printf '%5s  %10.2f' "$r" "$b")
+  line=$(printf '%5s  %10.2f  %10.2f' "$r" "$b" "$pb")
   for side in $sides; do
     [ "$side" = op ] && binary=$bin || binary=$BEFORE_BIN
     [ "$side" = old ] && stop_operators
@@ -156,6 +169,7 @@ for r in $(seq 1 "$rounds"); do
     [ -n "${PROFILE:-}" ] && [ "$r" = 1 ] && profile+=$'\n'$(requests "$l0")
     ratio=$(echo "$b / $elapsed" | bc -l)
     echo "$ratio" >> "$work/ratios.$side"
+    echo "$pb / $elapsed" | bc -l >> "$work/pratios.$side"
     line+=$(printf '  %6.2f  %5.2f  %3s' "$elapsed" "$ratio" "$(wc -l < "$work/calls.$side")")
   done
   echo "$line   (baseline: $(wc -l < "$work/calls.base") helm processes)"
@@ -163,7 +177,8 @@ for r in $(seq 1 "$rounds"); do
 done
 echo "bound from the loop's CPU (helm + emulator over $(nproc) cores): median $(median < "$work/bounds" | xargs printf '%.2f')"
 for side in $sides; do
-  echo "$side: median ratio baseline/operator $(median < "$work/ratios.$side" | xargs printf '%.2f');" \
+  echo "$side: median ratio baseline/operator $(median < "$work/ratios.$side" | xargs printf '%.2f')," \
+    "parallel baseline (xargs -P ${PARALLEL:-$(nproc)})/operator $(median < "$work/pratios.$side" | xargs printf '%.2f');" \
     "helm processes of the last converge: $(ops "$work/calls.$side" | sort | uniq -c | xargs)"
   : > "$work/calls.$side"
 done

@@ -75,13 +75,17 @@ impl Env {
         ))));
         let helm = BinaryHelm::new(settings).await.expect("helm edge starts");
         let client = client_for(&emu.kubeconfig_yaml()).await;
-        Some(Self {
+        let env = Self {
             emu,
             dir,
             helm,
             client,
             driver: driver.into(),
-        })
+        };
+        // the operator's namespace exists where it runs (its ConfigMap lives there): helm is
+        // never asked to create it
+        env.ensure_namespace().await;
+        Some(env)
     }
 
     /// Polls `should_upgrade` until it says yes (for changes made behind the edge's back, which
