@@ -86,8 +86,12 @@ fn compare_all(
         let (Some(a), Some(b)) = (a, b) else {
             continue;
         };
-        let a = normalise(&answer_value(a), &real.vars);
-        let b = normalise(&answer_value(b), &emulated.vars);
+        let (a, b) = (answer_value(a), answer_value(b));
+        if shown(&step.id) {
+            println!("step {} real:\n{a:#}\nstep {} emulator:\n{b:#}", step.id, step.id);
+        }
+        let a = normalise(&a, &real.vars);
+        let b = normalise(&b, &emulated.vars);
         out.push(Compared {
             id: step.id.clone(),
             sent_by: step.sent_by.clone(),
@@ -95,6 +99,13 @@ fn compare_all(
         });
     }
     out
+}
+
+/// Whether `CONFORMANCE_SHOW` (comma-separated step ids, or `all`) asks to print the answers of
+/// `id` in full, as they came.
+fn shown(id: &str) -> bool {
+    let wanted = std::env::var("CONFORMANCE_SHOW").unwrap_or_default();
+    wanted.split(',').any(|w| w == id || w == "all")
 }
 
 /// `{"status": code, "body": body}`, so a selection can name either.

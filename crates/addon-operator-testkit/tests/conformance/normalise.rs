@@ -28,6 +28,7 @@ pub fn normalise(value: &Value, vars: &BTreeMap<String, String>) -> Value {
 
 fn walk(value: &Value, key: Option<&str>, vars: &[(&String, &String)]) -> Value {
     match value {
+        Value::Array(entries) if key == Some("managedFields") => managed_fields(entries, vars),
         Value::Object(map) => object(map, vars),
         Value::Array(items) => items.iter().map(|v| walk(v, None, vars)).collect(),
         Value::String(s) => Value::String(string(s, key, vars)),
@@ -49,6 +50,26 @@ fn object(map: &Map<String, Value>, vars: &[(&String, &String)]) -> Value {
         out.insert(string(k, None, vars), v);
     }
     Value::Object(out)
+}
+
+/// Managers and their field sets, without times, in an order that does not depend on them (the
+/// API server sorts entries by operation, time, then manager).
+fn managed_fields(entries: &[Value], vars: &[(&String, &String)]) -> Value {
+    let mut entries: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            let mut e = walk(e, None, vars);
+            if let Some(map) = e.as_object_mut() {
+                map.remove("time");
+            }
+            e
+        })
+        .collect();
+    let key = |e: &Value| {
+        ["operation", "manager", "apiVersion", "subresource"].map(|k| e[k].to_string())
+    };
+    entries.sort_by_key(key);
+    Value::Array(entries)
 }
 
 /// `Status` wording differs between the servers; a cause's `reason` and `field` are compared.

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::{Params, ResourceRequest, name_of, ns_of, respond, stamp};
 use crate::meta;
+use crate::resources::ResourceInfo;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::App;
 use crate::status::{ApiError, json_body};
@@ -28,7 +29,7 @@ pub(super) fn get(app: &App, req: &ResourceRequest) -> Result<Response, ApiError
                 include,
             )))
         }
-        View::Metadata => Ok(json_body(&table::partial(&obj))),
+        View::Metadata => Ok(json_body(&table::partial(&stamp(req, obj)))),
         View::Object => Ok(respond(req, StatusCode::OK, obj)),
     }
 }
@@ -43,8 +44,11 @@ fn table_body(table: &Value) -> Response {
     response
 }
 
-/// Parsed `labelSelector` and `fieldSelector`.
-pub fn selectors(params: &Params) -> Result<(LabelSelector, FieldSelector), ApiError> {
+/// Parsed `labelSelector` and `fieldSelector` (on the fields `info`'s kind can be selected by).
+pub fn selectors(
+    info: &ResourceInfo,
+    params: &Params,
+) -> Result<(LabelSelector, FieldSelector), ApiError> {
     let labels = LabelSelector::parse(
         params
             .get("labelSelector")
@@ -57,6 +61,7 @@ pub fn selectors(params: &Params) -> Result<(LabelSelector, FieldSelector), ApiE
             .map(String::as_str)
             .unwrap_or(""),
     )?;
+    fields.check_supported(info)?;
     Ok((labels, fields))
 }
 
@@ -65,7 +70,7 @@ pub(super) fn list(
     req: &ResourceRequest,
     params: &Params,
 ) -> Result<Response, ApiError> {
-    let (labels, fields) = selectors(params)?;
+    let (labels, fields) = selectors(&req.info, params)?;
     let after = params
         .get("continue")
         .filter(|c| !c.is_empty())
@@ -89,6 +94,9 @@ pub(super) fn list(
     {
         list_meta["continue"] = json!(encode_continue(&object_id(last)));
         list_meta["remainingItemCount"] = json!(remaining);
+    } else if req.info.is_custom() {
+        // custom resource lists are unstructured: their empty continue token is kept
+        list_meta = json!({ "continue": "", "resourceVersion": rv.to_string() });
     }
     let items: Vec<Value> = matching.into_iter().map(|o| stamp(req, o)).collect();
     match req.view {
@@ -108,12 +116,26 @@ pub(super) fn list(
         }
         View::Object => {}
     }
+    // items of built-in lists are typed: the list names their kind, they do not
+    let items: Vec<Value> = if req.info.is_custom() {
+        items
+    } else {
+        items.into_iter().map(without_type).collect()
+    };
     Ok(json_body(&json!({
         "kind": format!("{}List", req.info.kind),
         "apiVersion": req.info.api_version(&req.version),
         "metadata": list_meta,
         "items": items,
     })))
+}
+
+fn without_type(mut obj: Value) -> Value {
+    if let Some(map) = obj.as_object_mut() {
+        map.remove("apiVersion");
+        map.remove("kind");
+    }
+    obj
 }
 
 pub(super) fn object_id(obj: &Value) -> (String, String) {
