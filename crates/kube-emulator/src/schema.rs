@@ -13,11 +13,28 @@ use crate::status::ApiError;
 
 /// Prunes and defaults `obj`, a custom resource written in `version`, by its CRD's schema for that
 /// version; `422 Invalid` naming every field that does not validate. Kinds without a schema pass.
-pub fn admit(info: &ResourceInfo, version: &str, obj: &mut Value) -> Result<(), ApiError> {
+/// `strict` (`fieldValidation=Strict`) refuses unknown fields with `400` instead of pruning them.
+pub fn admit(
+    info: &ResourceInfo,
+    version: &str,
+    obj: &mut Value,
+    strict: bool,
+) -> Result<(), ApiError> {
     let Some(schema) = info.schemas.get(version) else {
         return Ok(());
     };
-    prune::prune(obj, schema);
+    let unknown = prune::prune(obj, schema);
+    if strict && !unknown.is_empty() {
+        let fields: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        return Err(ApiError::BadRequest(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
+            fields.join(", "),
+            kind = info.kind,
+        )));
+    }
     default::fill(obj, schema);
     let causes = validate::validate(obj, schema);
     if causes.is_empty() {

@@ -72,14 +72,18 @@ fn managed_fields(entries: &[Value], vars: &[(&String, &String)]) -> Value {
     Value::Array(entries)
 }
 
-/// `Status` wording differs between the servers; a cause's `reason` and `field` are compared.
+/// `Status` wording differs between the servers: a cause's `reason` and `field` are compared, in
+/// a fixed order (kube-apiserver reports a custom resource's failed fields in map order).
 fn drop_cause_messages(details: &mut Value) {
-    let causes = details.get_mut("causes").and_then(Value::as_array_mut);
-    for cause in causes.into_iter().flatten() {
+    let Some(causes) = details.get_mut("causes").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for cause in causes.iter_mut() {
         if let Some(map) = cause.as_object_mut() {
             map.remove("message");
         }
     }
+    causes.sort_by_key(|c| (c["field"].to_string(), c["reason"].to_string()));
 }
 
 fn string(s: &str, key: Option<&str>, vars: &[(&String, &String)]) -> String {

@@ -76,10 +76,13 @@ pub(super) fn list(
         .filter(|c| !c.is_empty())
         .map(|c| decode_continue(c))
         .transpose()?;
+    // resourceVersion=0 (any version) is served whole, as kube-apiserver serves it from its
+    // watch cache
+    let any_version = params.get("resourceVersion").is_some_and(|rv| rv == "0");
     let limit = params
         .get("limit")
         .and_then(|l| l.parse::<usize>().ok())
-        .filter(|l| *l > 0);
+        .filter(|l| *l > 0 && !any_version);
     app.faults.count_list(after.is_none(), limit.is_some());
     let (matching, remaining, rv) = app.store.list_page(
         &req.info.key(),

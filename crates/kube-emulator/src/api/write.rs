@@ -55,8 +55,7 @@ pub(super) fn create(
     }
     let mut obj = body::decode_object(headers, bytes)?;
     place_in_namespace(req, &mut obj)?;
-    let writer = prepare::writer(req, params, headers, "Update");
-    let obj = prepare::create(req, &writer, stamp(req, obj))?;
+    let obj = prepare::Write::new(req, params, headers, "Update").create(stamp(req, obj))?;
     let created = app.store.create(&req.info, obj, dry_run(params))?;
     Ok(respond(req, StatusCode::CREATED, created))
 }
@@ -91,11 +90,11 @@ pub(super) fn update(
     let status_only = req.sub.as_deref() == Some("status");
     let name = name_of(req);
     if status_only {
-        let obj = prepare::status(req, name, obj)?;
+        let obj = prepare::Write::new(req, params, headers, "Update").status(name, obj)?;
         let updated = (app.store).update(&req.info, ns_of(req), name, obj, true, dry_run(params))?;
         return Ok(respond(req, StatusCode::OK, updated));
     }
-    let writer = prepare::writer(req, params, headers, "Update");
+    let write = prepare::Write::new(req, params, headers, "Update");
     let updated = app.store.modify(
         &req.info,
         ns_of(req),
@@ -105,7 +104,7 @@ pub(super) fn update(
         false,
         |current| {
             let current = current.ok_or_else(|| ApiError::not_found(req.info.qualified(), name))?;
-            prepare::update(req, &writer, current, obj, true)
+            write.update(current, obj, true)
         },
     )?;
     Ok(respond(req, StatusCode::OK, updated))
@@ -133,7 +132,7 @@ pub(super) fn patch(
         validate::apply_manager(params)?;
     }
     let operation = if apply { "Apply" } else { "Update" };
-    let writer = prepare::writer(req, params, headers, operation);
+    let write = prepare::Write::new(req, params, headers, operation);
     let force = params.get("force").is_some_and(|f| f == "true");
     let status_only = req.sub.as_deref() == Some("status");
     let mut created = false;
@@ -142,7 +141,7 @@ pub(super) fn patch(
         if !apply {
             let current = current.ok_or_else(|| ApiError::not_found(req.info.qualified(), name))?;
             let patched = patch::apply_patch(kind, current, bytes)?;
-            return prepare::update(req, &writer, current, patched, false);
+            return write.update(current, patched, false);
         }
         let mut applied = body::parse_yaml_or_json(bytes)?;
         created = current.is_none();
@@ -150,8 +149,8 @@ pub(super) fn patch(
             meta::set_meta(&mut applied, "name", json!(name));
             applied = stamp(req, applied);
         }
-        let out = apply::apply(&req.info, current, &applied, &writer, force)?;
-        prepare::applied(req, current, out)
+        let out = apply::apply(&req.info, current, &applied, &write.writer, force)?;
+        write.applied(current, out)
     };
     let result = app.store.modify(
         &req.info,

@@ -6,39 +6,55 @@ use serde_json::Value;
 
 use super::{member_schema, preserves_unknown};
 
-/// Drops from `obj` (a whole custom resource) what its schema does not specify.
-pub fn prune(obj: &mut Value, schema: &Value) {
-    walk(obj, schema, true);
+/// Drops from `obj` (a whole custom resource) what its schema does not specify; the paths of
+/// the dropped fields (`spec.extra`), in order.
+pub fn prune(obj: &mut Value, schema: &Value) -> Vec<String> {
+    let mut dropped = Vec::new();
+    walk(obj, schema, true, "", &mut dropped);
+    dropped
 }
 
-fn walk(value: &mut Value, schema: &Value, resource: bool) {
+fn walk(value: &mut Value, schema: &Value, resource: bool, at: &str, dropped: &mut Vec<String>) {
+    let path = |key: &str| {
+        if at.is_empty() {
+            key.to_string()
+        } else {
+            format!("{at}.{key}")
+        }
+    };
     match value {
         Value::Object(map) => {
             let keep_unknown = preserves_unknown(schema);
             map.retain(|key, _| {
-                keep_unknown
+                let kept = keep_unknown
                     || member_schema(schema, key).is_some()
-                    || (resource && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"))
+                    || (resource && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"));
+                if !kept {
+                    dropped.push(path(key));
+                }
+                kept
             });
             for (key, child) in map.iter_mut() {
                 if let Some(child_schema) = member_schema(schema, key) {
-                    let embedded = child_schema.get("x-kubernetes-embedded-resource")
-                        == Some(&Value::Bool(true));
-                    walk(child, child_schema, embedded);
+                    let embedded = is_embedded(child_schema);
+                    walk(child, child_schema, embedded, &path(key), dropped);
                 }
             }
         }
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items").filter(|i| i.is_object()) {
-                let embedded =
-                    item_schema.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true));
-                for item in items {
-                    walk(item, item_schema, embedded);
+                let embedded = is_embedded(item_schema);
+                for (i, item) in items.iter_mut().enumerate() {
+                    walk(item, item_schema, embedded, &format!("{at}[{i}]"), dropped);
                 }
             }
         }
         _ => {}
     }
+}
+
+fn is_embedded(schema: &Value) -> bool {
+    schema.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true))
 }
 
 #[cfg(test)]
@@ -56,7 +72,7 @@ mod tests {
         let mut obj = json!({"apiVersion": "v1", "kind": "W", "metadata": {"name": "w"},
             "extra": 1, "spec": {"a": "1", "b": "2", "free": {"any": {"thing": 1}},
                                   "map": {"k": {"x": "1", "y": "2"}}}});
-        prune(&mut obj, &schema);
+        assert_eq!(prune(&mut obj, &schema), ["extra", "spec.b", "spec.map.k.y"]);
         assert_eq!(
             obj,
             json!({"apiVersion": "v1", "kind": "W", "metadata": {"name": "w"},
