@@ -31,7 +31,10 @@ pub fn apply(
     let mut object = match current {
         Some(current) => {
             let mut object = current.clone();
-            let before = previous.as_ref().map(|e| e.fields.clone()).unwrap_or_default();
+            let before = previous
+                .as_ref()
+                .map(|e| e.fields.clone())
+                .unwrap_or_default();
             let others: FieldSet = list.iter().flat_map(|e| e.fields.clone()).collect();
             for path in before.difference(&fields).filter(|p| !others.contains(*p)) {
                 remove_path(&mut object, path);
@@ -45,14 +48,20 @@ pub fn apply(
         || managed::empty_object(info),
         |c| managed::owned_part(info, c, sub),
     );
-    let changed = compare(&old, &managed::owned_part(info, &object, sub), info.is_custom());
+    let changed = compare(
+        &old,
+        &managed::owned_part(info, &object, sub),
+        info.is_custom(),
+    );
     let taken: FieldSet = changed.added.union(&changed.modified).cloned().collect();
     let conflicts = conflicts(&list, &taken);
     if !conflicts.is_empty() && !force {
         return Err(ApiError::ApplyConflict(conflicts));
     }
     for entry in &mut list {
-        entry.fields.retain(|p| !taken.contains(p) && !changed.removed.contains(p));
+        entry
+            .fields
+            .retain(|p| !taken.contains(p) && !changed.removed.contains(p));
     }
     let time = match previous {
         Some(p) if p.fields == fields => p.time,
@@ -188,7 +197,13 @@ mod tests {
         let err = apply(&cm, Some(&created), &bob, &by("bob"), false).unwrap_err();
         assert_eq!(err.code(), 409);
         assert_eq!(err.to_status()["details"]["causes"][0]["field"], ".data.a");
-        let same = apply(&cm, Some(&created), &json!({"data": {"a": "1"}}), &by("bob"), false);
+        let same = apply(
+            &cm,
+            Some(&created),
+            &json!({"data": {"a": "1"}}),
+            &by("bob"),
+            false,
+        );
         assert!(same.is_ok(), "the same value is shared, not a conflict");
         let forced = apply(&cm, Some(&created), &bob, &by("bob"), true).unwrap();
         let owners = managed::entries(&forced);

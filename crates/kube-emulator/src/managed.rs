@@ -171,7 +171,12 @@ pub fn empty_object(info: &ResourceInfo) -> Value {
 
 /// Records `writer`'s `Update` of `current` (`None`: a create) into `new`: the fields it added or
 /// changed become its own (taken from any other manager), removed fields leave every manager.
-pub fn record_update(info: &ResourceInfo, current: Option<&Value>, new: &mut Value, writer: &Writer) {
+pub fn record_update(
+    info: &ResourceInfo,
+    current: Option<&Value>,
+    new: &mut Value,
+    writer: &Writer,
+) {
     let sub = writer.subresource.as_deref();
     let old = current.map_or_else(|| empty_object(info), |c| owned_part(info, c, sub));
     let changed = compare(&old, &owned_part(info, new, sub), info.is_custom());
@@ -183,7 +188,9 @@ pub fn record_update(info: &ResourceInfo, current: Option<&Value>, new: &mut Val
     };
     let taken: FieldSet = changed.added.union(&changed.modified).cloned().collect();
     for entry in list.iter_mut().filter(|e| !e.is(writer)) {
-        entry.fields.retain(|p| !taken.contains(p) && !changed.removed.contains(p));
+        entry
+            .fields
+            .retain(|p| !taken.contains(p) && !changed.removed.contains(p));
     }
     if !taken.is_empty() || !changed.removed.is_empty() {
         let position = list.iter().position(|e| e.is(writer));
@@ -244,12 +251,18 @@ mod tests {
         let first = list.iter().find(|e| e.writer.manager == "first").unwrap();
         assert_eq!(fields::encode(&first.fields), json!({"f:data": {}}));
         let second = list.iter().find(|e| e.writer.manager == "second").unwrap();
-        assert_eq!(fields::encode(&second.fields), json!({"f:data": {"f:x": {}}}));
+        assert_eq!(
+            fields::encode(&second.fields),
+            json!({"f:data": {"f:x": {}}})
+        );
     }
 
     #[test]
     fn the_manager_is_the_user_agent_product_without_a_field_manager() {
-        assert_eq!(manager_name(None, Some("kubectl/v1.35.2 (linux)")), "kubectl");
+        assert_eq!(
+            manager_name(None, Some("kubectl/v1.35.2 (linux)")),
+            "kubectl"
+        );
         assert_eq!(manager_name(Some("helm"), Some("Helm/3")), "helm");
     }
 }

@@ -356,9 +356,17 @@ mod tests {
                 {"name": "extra", "image": "e"}]}}}}),
         );
         let c = &d["spec"]["template"]["spec"]["containers"];
-        let names: Vec<&str> = c.as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> = c
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["app", "extra", "side"]);
-        assert_eq!(c[0]["env"][0]["name"], "B", "a new env var goes before the live ones");
+        assert_eq!(
+            c[0]["env"][0]["name"], "B",
+            "a new env var goes before the live ones"
+        );
         let mut live = deployment();
         apply_merge(
             &mut live,

@@ -58,9 +58,7 @@ fn member_schema<'a>(schema: &'a Value, key: &str) -> Option<&'a Value> {
     if let Some(property) = schema.pointer(&format!("/properties/{}", escape(key))) {
         return Some(property);
     }
-    schema
-        .get("additionalProperties")
-        .filter(|a| a.is_object())
+    schema.get("additionalProperties").filter(|a| a.is_object())
 }
 
 /// A JSON-pointer step.

@@ -160,7 +160,11 @@ impl FieldSelector {
 
     /// `400 BadRequest` for the first term on a field `info`'s kind cannot be selected by.
     pub fn check_supported(&self, info: &ResourceInfo) -> Result<(), ApiError> {
-        match self.0.iter().find(|(path, ..)| !field_label_supported(info, path)) {
+        match self
+            .0
+            .iter()
+            .find(|(path, ..)| !field_label_supported(info, path))
+        {
             Some((path, ..)) => Err(ApiError::BadRequest(format!(
                 "field label not supported: {path}"
             ))),

@@ -254,7 +254,11 @@ mod tests {
             group: String::new(),
             kind: "ConfigMap".into(),
             name: "Bad".into(),
-            causes: vec![Cause::new("FieldValueInvalid", "metadata.name", "Invalid value")],
+            causes: vec![Cause::new(
+                "FieldValueInvalid",
+                "metadata.name",
+                "Invalid value",
+            )],
         };
         assert_eq!(
             invalid.to_string(),

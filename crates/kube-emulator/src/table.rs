@@ -208,7 +208,10 @@ fn columns(info: &ResourceInfo) -> Vec<Column> {
             col("Age", "string", Age),
             wide("Containers", Compute(|o| template_containers(o, "name"))),
             wide("Images", Compute(|o| template_containers(o, "image"))),
-            wide("Selector", Compute(|o| selector(o.pointer("/spec/selector")))),
+            wide(
+                "Selector",
+                Compute(|o| selector(o.pointer("/spec/selector"))),
+            ),
         ],
         ("apps", "statefulsets") => vec![
             col(
@@ -262,7 +265,10 @@ fn columns(info: &ResourceInfo) -> Vec<Column> {
             col("External-IP", "string", Compute(external_ip)),
             col("Port(s)", "string", Compute(service_ports)),
             col("Age", "string", Age),
-            wide("Selector", Compute(|o| selector(o.pointer("/spec/selector")))),
+            wide(
+                "Selector",
+                Compute(|o| selector(o.pointer("/spec/selector"))),
+            ),
         ],
         // the API server declares these counts as strings
         ("", "configmaps") => vec![
@@ -479,7 +485,16 @@ mod tests {
             .collect();
         assert_eq!(
             headers,
-            ["Name", "Ready", "Up-to-date", "Available", "Age", "Containers", "Images", "Selector"]
+            [
+                "Name",
+                "Ready",
+                "Up-to-date",
+                "Available",
+                "Age",
+                "Containers",
+                "Images",
+                "Selector"
+            ]
         );
         assert_eq!(
             t["rows"][0]["cells"],

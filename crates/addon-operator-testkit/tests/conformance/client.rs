@@ -43,9 +43,10 @@ impl<'a> Server<'a> {
         compact: impl Fn() + 'a,
     ) -> Self {
         let kubeconfig = Kubeconfig::read_from(kubeconfig).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .unwrap();
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .unwrap();
         let vars = BTreeMap::from([("ns".to_string(), namespace.to_string())]);
         Self {
             name,

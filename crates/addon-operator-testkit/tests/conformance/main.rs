@@ -63,7 +63,11 @@ fn the_emulator_answers_the_corpus_as_kube_apiserver_does() {
         .await;
         let real_answers = run_all(&mut real, &steps).await;
         let emulated_answers = run_all(&mut emulated, &steps).await;
-        compare_all(&steps, (&real, &real_answers), (&emulated, &emulated_answers))
+        compare_all(
+            &steps,
+            (&real, &real_answers),
+            (&emulated, &emulated_answers),
+        )
     });
     report_and_check(&compared);
 }
@@ -88,7 +92,10 @@ fn compare_all(
         };
         let (a, b) = (answer_value(a), answer_value(b));
         if shown(&step.id) {
-            println!("step {} real:\n{a:#}\nstep {} emulator:\n{b:#}", step.id, step.id);
+            println!(
+                "step {} real:\n{a:#}\nstep {} emulator:\n{b:#}",
+                step.id, step.id
+            );
         }
         let a = normalise(&a, &real.vars);
         let b = normalise(&b, &emulated.vars);
@@ -128,7 +135,10 @@ fn compare(step: &Step, real: &Value, emulated: &Value) -> Vec<String> {
         None => found.extend(differences(&real["body"], &emulated["body"])),
         Some(fields) => {
             for field in fields {
-                let (a, b) = (select(&real["body"], field), select(&emulated["body"], field));
+                let (a, b) = (
+                    select(&real["body"], field),
+                    select(&emulated["body"], field),
+                );
                 if a != b {
                     found.push(format!(
                         "{field}: real {} | emulator {}",

@@ -65,9 +65,8 @@ fn managed_fields(entries: &[Value], vars: &[(&String, &String)]) -> Value {
             e
         })
         .collect();
-    let key = |e: &Value| {
-        ["operation", "manager", "apiVersion", "subresource"].map(|k| e[k].to_string())
-    };
+    let key =
+        |e: &Value| ["operation", "manager", "apiVersion", "subresource"].map(|k| e[k].to_string());
     entries.sort_by_key(key);
     Value::Array(entries)
 }
@@ -224,7 +223,10 @@ mod tests {
     #[test]
     fn selections_filter_wildcard_and_count() {
         let value = json!({"resources": [{"name": "a", "verbs": ["get"]}, {"name": "b"}]});
-        assert_eq!(select(&value, "/resources/*/name"), [json!("a"), json!("b")]);
+        assert_eq!(
+            select(&value, "/resources/*/name"),
+            [json!("a"), json!("b")]
+        );
         assert_eq!(select(&value, "/resources[name=a]/verbs"), [json!(["get"])]);
         assert_eq!(select(&value, "/resources/@len"), [json!(2)]);
         assert_eq!(select(&value, "/@keys"), [json!(["resources"])]);

@@ -64,7 +64,12 @@ impl<'a> Write<'a> {
     }
 
     /// `current` replaced (`replace`: a PUT) or patched into `new`, as it will be stored.
-    pub fn update(&self, current: &Value, mut new: Value, replace: bool) -> Result<Value, ApiError> {
+    pub fn update(
+        &self,
+        current: &Value,
+        mut new: Value,
+        replace: bool,
+    ) -> Result<Value, ApiError> {
         let info = &self.req.info;
         self.decode(&mut new)?;
         validate::check_finalizers(info, current, &new)?;

@@ -1,11 +1,13 @@
 //! What the API server refuses before anything is stored: malformed object names, a create with
-//! neither name nor `generateName`, new finalizers on an object being deleted, a custom resource
-//! replaced without a `resourceVersion`, an apply without a field manager.
+//! neither name nor `generateName`, labels that are not strings, new finalizers on an object
+//! being deleted, a custom resource replaced without a `resourceVersion`, a strategic merge patch
+//! of a custom resource, an apply without a field manager.
 
 use serde_json::Value;
 
 use super::Params;
 use crate::meta;
+use crate::patch::PatchKind;
 use crate::resources::ResourceInfo;
 use crate::status::{ApiError, Cause};
 
@@ -38,7 +40,10 @@ pub fn check_metadata_types(info: &ResourceInfo, obj: &Value) -> Result<(), ApiE
                 "{} in version \"{}\" cannot be handled as a {}: json: cannot unmarshal a \
                  non-string into Go struct field ObjectMeta.{field} of type string",
                 info.kind,
-                info.versions.first().map(String::as_str).unwrap_or_default(),
+                info.versions
+                    .first()
+                    .map(String::as_str)
+                    .unwrap_or_default(),
                 info.kind
             )));
         }
@@ -80,7 +85,11 @@ pub fn check_create(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
             };
             let message = format!("Invalid value: \"{shown}\": {problem}");
             let cause = Cause::new("FieldValueInvalid", field, message);
-            Err(invalid(info, if generated { "" } else { &name }, vec![cause]))
+            Err(invalid(
+                info,
+                if generated { "" } else { &name },
+                vec![cause],
+            ))
         }
         None => Ok(()),
     }
@@ -164,7 +173,11 @@ pub fn check_finalizers(info: &ResourceInfo, current: &Value, new: &Value) -> Re
         "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
     );
     let cause = Cause::new("FieldValueForbidden", "metadata.finalizers", message);
-    Err(invalid(info, meta::name(current).unwrap_or_default(), vec![cause]))
+    Err(invalid(
+        info,
+        meta::name(current).unwrap_or_default(),
+        vec![cause],
+    ))
 }
 
 /// A replacement (PUT) of a custom resource must name the version it replaces.
@@ -177,21 +190,31 @@ pub fn check_version(info: &ResourceInfo, name: &str, new: &Value) -> Result<(),
     Err(invalid(info, name, vec![cause]))
 }
 
-/// The `fieldManager` of a server-side apply, which is required.
-pub fn apply_manager(params: &Params) -> Result<&str, ApiError> {
-    match params.get("fieldManager").filter(|m| !m.is_empty()) {
-        Some(manager) => Ok(manager),
-        None => Err(ApiError::InvalidFields {
-            group: "meta.k8s.io".into(),
-            kind: "PatchOptions".into(),
-            name: String::new(),
-            causes: vec![Cause::new(
-                "FieldValueRequired",
-                "fieldManager",
-                "Required value: is required for apply patch",
-            )],
-        }),
+/// A patch the API server accepts for `info`'s kind: no strategic merge patch of a custom
+/// resource (`415`), no apply without a `fieldManager` (`422`).
+pub fn check_patch(info: &ResourceInfo, kind: PatchKind, params: &Params) -> Result<(), ApiError> {
+    if kind == PatchKind::Strategic && info.is_custom() {
+        return Err(ApiError::UnsupportedMediaType(
+            "strategic merge patch is not supported for custom resources; use \
+             application/merge-patch+json, application/json-patch+json or \
+             application/apply-patch+yaml"
+                .into(),
+        ));
     }
+    let has_manager = params.get("fieldManager").is_some_and(|m| !m.is_empty());
+    if kind != PatchKind::Apply || has_manager {
+        return Ok(());
+    }
+    Err(ApiError::InvalidFields {
+        group: "meta.k8s.io".into(),
+        kind: "PatchOptions".into(),
+        name: String::new(),
+        causes: vec![Cause::new(
+            "FieldValueRequired",
+            "fieldManager",
+            "Required value: is required for apply patch",
+        )],
+    })
 }
 
 #[cfg(test)]
@@ -211,23 +234,47 @@ mod tests {
         assert!(check_create(&cm, &json!({"metadata": {"name": "a.b-c"}})).is_ok());
         let err = check_create(&cm, &json!({"metadata": {"name": "Not_A_Name"}})).unwrap_err();
         assert_eq!(err.code(), 422);
-        assert_eq!(err.to_status()["details"]["causes"][0]["field"], "metadata.name");
-        assert!(check_create(&info("", "namespaces"), &json!({"metadata": {"name": "a.b"}})).is_err());
-        assert!(check_create(&info("", "services"), &json!({"metadata": {"name": "1abc"}})).is_err());
+        assert_eq!(
+            err.to_status()["details"]["causes"][0]["field"],
+            "metadata.name"
+        );
+        assert!(
+            check_create(
+                &info("", "namespaces"),
+                &json!({"metadata": {"name": "a.b"}})
+            )
+            .is_err()
+        );
+        assert!(
+            check_create(
+                &info("", "services"),
+                &json!({"metadata": {"name": "1abc"}})
+            )
+            .is_err()
+        );
         let role = info("rbac.authorization.k8s.io", "clusterroles");
         assert!(check_create(&role, &json!({"metadata": {"name": "system:x"}})).is_ok());
         assert!(check_create(&cm, &json!({"metadata": {"generateName": "gen-"}})).is_ok());
         let deploy = info("apps", "deployments");
         let bool_label = json!({"spec": {"template": {"metadata": {"labels": {"app": true}}}}});
-        assert_eq!(check_metadata_types(&deploy, &bool_label).unwrap_err().code(), 400);
+        assert_eq!(
+            check_metadata_types(&deploy, &bool_label)
+                .unwrap_err()
+                .code(),
+            400
+        );
         let missing = check_create(&cm, &json!({"metadata": {}})).unwrap_err();
-        assert_eq!(missing.to_status()["details"]["causes"][0]["reason"], "FieldValueRequired");
+        assert_eq!(
+            missing.to_status()["details"]["causes"][0]["reason"],
+            "FieldValueRequired"
+        );
     }
 
     #[test]
     fn no_finalizer_is_added_to_an_object_being_deleted() {
         let cm = info("", "configmaps");
-        let current = json!({"metadata": {"name": "c", "deletionTimestamp": "t", "finalizers": ["a"]}});
+        let current =
+            json!({"metadata": {"name": "c", "deletionTimestamp": "t", "finalizers": ["a"]}});
         let same = json!({"metadata": {"name": "c", "finalizers": ["a"]}});
         let more = json!({"metadata": {"name": "c", "finalizers": ["a", "b"]}});
         assert!(check_finalizers(&cm, &current, &same).is_ok());

@@ -91,7 +91,9 @@ pub(super) fn update(
     let name = name_of(req);
     if status_only {
         let obj = prepare::Write::new(req, params, headers, "Update").status(name, obj)?;
-        let updated = (app.store).update(&req.info, ns_of(req), name, obj, true, dry_run(params))?;
+        let updated = app
+            .store
+            .update(&req.info, ns_of(req), name, obj, true, dry_run(params))?;
         return Ok(respond(req, StatusCode::OK, updated));
     }
     let write = prepare::Write::new(req, params, headers, "Update");
@@ -119,18 +121,8 @@ pub(super) fn patch(
 ) -> Result<Response, ApiError> {
     let kind = PatchKind::from_content_type(&body::content_type(headers))?;
     tracing::trace!(kind = ?kind, body = %String::from_utf8_lossy(bytes), "patch");
-    if kind == PatchKind::Strategic && req.info.is_custom() {
-        return Err(ApiError::UnsupportedMediaType(
-            "strategic merge patch is not supported for custom resources; use \
-             application/merge-patch+json, application/json-patch+json or \
-             application/apply-patch+yaml"
-                .into(),
-        ));
-    }
+    validate::check_patch(&req.info, kind, params)?;
     let apply = kind == PatchKind::Apply;
-    if apply {
-        validate::apply_manager(params)?;
-    }
     let operation = if apply { "Apply" } else { "Update" };
     let write = prepare::Write::new(req, params, headers, operation);
     let force = params.get("force").is_some_and(|f| f == "true");
@@ -248,19 +240,17 @@ fn returns_deleted_object(info: &crate::resources::ResourceInfo) -> bool {
 /// does); other errors pass.
 fn precondition_by_kind(req: &ResourceRequest, error: ApiError) -> ApiError {
     match error {
-        ApiError::Conflict {
-            name,
-            message,
-            ..
-        } if message.starts_with("Precondition failed") => ApiError::Conflict {
-            resource: if req.info.group.is_empty() {
-                req.info.kind.clone()
-            } else {
-                format!("{}.{}", req.info.kind, req.info.group)
-            },
-            name,
-            message,
-        },
+        ApiError::Conflict { name, message, .. } if message.starts_with("Precondition failed") => {
+            ApiError::Conflict {
+                resource: if req.info.group.is_empty() {
+                    req.info.kind.clone()
+                } else {
+                    format!("{}.{}", req.info.kind, req.info.group)
+                },
+                name,
+                message,
+            }
+        }
         other => other,
     }
 }

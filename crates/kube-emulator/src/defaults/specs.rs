@@ -100,7 +100,10 @@ fn container(c: &mut Map<String, Value>) {
     }
     let env = c.get_mut("env").and_then(Value::as_array_mut);
     for var in env.into_iter().flatten() {
-        if let Some(field) = var.pointer_mut("/valueFrom/fieldRef").and_then(Value::as_object_mut) {
+        if let Some(field) = var
+            .pointer_mut("/valueFrom/fieldRef")
+            .and_then(Value::as_object_mut)
+        {
             set(field, "apiVersion", json!("v1"));
         }
     }

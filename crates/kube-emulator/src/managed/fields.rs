@@ -41,7 +41,11 @@ pub fn list_type(field: Option<&str>, items: &[Value], custom: bool) -> ListType
     }
     let has = |k: &str| items.iter().any(|i| i.get(k).is_some());
     let keys = match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes"
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
         | "imagePullSecrets" => vec!["name"],
         "volumeMounts" => vec!["mountPath"],
         "volumeDevices" => vec!["devicePath"],
@@ -130,7 +134,14 @@ fn present(value: Option<&Value>) -> Option<&Value> {
 /// counts itself as well as its children), and modified values.
 pub fn compare(old: &Value, new: &Value, custom: bool) -> Comparison {
     let mut cmp = Comparison::default();
-    walk(Some(old), Some(new), None, &mut Vec::new(), custom, &mut cmp);
+    walk(
+        Some(old),
+        Some(new),
+        None,
+        &mut Vec::new(),
+        custom,
+        &mut cmp,
+    );
     let metadata = vec!["f:metadata".to_string()];
     for set in [&mut cmp.added, &mut cmp.modified, &mut cmp.removed] {
         set.remove(&metadata);
@@ -434,7 +445,10 @@ mod tests {
                 ".spec.containers[name=\"new\"].name",
             ]
         );
-        assert_eq!(paths(&cmp.modified), [".spec.containers[name=\"app\"].image"]);
+        assert_eq!(
+            paths(&cmp.modified),
+            [".spec.containers[name=\"app\"].image"]
+        );
         assert_eq!(cmp.removed.len(), 4);
     }
 

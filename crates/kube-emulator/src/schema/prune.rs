@@ -72,7 +72,10 @@ mod tests {
         let mut obj = json!({"apiVersion": "v1", "kind": "W", "metadata": {"name": "w"},
             "extra": 1, "spec": {"a": "1", "b": "2", "free": {"any": {"thing": 1}},
                                   "map": {"k": {"x": "1", "y": "2"}}}});
-        assert_eq!(prune(&mut obj, &schema), ["extra", "spec.b", "spec.map.k.y"]);
+        assert_eq!(
+            prune(&mut obj, &schema),
+            ["extra", "spec.b", "spec.map.k.y"]
+        );
         assert_eq!(
             obj,
             json!({"apiVersion": "v1", "kind": "W", "metadata": {"name": "w"},

@@ -89,7 +89,10 @@ fn type_matches(value: &Value, schema: &Value, field: &str, out: &mut Vec<Cause>
         Some(wanted) => wanted == actual,
     };
     if !ok {
-        let wanted = schema.get("type").and_then(Value::as_str).unwrap_or("object");
+        let wanted = schema
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("object");
         let message = format!(
             "Invalid value: \"{actual}\": {field} in body must be of type {wanted}: \"{actual}\""
         );
@@ -113,18 +116,29 @@ fn constraints(value: &Value, schema: &Value, field: &str, out: &mut Vec<Cause>)
         out.push(Cause::new(reason, field, detail));
     };
     match value {
-        Value::Number(n) => number(n.as_f64().unwrap_or_default(), value, schema, field, &mut invalid),
+        Value::Number(n) => number(
+            n.as_f64().unwrap_or_default(),
+            value,
+            schema,
+            field,
+            &mut invalid,
+        ),
         Value::String(s) => string(s, schema, field, &mut invalid),
         Value::Array(items) => array(items, schema, field, &mut invalid),
         Value::Object(map) => {
             let n = map.len() as u64;
             if let Some(max) = uint(schema, "maxProperties").filter(|m| n > *m) {
-                invalid("FieldValueTooMany", format!("Too many: {n}: must have at most {max} items"));
+                invalid(
+                    "FieldValueTooMany",
+                    format!("Too many: {n}: must have at most {max} items"),
+                );
             }
             if let Some(min) = uint(schema, "minProperties").filter(|m| n < *m) {
                 invalid(
                     "FieldValueInvalid",
-                    format!("Invalid value: {n}: {field} in body should have at least {min} properties"),
+                    format!(
+                        "Invalid value: {n}: {field} in body should have at least {min} properties"
+                    ),
                 );
             }
         }
@@ -145,7 +159,12 @@ fn number(
 ) {
     let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
     let exclusive = |key: &str| schema.get(key) == Some(&Value::Bool(true));
-    let shown = |limit: f64| Value::from(limit).to_string().trim_end_matches(".0").to_string();
+    let shown = |limit: f64| {
+        Value::from(limit)
+            .to_string()
+            .trim_end_matches(".0")
+            .to_string()
+    };
     if let Some(max) = bound("maximum") {
         let (bad, words) = if exclusive("exclusiveMaximum") {
             (n >= max, "less than")
@@ -154,7 +173,10 @@ fn number(
         };
         if bad {
             let limit = shown(max);
-            invalid("FieldValueInvalid", format!("Invalid value: {value}: {field} in body should be {words} {limit}"));
+            invalid(
+                "FieldValueInvalid",
+                format!("Invalid value: {value}: {field} in body should be {words} {limit}"),
+            );
         }
     }
     if let Some(min) = bound("minimum") {
@@ -165,21 +187,30 @@ fn number(
         };
         if bad {
             let limit = shown(min);
-            invalid("FieldValueInvalid", format!("Invalid value: {value}: {field} in body should be {words} {limit}"));
+            invalid(
+                "FieldValueInvalid",
+                format!("Invalid value: {value}: {field} in body should be {words} {limit}"),
+            );
         }
     }
     if let Some(factor) = bound("multipleOf").filter(|f| *f != 0.0)
         && (n / factor).fract() != 0.0
     {
         let factor = shown(factor);
-        invalid("FieldValueInvalid", format!("Invalid value: {value}: {field} in body should be a multiple of {factor}"));
+        invalid(
+            "FieldValueInvalid",
+            format!("Invalid value: {value}: {field} in body should be a multiple of {factor}"),
+        );
     }
 }
 
 fn string(s: &str, schema: &Value, field: &str, invalid: &mut impl FnMut(&'static str, String)) {
     let length = s.chars().count() as u64;
     if let Some(max) = uint(schema, "maxLength").filter(|m| length > *m) {
-        invalid("FieldValueTooLong", format!("Too long: may not be more than {max} bytes"));
+        invalid(
+            "FieldValueTooLong",
+            format!("Too long: may not be more than {max} bytes"),
+        );
     }
     if let Some(min) = uint(schema, "minLength").filter(|m| length < *m) {
         invalid(
@@ -197,10 +228,18 @@ fn string(s: &str, schema: &Value, field: &str, invalid: &mut impl FnMut(&'stati
     }
 }
 
-fn array(items: &[Value], schema: &Value, field: &str, invalid: &mut impl FnMut(&'static str, String)) {
+fn array(
+    items: &[Value],
+    schema: &Value,
+    field: &str,
+    invalid: &mut impl FnMut(&'static str, String),
+) {
     let n = items.len() as u64;
     if let Some(max) = uint(schema, "maxItems").filter(|m| n > *m) {
-        invalid("FieldValueTooMany", format!("Too many: {n}: must have at most {max} items"));
+        invalid(
+            "FieldValueTooMany",
+            format!("Too many: {n}: must have at most {max} items"),
+        );
     }
     if let Some(min) = uint(schema, "minItems").filter(|m| n < *m) {
         invalid(
@@ -214,7 +253,10 @@ fn array(items: &[Value], schema: &Value, field: &str, invalid: &mut impl FnMut(
         .enumerate()
         .find(|(i, item)| unique && items[..*i].contains(item))
     {
-        invalid("FieldValueDuplicate", format!("Duplicate value: {}", duplicate.1));
+        invalid(
+            "FieldValueDuplicate",
+            format!("Duplicate value: {}", duplicate.1),
+        );
     }
 }
 
@@ -222,18 +264,15 @@ fn array(items: &[Value], schema: &Value, field: &str, invalid: &mut impl FnMut(
 /// their properties at the top).
 fn combinators(value: &Value, schema: &Value, field: &str, out: &mut Vec<Cause>) {
     let branches = |key: &str| {
-        schema
-            .get(key)
-            .and_then(Value::as_array)
-            .map(|list| {
-                list.iter()
-                    .map(|s| {
-                        let mut causes = Vec::new();
-                        check(value, s, field, &mut causes);
-                        causes
-                    })
-                    .collect::<Vec<_>>()
-            })
+        schema.get(key).and_then(Value::as_array).map(|list| {
+            list.iter()
+                .map(|s| {
+                    let mut causes = Vec::new();
+                    check(value, s, field, &mut causes);
+                    causes
+                })
+                .collect::<Vec<_>>()
+        })
     };
     if let Some(all) = branches("allOf") {
         out.extend(all.into_iter().flatten());
@@ -243,7 +282,9 @@ fn combinators(value: &Value, schema: &Value, field: &str, out: &mut Vec<Cause>)
         out.push(Cause::new(
             "FieldValueInvalid",
             field,
-            format!("Invalid value: {value}: {field} in body must validate at least one schema (anyOf)"),
+            format!(
+                "Invalid value: {value}: {field} in body must validate at least one schema (anyOf)"
+            ),
         ));
         out.extend(any.into_iter().flatten());
     }
