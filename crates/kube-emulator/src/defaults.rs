@@ -1,4 +1,8 @@
-//! Kind-specific defaulting on writes: what real controllers and admission would have filled in.
+//! Kind-specific defaulting on writes: what the API server fills in when it decodes an object
+//! ([`on_decode`], so the writer's `managedFields` include it) and when it stores one
+//! ([`on_create`]: namespace phase, CRD status, service IPs).
+
+mod specs;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -9,6 +13,27 @@ use crate::resources::ResourceInfo;
 
 /// Fills fields a real API server sets on create.
 pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
+    on_write(info, obj);
+    match (info.group.as_str(), info.plural.as_str()) {
+        ("", "namespaces") => {
+            let root = meta::ensure_object(obj);
+            root.insert("spec".into(), json!({ "finalizers": ["kubernetes"] }));
+            root.insert("status".into(), json!({ "phase": "Active" }));
+        }
+        ("apiextensions.k8s.io", "customresourcedefinitions") => crd_status(obj),
+        ("", "services") => service_ip(obj),
+        _ => {}
+    }
+}
+
+/// Fills fields a real API server or controller keeps up to date on every write.
+pub fn on_write(info: &ResourceInfo, obj: &mut Value) {
+    on_decode(info, obj);
+}
+
+/// The defaults the API server applies as it decodes a written object (before field managers
+/// are recorded), for every write.
+pub fn on_decode(info: &ResourceInfo, obj: &mut Value) {
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "namespaces") => {
             let name = meta::name(obj).unwrap_or_default().to_string();
@@ -16,11 +41,9 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
                 .entry("labels")
                 .or_insert_with(|| json!({}));
             meta::ensure_object(labels).insert("kubernetes.io/metadata.name".into(), json!(name));
-            let root = meta::ensure_object(obj);
-            root.insert("spec".into(), json!({ "finalizers": ["kubernetes"] }));
-            root.insert("status".into(), json!({ "phase": "Active" }));
         }
         ("", "secrets") => {
+            fold_string_data(obj);
             let root = meta::ensure_object(obj);
             if root
                 .get("type")
@@ -30,17 +53,26 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) {
                 root.insert("type".into(), json!("Opaque"));
             }
         }
-        ("apiextensions.k8s.io", "customresourcedefinitions") => crd_status(obj),
-        ("", "services") => service_ip(obj),
-        _ => {}
-    }
-    on_write(info, obj);
-}
-
-/// Fills fields a real API server or controller keeps up to date on every write.
-pub fn on_write(info: &ResourceInfo, obj: &mut Value) {
-    if info.group.is_empty() && info.plural == "secrets" {
-        fold_string_data(obj);
+        ("apiextensions.k8s.io", "customresourcedefinitions") => {
+            let spec = meta::ensure_object(
+                meta::ensure_object(obj)
+                    .entry("spec")
+                    .or_insert_with(|| json!({})),
+            );
+            spec.entry("conversion")
+                .or_insert_with(|| json!({"strategy": "None"}));
+        }
+        ("events.k8s.io", "events") => {
+            let root = meta::ensure_object(obj);
+            for (field, empty) in [
+                ("deprecatedSource", json!({})),
+                ("deprecatedFirstTimestamp", Value::Null),
+                ("deprecatedLastTimestamp", Value::Null),
+            ] {
+                root.entry(field).or_insert(empty);
+            }
+        }
+        _ => specs::on_decode(info, obj),
     }
 }
 

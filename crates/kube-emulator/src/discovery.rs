@@ -8,6 +8,18 @@ use crate::status::json_body;
 
 use crate::resources::{Registry, ResourceInfo};
 
+/// The verbs of custom resources, in the API server's order for them.
+const CUSTOM_VERBS: &[&str] = &[
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+];
+
 const VERBS: &[&str] = &[
     "create",
     "delete",
@@ -26,6 +38,8 @@ pub fn version() -> Value {
         "minor": "35",
         "emulationMajor": "1",
         "emulationMinor": "35",
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": "34",
         "gitVersion": "v1.35.0",
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
@@ -128,7 +142,11 @@ fn resource_entries(info: &ResourceInfo) -> Vec<Value> {
         "singularName": info.singular,
         "namespaced": info.namespaced,
         "kind": info.kind,
-        "verbs": if info.create_only { &["create"][..] } else { VERBS },
+        "verbs": match (info.create_only, info.is_custom()) {
+            (true, _) => &["create"][..],
+            (false, true) => CUSTOM_VERBS,
+            (false, false) => VERBS,
+        },
     });
     if let Some(map) = main.as_object_mut() {
         if !info.short_names.is_empty() {

@@ -59,8 +59,28 @@ fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::BadRequest(format!("invalid patch body: {e}")))
 }
 
+/// How merged list elements are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// As the API server orders a strategic merge patch's lists: the patch's elements (in the
+    /// patch's or `$setElementOrder`'s order) interleaved with the live-only ones.
+    Patch,
+    /// Live elements where they are, new ones appended (server-side apply).
+    Live,
+}
+
 /// Merges `patch` into `target` with strategic-merge semantics for the common list keys.
 pub fn strategic_merge(target: &mut Value, patch: &Value) {
+    merge(target, patch, Order::Patch);
+}
+
+/// Merges an applied configuration into the live object: as [`strategic_merge`], keeping the
+/// live order of list elements.
+pub fn apply_merge(target: &mut Value, patch: &Value) {
+    merge(target, patch, Order::Live);
+}
+
+fn merge(target: &mut Value, patch: &Value, order: Order) {
     let Some(patch_map) = patch.as_object() else {
         *target = patch.clone();
         return;
@@ -90,11 +110,20 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
         if key.starts_with('$') {
             continue;
         }
-        merge_field(target_map, key, value);
+        let element_order = patch_map
+            .get(&format!("$setElementOrder/{key}"))
+            .and_then(Value::as_array)
+            .map(Vec::as_slice);
+        merge_field(target_map, key, value, (order, element_order));
     }
 }
 
-fn merge_field(target: &mut Map<String, Value>, key: &str, value: &Value) {
+fn merge_field(
+    target: &mut Map<String, Value>,
+    key: &str,
+    value: &Value,
+    (order, element_order): (Order, Option<&[Value]>),
+) {
     if value.is_null() {
         target.remove(key);
         return;
@@ -104,10 +133,12 @@ fn merge_field(target: &mut Map<String, Value>, key: &str, value: &Value) {
         return;
     }
     match (target.get_mut(key), value) {
-        (Some(existing @ Value::Object(_)), Value::Object(_)) => strategic_merge(existing, value),
+        (Some(existing @ Value::Object(_)), Value::Object(_)) => merge(existing, value, order),
         (Some(Value::Array(existing)), Value::Array(items)) => {
-            if let Some(merge_key) = list_merge_key(key, items) {
-                merge_keyed_list(existing, items, merge_key);
+            let original = existing.clone();
+            let merge_key = list_merge_key(key, items);
+            if let Some(merge_key) = merge_key {
+                merge_keyed_list(existing, items, merge_key, order);
             } else if is_union_list(key) {
                 for item in items {
                     if !existing.contains(item) {
@@ -116,11 +147,52 @@ fn merge_field(target: &mut Map<String, Value>, key: &str, value: &Value) {
                 }
             } else {
                 *existing = items.iter().map(clean_value).collect();
+                return;
+            }
+            if order == Order::Patch {
+                let patch_order = element_order.unwrap_or(items);
+                *existing = patch_ordered(existing, patch_order, &original, merge_key);
             }
         }
         _ => {
             target.insert(key.to_string(), clean_value(value));
         }
+    }
+}
+
+/// The merged elements in the API server's order: those the patch (or `$setElementOrder`) names,
+/// in its order, merged with the others in their live order; where only one of two candidates
+/// is live, the patch's comes first.
+fn patch_ordered(
+    merged: &[Value],
+    patch_order: &[Value],
+    live_order: &[Value],
+    merge_key: Option<&str>,
+) -> Vec<Value> {
+    let same = |a: &Value, b: &Value| match merge_key {
+        Some(k) => a.get(k).is_some() && a.get(k) == b.get(k),
+        None => a == b,
+    };
+    let index = |list: &[Value], item: &Value| list.iter().position(|o| same(o, item));
+    let (mut named, mut rest): (Vec<Value>, Vec<Value>) = merged
+        .iter()
+        .cloned()
+        .partition(|m| index(patch_order, m).is_some());
+    named.sort_by_key(|m| index(patch_order, m));
+    rest.sort_by_key(|m| index(live_order, m));
+    let mut out = Vec::with_capacity(merged.len());
+    let (mut left, mut right) = (named.into_iter().peekable(), rest.into_iter().peekable());
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (Some(l), Some(r)) => match (index(live_order, l), index(live_order, r)) {
+                (Some(li), Some(ri)) => li < ri,
+                _ => true,
+            },
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return out,
+        };
+        out.extend(if take_left { left.next() } else { right.next() });
     }
 }
 
@@ -150,7 +222,7 @@ fn is_union_list(field: &str) -> bool {
     field == "finalizers"
 }
 
-fn merge_keyed_list(existing: &mut Vec<Value>, items: &[Value], merge_key: &str) {
+fn merge_keyed_list(existing: &mut Vec<Value>, items: &[Value], merge_key: &str, order: Order) {
     if items
         .iter()
         .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"))
@@ -173,7 +245,7 @@ fn merge_keyed_list(existing: &mut Vec<Value>, items: &[Value], merge_key: &str)
             (Some(i), true) => {
                 existing.remove(i);
             }
-            (Some(i), false) => strategic_merge(&mut existing[i], item),
+            (Some(i), false) => merge(&mut existing[i], item, order),
             (None, true) => {}
             (None, false) => existing.push(clean_value(item)),
         }
@@ -266,12 +338,42 @@ mod tests {
             &mut d,
             &json!({"metadata": {"finalizers": ["b"]}, "spec": null}),
         );
-        assert_eq!(d, json!({"metadata": {"finalizers": ["a", "b"]}}));
+        assert_eq!(d, json!({"metadata": {"finalizers": ["b", "a"]}}));
         strategic_merge(
             &mut d,
             &json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}),
         );
         assert_eq!(d["metadata"]["finalizers"], json!(["b"]));
+    }
+
+    #[test]
+    fn patched_elements_come_first_unless_both_are_live() {
+        let mut d = deployment();
+        strategic_merge(
+            &mut d,
+            &json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "env": [{"name": "B", "value": "2"}]},
+                {"name": "extra", "image": "e"}]}}}}),
+        );
+        let c = &d["spec"]["template"]["spec"]["containers"];
+        let names: Vec<&str> = c
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["app", "extra", "side"]);
+        assert_eq!(
+            c[0]["env"][0]["name"], "B",
+            "a new env var goes before the live ones"
+        );
+        let mut live = deployment();
+        apply_merge(
+            &mut live,
+            &json!({"spec": {"template": {"spec": {"containers": [{"name": "extra", "image": "e"}]}}}}),
+        );
+        let c = &live["spec"]["template"]["spec"]["containers"];
+        assert_eq!(c[2]["name"], "extra", "an apply appends");
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The resource table: built-in kinds plus kinds registered by CustomResourceDefinitions.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -55,6 +57,12 @@ pub struct ResourceInfo {
     pub create_only: bool,
     /// A CRD's `additionalPrinterColumns` (of its preferred version) for table output.
     pub printer_columns: Vec<PrinterColumn>,
+    /// Whether a CustomResourceDefinition defines the resource.
+    pub custom: bool,
+    /// A CRD's `openAPIV3Schema` of each served version that has one.
+    pub schemas: BTreeMap<String, Value>,
+    /// A CRD's `selectableFields` (of its preferred version), as field selector paths.
+    pub selectable_fields: Vec<String>,
 }
 
 /// One `additionalPrinterColumns` entry.
@@ -71,6 +79,34 @@ pub struct PrinterColumn {
 }
 
 impl ResourceInfo {
+    /// Whether a CustomResourceDefinition defines the resource.
+    pub fn is_custom(&self) -> bool {
+        self.custom
+    }
+
+    /// Whether objects of the kind carry `metadata.generation` (kinds with a spec that
+    /// controllers observe; ConfigMaps, Secrets, Namespaces, RBAC, Leases, Events... do not).
+    pub fn keeps_generation(&self) -> bool {
+        if self.custom {
+            return true;
+        }
+        matches!(
+            (self.group.as_str(), self.plural.as_str()),
+            ("", "pods" | "podtemplates")
+                | (
+                    "apps",
+                    "deployments" | "statefulsets" | "daemonsets" | "replicasets"
+                )
+                | ("batch", _)
+                | ("networking.k8s.io", _)
+                | ("policy", _)
+                | ("apiextensions.k8s.io", _)
+                | ("admissionregistration.k8s.io", _)
+                | ("discovery.k8s.io", _)
+                | ("autoscaling", _)
+        )
+    }
+
     /// Storage key of this resource.
     pub fn key(&self) -> ResKey {
         ResKey::new(&self.group, &self.plural)
@@ -121,6 +157,7 @@ const BUILTINS: &[Builtin] = &[
     ("", "v1", "PersistentVolume", "persistentvolumes", false, "pv", true),
     ("", "v1", "ResourceQuota", "resourcequotas", true, "quota", true),
     ("", "v1", "LimitRange", "limitranges", true, "limits", false),
+    ("", "v1", "PodTemplate", "podtemplates", true, "", false),
     ("apps", "v1", "Deployment", "deployments", true, "deploy", true),
     ("apps", "v1", "StatefulSet", "statefulsets", true, "sts", true),
     ("apps", "v1", "DaemonSet", "daemonsets", true, "ds", true),
@@ -192,6 +229,9 @@ impl Registry {
                 has_status: *status,
                 create_only: false,
                 printer_columns: Vec::new(),
+                custom: false,
+                schemas: BTreeMap::new(),
+                selectable_fields: Vec::new(),
             });
         }
         for (group, kind, plural, namespaced) in REVIEWS {
@@ -206,6 +246,9 @@ impl Registry {
                 has_status: false,
                 create_only: true,
                 printer_columns: Vec::new(),
+                custom: false,
+                schemas: BTreeMap::new(),
+                selectable_fields: Vec::new(),
             });
         }
         for crd in crds {
@@ -292,15 +335,32 @@ pub fn crd_resource(crd: &Value) -> Option<ResourceInfo> {
                 .collect()
         })
         .unwrap_or_default();
-    let versions_sorted = sort_versions(served);
-    let printer_columns = versions
+    let schemas = versions
         .iter()
-        .find(|v| {
-            v.get("name").and_then(Value::as_str) == versions_sorted.first().map(String::as_str)
+        .filter_map(|v| {
+            let schema = v.pointer("/schema/openAPIV3Schema")?;
+            Some((text(v, "name")?, schema.clone()))
         })
+        .collect();
+    let versions_sorted = sort_versions(served);
+    let preferred = versions.iter().find(|v| {
+        v.get("name").and_then(Value::as_str) == versions_sorted.first().map(String::as_str)
+    });
+    let printer_columns = preferred
         .and_then(|v| v.get("additionalPrinterColumns"))
         .and_then(Value::as_array)
         .map(|cols| cols.iter().filter_map(printer_column).collect())
+        .unwrap_or_default();
+    let selectable_fields = preferred
+        .and_then(|v| v.get("selectableFields"))
+        .and_then(Value::as_array)
+        .map(|fields| {
+            fields
+                .iter()
+                .filter_map(|f| f.get("jsonPath")?.as_str())
+                .map(|p| p.trim_start_matches('.').to_string())
+                .collect()
+        })
         .unwrap_or_default();
     Some(ResourceInfo {
         group: text(spec, "group")?,
@@ -313,6 +373,9 @@ pub fn crd_resource(crd: &Value) -> Option<ResourceInfo> {
         has_status,
         create_only: false,
         printer_columns,
+        custom: true,
+        schemas,
+        selectable_fields,
     })
 }
 

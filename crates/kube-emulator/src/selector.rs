@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::resources::ResourceInfo;
 use crate::status::ApiError;
 
 /// One parsed label requirement.
@@ -167,6 +168,20 @@ impl FieldSelector {
         self.0.is_empty()
     }
 
+    /// `400 BadRequest` for the first term on a field `info`'s kind cannot be selected by.
+    pub fn check_supported(&self, info: &ResourceInfo) -> Result<(), ApiError> {
+        match self
+            .0
+            .iter()
+            .find(|(path, ..)| !field_label_supported(info, path))
+        {
+            Some((path, ..)) => Err(ApiError::BadRequest(format!(
+                "field label not supported: {path}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Whether the object satisfies every term (missing fields read as empty strings).
     pub fn matches(&self, object: &Value) -> bool {
         self.0.iter().all(|(path, equal, value)| {
@@ -181,10 +196,73 @@ impl FieldSelector {
     }
 }
 
+/// The field labels the API server lets a kind be selected by.
+fn field_label_supported(info: &ResourceInfo, path: &str) -> bool {
+    if matches!(path, "metadata.name" | "metadata.namespace") {
+        return true;
+    }
+    let fields: &[&str] = match (info.group.as_str(), info.plural.as_str()) {
+        ("", "pods") => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        ],
+        ("", "events") => &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+        ("events.k8s.io", "events") => &[
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
+            "reason",
+            "reportingController",
+            "type",
+        ],
+        ("", "namespaces") => &["status.phase"],
+        ("", "nodes") => &["spec.unschedulable"],
+        ("", "secrets") => &["type"],
+        ("", "services") => &["spec.clusterIP", "spec.type"],
+        ("apps", "replicasets") => &["status.replicas"],
+        ("batch", "jobs") => &["status.successful"],
+        _ => &[],
+    };
+    fields.contains(&path) || info.selectable_fields.iter().any(|f| f == path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn only_the_kinds_field_labels_select() {
+        let reg = crate::resources::Registry::new(std::iter::empty());
+        let secrets = reg.find("", "v1", "secrets").unwrap();
+        let ok = FieldSelector::parse("type=Opaque,metadata.name!=a").unwrap();
+        assert!(ok.check_supported(secrets).is_ok());
+        let data = FieldSelector::parse("data.x=1").unwrap();
+        assert_eq!(data.check_supported(secrets).unwrap_err().code(), 400);
+    }
 
     fn obj(labels: Value) -> Value {
         json!({"metadata": {"name": "a", "namespace": "ns", "labels": labels}, "type": "Opaque"})

@@ -23,9 +23,21 @@ pub enum ApiError {
         name: String,
         message: String,
     },
+    /// A server-side apply would change fields other managers own.
+    #[error("Apply failed with {} conflict{}: {}", .0.len(), if .0.len() == 1 { "" } else { "s" }, join_causes(.0))]
+    ApplyConflict(Vec<Cause>),
     /// The object is semantically invalid.
     #[error("{0}")]
     Invalid(String),
+    /// The object (or the request's options) failed validation, field by field: `422 Invalid`
+    /// with the causes in `details`.
+    #[error("{}", invalid_message(.group, .kind, .name, .causes))]
+    InvalidFields {
+        group: String,
+        kind: String,
+        name: String,
+        causes: Vec<Cause>,
+    },
     /// The request could not be understood.
     #[error("{0}")]
     BadRequest(String),
@@ -59,8 +71,8 @@ impl ApiError {
     pub fn code(&self) -> u16 {
         match self {
             Self::NotFound { .. } | Self::NoRoute => 404,
-            Self::AlreadyExists { .. } | Self::Conflict { .. } => 409,
-            Self::Invalid(_) => 422,
+            Self::AlreadyExists { .. } | Self::Conflict { .. } | Self::ApplyConflict(_) => 409,
+            Self::Invalid(_) | Self::InvalidFields { .. } => 422,
             Self::BadRequest(_) => 400,
             Self::MethodNotAllowed(_) => 405,
             Self::UnsupportedMediaType(_) => 415,
@@ -76,8 +88,8 @@ impl ApiError {
         match self {
             Self::NotFound { .. } | Self::NoRoute => "NotFound",
             Self::AlreadyExists { .. } => "AlreadyExists",
-            Self::Conflict { .. } => "Conflict",
-            Self::Invalid(_) => "Invalid",
+            Self::Conflict { .. } | Self::ApplyConflict(_) => "Conflict",
+            Self::Invalid(_) | Self::InvalidFields { .. } => "Invalid",
             Self::BadRequest(_) => "BadRequest",
             Self::MethodNotAllowed(_) => "MethodNotAllowed",
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
@@ -113,6 +125,13 @@ impl ApiError {
             Self::NotFound { resource, name }
             | Self::AlreadyExists { resource, name }
             | Self::Conflict { resource, name, .. } => Some(details(resource, name)),
+            Self::InvalidFields {
+                group,
+                kind,
+                name,
+                causes,
+            } => Some(invalid_details(group, kind, name, causes)),
+            Self::ApplyConflict(causes) => Some(invalid_details("", "", "", causes)),
             _ => None,
         };
         if let (Some(d), Some(map)) = (details, status.as_object_mut()) {
@@ -130,10 +149,75 @@ impl ApiError {
     }
 }
 
-/// Splits `deployments.apps` into the `details` group and kind fields.
+/// One failed field of an [`ApiError::InvalidFields`] (a `StatusCause`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// `FieldValueInvalid`, `FieldValueRequired`, `FieldValueNotSupported`, ...
+    pub reason: &'static str,
+    /// The field's path (`metadata.name`, `spec.size`).
+    pub field: String,
+    /// What is wrong with it (`Invalid value: 20: ...`).
+    pub message: String,
+}
+
+impl Cause {
+    /// A cause from its parts.
+    pub fn new(reason: &'static str, field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            reason,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The causes' messages, joined.
+fn join_causes(causes: &[Cause]) -> String {
+    let each: Vec<&str> = causes.iter().map(|c| c.message.as_str()).collect();
+    each.join(", ")
+}
+
+/// `Kind.group "name" is invalid: field: message` (causes in brackets when there are several).
+fn invalid_message(group: &str, kind: &str, name: &str, causes: &[Cause]) -> String {
+    let qualified = if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    };
+    let each: Vec<String> = causes
+        .iter()
+        .map(|c| format!("{}: {}", c.field, c.message))
+        .collect();
+    let all = match each.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    };
+    format!("{qualified} \"{name}\" is invalid: {all}")
+}
+
+/// The `details` of an invalid object (or an apply's conflicts): empty parts left out, as the API server leaves them out.
+fn invalid_details(group: &str, kind: &str, name: &str, causes: &[Cause]) -> Value {
+    let mut details = serde_json::Map::new();
+    for (key, value) in [("name", name), ("group", group), ("kind", kind)] {
+        if !value.is_empty() {
+            details.insert(key.into(), json!(value));
+        }
+    }
+    let causes: Vec<Value> = causes
+        .iter()
+        .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+        .collect();
+    details.insert("causes".into(), Value::Array(causes));
+    Value::Object(details)
+}
+
+/// Splits `deployments.apps` into the `details` group and kind fields (the core group's empty
+/// name is left out, as the API server leaves it out).
 fn details(resource: &str, name: &str) -> Value {
-    let (kind, group) = resource.split_once('.').unwrap_or((resource, ""));
-    json!({ "name": name, "group": group, "kind": kind })
+    match resource.split_once('.') {
+        Some((kind, group)) => json!({ "name": name, "group": group, "kind": kind }),
+        None => json!({ "name": name, "kind": resource }),
+    }
 }
 
 impl IntoResponse for ApiError {
@@ -171,5 +255,26 @@ mod tests {
         assert_eq!(status["reason"], "NotFound");
         assert_eq!(status["details"]["group"], "apps");
         assert_eq!(status["message"], "deployments.apps \"web\" not found");
+        let invalid = ApiError::InvalidFields {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            name: "Bad".into(),
+            causes: vec![Cause::new(
+                "FieldValueInvalid",
+                "metadata.name",
+                "Invalid value",
+            )],
+        };
+        assert_eq!(
+            invalid.to_string(),
+            "ConfigMap \"Bad\" is invalid: metadata.name: Invalid value"
+        );
+        assert_eq!(
+            invalid.to_status()["details"],
+            json!({"name": "Bad", "kind": "ConfigMap", "causes": [
+                {"reason": "FieldValueInvalid", "message": "Invalid value", "field": "metadata.name"}]})
+        );
+        let core = ApiError::not_found("configmaps", "c").to_status();
+        assert_eq!(core["details"], json!({"name": "c", "kind": "configmaps"}));
     }
 }

@@ -111,11 +111,11 @@ fn row(columns: &[Column], obj: &Value, include: Include) -> Value {
     let cells: Vec<Value> = columns.iter().map(|c| cell(&c.cell, obj)).collect();
     let mut row = json!({ "cells": cells });
     let object = match include {
-        Include::None => None,
-        Include::Object => Some(obj.clone()),
-        Include::Metadata => Some(partial(obj)),
+        Include::None => Value::Null,
+        Include::Object => obj.clone(),
+        Include::Metadata => partial(obj),
     };
-    if let (Some(object), Some(map)) = (object, row.as_object_mut()) {
+    if let Some(map) = row.as_object_mut() {
         map.insert("object".into(), object);
     }
     row
@@ -188,6 +188,7 @@ fn columns(info: &ResourceInfo) -> Vec<Column> {
             col("Restarts", "integer", Compute(pod_restarts)),
             col("Age", "string", Age),
         ],
+        // the API server declares these counts as strings too
         ("apps", "deployments") => vec![
             col(
                 "Ready",
@@ -196,15 +197,21 @@ fn columns(info: &ResourceInfo) -> Vec<Column> {
             ),
             col(
                 "Up-to-date",
-                "integer",
+                "string",
                 Compute(|o| json!(int(o, "/status/updatedReplicas"))),
             ),
             col(
                 "Available",
-                "integer",
+                "string",
                 Compute(|o| json!(int(o, "/status/availableReplicas"))),
             ),
             col("Age", "string", Age),
+            wide("Containers", Compute(|o| template_containers(o, "name"))),
+            wide("Images", Compute(|o| template_containers(o, "image"))),
+            wide(
+                "Selector",
+                Compute(|o| selector(o.pointer("/spec/selector"))),
+            ),
         ],
         ("apps", "statefulsets") => vec![
             col(
@@ -258,14 +265,19 @@ fn columns(info: &ResourceInfo) -> Vec<Column> {
             col("External-IP", "string", Compute(external_ip)),
             col("Port(s)", "string", Compute(service_ports)),
             col("Age", "string", Age),
+            wide(
+                "Selector",
+                Compute(|o| selector(o.pointer("/spec/selector"))),
+            ),
         ],
+        // the API server declares these counts as strings
         ("", "configmaps") => vec![
-            col("Data", "integer", Count(&["data", "binaryData"])),
+            col("Data", "string", Count(&["data", "binaryData"])),
             col("Age", "string", Age),
         ],
         ("", "secrets") => vec![
             col("Type", "string", Path("/type")),
-            col("Data", "integer", Count(&["data"])),
+            col("Data", "string", Count(&["data"])),
             col("Age", "string", Age),
         ],
         ("", "nodes") => vec![
@@ -295,10 +307,12 @@ fn columns(info: &ResourceInfo) -> Vec<Column> {
             .iter()
             .map(|c| Column {
                 name: c.name.clone(),
-                kind: if c.kind == "integer" {
-                    "integer"
-                } else {
-                    "string"
+                kind: match c.kind.as_str() {
+                    "integer" => "integer",
+                    "number" => "number",
+                    "boolean" => "boolean",
+                    "date" => "date",
+                    _ => "string",
                 },
                 priority: c.priority,
                 cell: Cell::JsonPath(c.json_path.clone(), c.kind == "date"),
@@ -308,6 +322,43 @@ fn columns(info: &ResourceInfo) -> Vec<Column> {
     };
     columns.extend(rest);
     columns
+}
+
+/// A column `kubectl get -o wide` adds.
+fn wide(name: &str, cell: Cell) -> Column {
+    Column {
+        priority: 1,
+        ..col(name, "string", cell)
+    }
+}
+
+/// A field of each container of a workload's pod template, comma-separated.
+fn template_containers(obj: &Value, field: &str) -> Value {
+    let containers = obj
+        .pointer("/spec/template/spec/containers")
+        .and_then(Value::as_array);
+    let values: Vec<&str> = containers
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get(field)?.as_str())
+        .collect();
+    json!(values.join(","))
+}
+
+/// A label selector (`matchLabels`, or a Service's plain map) as `k=v,...`, or `<none>`.
+fn selector(selector: Option<&Value>) -> Value {
+    let labels = selector.and_then(|s| s.get("matchLabels").or(Some(s)));
+    let pairs: Vec<String> = labels
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some(format!("{k}={}", v.as_str()?)))
+        .collect();
+    json!(if pairs.is_empty() {
+        "<none>".to_string()
+    } else {
+        pairs.join(",")
+    })
 }
 
 fn node_status(obj: &Value) -> Value {
@@ -432,8 +483,23 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
-        assert_eq!(headers, ["Name", "Ready", "Up-to-date", "Available", "Age"]);
-        assert_eq!(t["rows"][0]["cells"], json!(["web", "2/3", 0, 0, "0s"]));
+        assert_eq!(
+            headers,
+            [
+                "Name",
+                "Ready",
+                "Up-to-date",
+                "Available",
+                "Age",
+                "Containers",
+                "Images",
+                "Selector"
+            ]
+        );
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["web", "2/3", 0, 0, "0s", "", "", "<none>"])
+        );
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
     }
 
@@ -453,6 +519,6 @@ mod tests {
         }];
         let w = json!({"metadata": {"name": "w"}, "spec": {"sizes": [1, 7]}});
         let t = table(&info, &[w], json!({}), Include::None);
-        assert_eq!(t["rows"][0], json!({"cells": ["w", 7]}));
+        assert_eq!(t["rows"][0], json!({"cells": ["w", 7], "object": null}));
     }
 }

@@ -96,7 +96,7 @@ impl Filter {
 
 /// Starts a watch and answers with its event stream.
 pub fn serve(app: &Arc<App>, req: ResourceRequest, params: &Params) -> Result<Response, ApiError> {
-    let (labels, fields) = selectors(params)?;
+    let (labels, fields) = selectors(&req.info, params)?;
     let flag = |k: &str| params.get(k).is_some_and(|v| v == "true" || v == "1");
     let send_initial = flag("sendInitialEvents");
     let bookmarks = flag("allowWatchBookmarks");

@@ -1,8 +1,10 @@
 //! The HTTP entry point: path routing to discovery, resource verbs, watches and admin paths.
 
 mod converted;
+mod prepare;
 mod read;
 mod scale;
+mod validate;
 mod write;
 
 pub use read::selectors;
@@ -331,7 +333,8 @@ fn watch_one(
     watch::serve(app, req, &params)
 }
 
-/// Sets `apiVersion` and `kind` for the version the client asked for.
+/// The object as clients see it: `apiVersion` and `kind` of the version asked for, no
+/// `generation` where the kind has none, no empty `managedFields`.
 pub fn stamp(req: &ResourceRequest, mut obj: Value) -> Value {
     let map = meta::ensure_object(&mut obj);
     map.insert(
@@ -339,6 +342,16 @@ pub fn stamp(req: &ResourceRequest, mut obj: Value) -> Value {
         json!(req.info.api_version(&req.version)),
     );
     map.insert("kind".into(), json!(req.info.kind));
+    if !req.info.keeps_generation() {
+        meta::remove_meta(&mut obj, "generation");
+    }
+    let no_managers = obj
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .is_some_and(Vec::is_empty);
+    if no_managers {
+        meta::remove_meta(&mut obj, "managedFields");
+    }
     obj
 }
 

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::{Params, ResourceRequest, name_of, ns_of, respond, stamp};
 use crate::meta;
+use crate::resources::ResourceInfo;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::App;
 use crate::status::{ApiError, json_body};
@@ -30,7 +31,7 @@ pub(super) fn get(app: &App, req: &ResourceRequest) -> Result<Response, ApiError
                 include,
             )))
         }
-        View::Metadata => Ok(json_body(&table::partial(&obj))),
+        View::Metadata => Ok(json_body(&table::partial(&stamp(req, obj)))),
         View::Object => Ok(respond(req, StatusCode::OK, obj)),
     }
 }
@@ -45,8 +46,11 @@ fn table_body(table: &Value) -> Response {
     response
 }
 
-/// Parsed `labelSelector` and `fieldSelector`.
-pub fn selectors(params: &Params) -> Result<(LabelSelector, FieldSelector), ApiError> {
+/// Parsed `labelSelector` and `fieldSelector` (on the fields `info`'s kind can be selected by).
+pub fn selectors(
+    info: &ResourceInfo,
+    params: &Params,
+) -> Result<(LabelSelector, FieldSelector), ApiError> {
     let labels = LabelSelector::parse(
         params
             .get("labelSelector")
@@ -59,6 +63,7 @@ pub fn selectors(params: &Params) -> Result<(LabelSelector, FieldSelector), ApiE
             .map(String::as_str)
             .unwrap_or(""),
     )?;
+    fields.check_supported(info)?;
     Ok((labels, fields))
 }
 
@@ -67,16 +72,19 @@ pub(super) fn list(
     req: &ResourceRequest,
     params: &Params,
 ) -> Result<Response, ApiError> {
-    let (labels, fields) = selectors(params)?;
+    let (labels, fields) = selectors(&req.info, params)?;
     let from = params
         .get("continue")
         .filter(|c| !c.is_empty())
         .map(|c| decode_continue(c))
         .transpose()?;
+    // resourceVersion=0 (any version) is served whole, as kube-apiserver serves it from its
+    // watch cache
+    let any_version = params.get("resourceVersion").is_some_and(|rv| rv == "0");
     let limit = params
         .get("limit")
         .and_then(|l| l.parse::<usize>().ok())
-        .filter(|l| *l > 0);
+        .filter(|l| *l > 0 && !any_version);
     app.faults.count_list(from.is_none(), limit.is_some());
     let page_request = PageRequest {
         ns: req.namespace.as_deref(),
@@ -87,7 +95,7 @@ pub(super) fn list(
     let page = app.store.list_page(&req.info.key(), &page_request, |o| {
         labels.matches(o) && fields.matches(o)
     })?;
-    let list_meta = list_meta(&page);
+    let list_meta = list_meta(&page, req.info.is_custom());
     let items: Vec<Value> = page.items.into_iter().map(|o| stamp(req, o)).collect();
     match req.view {
         View::Table(include) => {
@@ -106,6 +114,12 @@ pub(super) fn list(
         }
         View::Object => {}
     }
+    // items of built-in lists are typed: the list names their kind, they do not
+    let items: Vec<Value> = if req.info.is_custom() {
+        items
+    } else {
+        items.into_iter().map(without_type).collect()
+    };
     Ok(json_body(&json!({
         "kind": format!("{}List", req.info.kind),
         "apiVersion": req.info.api_version(&req.version),
@@ -115,16 +129,27 @@ pub(super) fn list(
 }
 
 /// A list's `metadata`: its resourceVersion, and the `continue` token and (for a list without
-/// selectors) `remainingItemCount` when more objects follow.
-fn list_meta(page: &Page) -> Value {
+/// selectors) `remainingItemCount` when more objects follow; a custom resource list (its type
+/// is unstructured on the server) keeps an empty `continue` on its last page.
+fn list_meta(page: &Page, custom: bool) -> Value {
     let mut list_meta = json!({ "resourceVersion": page.rv.to_string() });
     if let Some(next) = &page.next {
         list_meta["continue"] = json!(encode_continue(next));
         if let Some(remaining) = next.remaining {
             list_meta["remainingItemCount"] = json!(remaining);
         }
+    } else if custom {
+        list_meta["continue"] = json!("");
     }
     list_meta
+}
+
+fn without_type(mut obj: Value) -> Value {
+    if let Some(map) = obj.as_object_mut() {
+        map.remove("apiVersion");
+        map.remove("kind");
+    }
+    obj
 }
 
 pub(super) fn object_id(obj: &Value) -> (String, String) {

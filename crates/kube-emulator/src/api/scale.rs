@@ -113,7 +113,7 @@ fn scale_of(obj: &Value) -> Value {
         },
         "spec": { "replicas": replicas },
         "status": {
-            "replicas": obj.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(replicas),
+            "replicas": obj.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0),
             "selector": selector,
         },
     })

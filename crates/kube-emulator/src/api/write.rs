@@ -5,7 +5,9 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::read::object_id;
-use super::{Params, ResourceRequest, dry_run, name_of, ns_of, respond, selectors, stamp};
+use super::{
+    Params, ResourceRequest, dry_run, name_of, ns_of, prepare, respond, selectors, stamp, validate,
+};
 use crate::apply;
 use crate::body;
 use crate::meta;
@@ -53,7 +55,7 @@ pub(super) fn create(
     }
     let mut obj = body::decode_object(headers, bytes)?;
     place_in_namespace(req, &mut obj)?;
-    let obj = stamp(req, obj);
+    let obj = prepare::Write::new(req, params, headers, "Update").create(stamp(req, obj))?;
     let created = app.store.create(&req.info, obj, dry_run(params))?;
     Ok(respond(req, StatusCode::CREATED, created))
 }
@@ -86,13 +88,26 @@ pub(super) fn update(
     let mut obj = body::decode_object(headers, bytes)?;
     place_in_namespace(req, &mut obj)?;
     let status_only = req.sub.as_deref() == Some("status");
-    let updated = app.store.update(
+    let name = name_of(req);
+    if status_only {
+        let obj = prepare::Write::new(req, params, headers, "Update").status(name, obj)?;
+        let updated = app
+            .store
+            .update(&req.info, ns_of(req), name, obj, true, dry_run(params))?;
+        return Ok(respond(req, StatusCode::OK, updated));
+    }
+    let write = prepare::Write::new(req, params, headers, "Update");
+    let updated = app.store.modify(
         &req.info,
         ns_of(req),
-        name_of(req),
-        obj,
-        status_only,
+        name,
+        false,
         dry_run(params),
+        false,
+        |current| {
+            let current = current.ok_or_else(|| ApiError::not_found(req.info.qualified(), name))?;
+            write.update(current, obj, true)
+        },
     )?;
     Ok(respond(req, StatusCode::OK, updated))
 }
@@ -106,24 +121,28 @@ pub(super) fn patch(
 ) -> Result<Response, ApiError> {
     let kind = PatchKind::from_content_type(&body::content_type(headers))?;
     tracing::trace!(kind = ?kind, body = %String::from_utf8_lossy(bytes), "patch");
+    validate::check_patch(&req.info, kind, params)?;
     let apply = kind == PatchKind::Apply;
-    let manager = params
-        .get("fieldManager")
-        .map(String::as_str)
-        .unwrap_or("unknown");
-    let api_version = req.info.api_version(&req.version);
+    let operation = if apply { "Apply" } else { "Update" };
+    let write = prepare::Write::new(req, params, headers, operation);
+    let force = params.get("force").is_some_and(|f| f == "true");
     let status_only = req.sub.as_deref() == Some("status");
     let mut created = false;
     let (ns, name) = (ns_of(req), name_of(req));
     let change = |current: Option<&Value>| {
         if !apply {
             let current = current.ok_or_else(|| ApiError::not_found(req.info.qualified(), name))?;
-            return patch::apply_patch(kind, current, bytes);
+            let patched = patch::apply_patch(kind, current, bytes)?;
+            return write.update(current, patched, false);
         }
-        let applied = body::parse_yaml_or_json(bytes)?;
+        let mut applied = body::parse_yaml_or_json(bytes)?;
         created = current.is_none();
-        let out = apply::apply(current, &applied, manager, &api_version);
-        Ok(if created { stamp(req, out) } else { out })
+        if created {
+            meta::set_meta(&mut applied, "name", json!(name));
+            applied = stamp(req, applied);
+        }
+        let out = apply::apply(&req.info, current, &applied, &write.writer, force)?;
+        write.applied(current, out)
     };
     let result = app.store.modify(
         &req.info,
@@ -183,19 +202,57 @@ pub(super) fn delete(
 ) -> Result<Response, ApiError> {
     let opts = delete_options(params, headers, bytes);
     let (ns, name) = (ns_of(req), name_of(req));
-    let deleted = app.store.delete(&req.info, ns, name, &opts)?;
-    let still_there = app.store.get(&req.info.key(), ns, name).is_some();
-    if still_there || opts.dry_run {
+    let deleted = app
+        .store
+        .delete(&req.info, ns, name, &opts)
+        .map_err(|e| precondition_by_kind(req, e))?;
+    let held = if opts.dry_run {
+        !meta::finalizers(&deleted).is_empty()
+    } else {
+        app.store.get(&req.info.key(), ns, name).is_some()
+    };
+    if held || returns_deleted_object(&req.info) {
         return Ok(respond(req, StatusCode::OK, deleted));
     }
+    let mut details = serde_json::Map::new();
+    details.insert("name".into(), json!(name));
+    if !req.info.group.is_empty() {
+        details.insert("group".into(), json!(req.info.group));
+    }
+    details.insert("kind".into(), json!(req.info.plural));
+    details.insert("uid".into(), json!(meta::uid(&deleted)));
     let mut status = success_status();
-    status["details"] = json!({
-        "name": name,
-        "group": req.info.group,
-        "kind": req.info.plural,
-        "uid": meta::uid(&deleted),
-    });
+    status["details"] = Value::Object(details);
     Ok(json_body(&status))
+}
+
+/// Kinds whose delete answers the deleted object rather than a `Status` (the API server's
+/// `ReturnDeletedObject`).
+fn returns_deleted_object(info: &crate::resources::ResourceInfo) -> bool {
+    matches!(
+        (info.group.as_str(), info.plural.as_str()),
+        ("", "pods" | "podtemplates" | "serviceaccounts" | "services")
+            | ("storage.k8s.io", "storageclasses")
+    )
+}
+
+/// A failed precondition names the kind, not the resource, in its details (as the API server's
+/// does); other errors pass.
+fn precondition_by_kind(req: &ResourceRequest, error: ApiError) -> ApiError {
+    match error {
+        ApiError::Conflict { name, message, .. } if message.starts_with("Precondition failed") => {
+            ApiError::Conflict {
+                resource: if req.info.group.is_empty() {
+                    req.info.kind.clone()
+                } else {
+                    format!("{}.{}", req.info.kind, req.info.group)
+                },
+                name,
+                message,
+            }
+        }
+        other => other,
+    }
 }
 
 pub(super) fn delete_collection(
@@ -206,7 +263,7 @@ pub(super) fn delete_collection(
     bytes: &[u8],
 ) -> Result<Response, ApiError> {
     let opts = delete_options(params, headers, bytes);
-    let (labels, fields) = selectors(params)?;
+    let (labels, fields) = selectors(&req.info, params)?;
     let (items, _) = app.store.list(&req.info.key(), req.namespace.as_deref());
     let mut deleted = Vec::new();
     for obj in items

@@ -201,12 +201,14 @@ async fn kubectl_patches_strategic_merge_and_json_scales_then_deletes() {
     let containers = deploy["spec"]["template"]["spec"]["containers"]
         .as_array()
         .unwrap();
+    // a strategic merge patch's new element goes first, as kube-apiserver orders it (the
+    // conformance corpus's step deployment-strategic-patch)
     assert_eq!(
         containers
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect::<Vec<_>>(),
-        ["app", "side"]
+        ["side", "app"]
     );
     assert_eq!(deploy["metadata"]["labels"]["m"], "1");
     assert_eq!(deploy["spec"]["replicas"], 5);
