@@ -18,7 +18,7 @@ use std::time::Duration;
 pub use pki::{Ca, CertPair};
 pub use proxy::{EgressProxy, FrontProxy};
 
-use crate::tools::{path_with_tools, require_tool};
+use crate::tools::{kubectl as kubectl_with, path_with_tools, require_tool};
 
 /// The token of the cluster's administrator (group `system:masters`).
 const ADMIN_TOKEN: &str = "addon-operator-tier-admin";
@@ -241,31 +241,6 @@ impl OperatorIdentity {
 /// The repository's root (for `deploy/`).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn kubectl_with(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
-    use std::io::Write;
-    let mut child = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .env("PATH", path_with_tools())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run kubectl");
-    let mut input = child.stdin.take().expect("kubectl stdin");
-    input
-        .write_all(stdin.unwrap_or("").as_bytes())
-        .expect("write kubectl stdin");
-    drop(input);
-    let out = child.wait_with_output().expect("wait for kubectl");
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
 }
 
 fn write_kubeconfig(path: &Path, server: &str, ca: &Path, token: &str) {

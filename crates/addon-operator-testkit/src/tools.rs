@@ -2,7 +2,7 @@
 //! and the rule that a missing tool skips a test only outside CI.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// The workspace's `.tools/bin` (filled by `scripts/install-tools`).
 pub fn tools_dir() -> PathBuf {
@@ -30,6 +30,32 @@ pub fn require_tool(tool: &str) -> bool {
         eprintln!("skipping: {tool} not found (run scripts/install-tools)");
     }
     found
+}
+
+/// `kubectl --kubeconfig KUBECONFIG ARGS` with `stdin`: its stdout, or its stderr when it fails.
+pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
+    use std::io::Write;
+    let mut child = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .env("PATH", path_with_tools())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubectl");
+    let mut input = child.stdin.take().expect("kubectl stdin");
+    input
+        .write_all(stdin.unwrap_or("").as_bytes())
+        .expect("write kubectl stdin");
+    drop(input);
+    let out = child.wait_with_output().expect("wait for kubectl");
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
 }
 
 #[cfg(test)]

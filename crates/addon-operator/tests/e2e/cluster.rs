@@ -4,13 +4,13 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use addon_operator_testkit::wait;
 use kube_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 
-use crate::support::{Running, path_with_tools, start_command};
+use crate::support::{Running, start_command};
 
 /// An emulator (with the tokio runtime that serves it) and its kubeconfig.
 pub struct Cluster {
@@ -37,26 +37,9 @@ impl Cluster {
 
     /// `kubectl` on this cluster; stdout, or `None` when it failed.
     pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Option<String> {
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .env("PATH", path_with_tools())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut input = child.stdin.take().unwrap();
-        input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
-        drop(input);
-        let out = child.wait_with_output().unwrap();
-        if !out.status.success() {
-            eprintln!("kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        addon_operator_testkit::tools::kubectl(&self.kubeconfig, args, stdin)
+            .map_err(|err| eprintln!("kubectl {args:?}: {err}"))
+            .ok()
     }
 }
 
