@@ -1,6 +1,7 @@
 //! Benchmark: the first converge of M unnumbered (so all of ORDER 1) hooks-only modules × 3 hooks
 //! through `addon-operator start` (local mode), from spawn to `/readyz` = 200, against the same
-//! processes run one by one by hand; with SLEEP_S, each beforeHelm hook sleeps that long and the
+//! processes run one by one by hand, and the same modules' processes run by hand side by side
+//! (`xargs -P` with one job per core, each module's processes in order); with SLEEP_S, each beforeHelm hook sleeps that long and the
 //! baseline is the same operator with `--parallel-module-runs 1`.
 //! Run with `bench/first-converge/run.sh [M] [ROUNDS]` (`SLEEP=0.2` for the sleeping hooks,
 //! `HOOK_EXT=.sh` for hooks the operator does not probe with `hook list`).
@@ -51,7 +52,10 @@ fn main() -> anyhow::Result<()> {
     if sleep.is_some() {
         return one_by_one_against_parallel(&operators, root.path(), modules, rounds, &tmp_dir);
     }
-    let mut results = vec![("by hand".to_string(), Vec::new())];
+    let mut results = vec![
+        ("by hand".to_string(), Vec::new()),
+        ("by hand, xargs -P (cores)".to_string(), Vec::new()),
+    ];
     for operator in &operators {
         let name = operator.display().to_string();
         results.push((name, Vec::new()));
@@ -60,11 +64,14 @@ fn main() -> anyhow::Result<()> {
     for round in 1..=rounds {
         let by_hand_args = [OsStr::new("by-hand"), root.path().as_os_str()];
         results[0].1.push(bash_seconds(&by_hand, &by_hand_args)?);
+        results[1]
+            .1
+            .push(bash_seconds(BY_HAND_PARALLEL, &by_hand_args)?);
         files.push(contract_files_seconds(&tmp_dir, modules)?);
         for (index, operator) in operators.iter().enumerate() {
             let tmp = tempfile::tempdir_in(&tmp_dir)?;
             let seconds = start_to_ready(operator, root.path(), &tmp.path().join("ao"))?;
-            results[1 + index].1.push(seconds);
+            results[2 + index].1.push(seconds);
         }
         eprintln!("round {round}/{rounds} done");
     }
@@ -116,12 +123,19 @@ fn one_by_one_against_parallel(
 /// by-hand script: every process the first converge starts (each extension-less hook's
 /// `hook list` probe with an empty environment, as the operator and upstream ask it, each hook's
 /// `--config`, each `enabled` script, each `onStartup` and `beforeHelm` hook).
+/// The by-hand processes side by side: each module's script of `by-hand/` (its processes in
+/// order) as one job of `xargs -P`, one job per core; `$1` is the tree's root.
+const BY_HAND_PARALLEL: &str =
+    "set -e\nprintf '%s\\n' \"$1\"/by-hand/*.sh | xargs -P \"$(nproc)\" -I{} bash {} \"$1\"\n";
+
 fn write_tree(root: &Path, modules: usize, sleep: Option<f64>) -> anyhow::Result<String> {
     let extension = std::env::var("HOOK_EXT").unwrap_or_default();
     std::fs::create_dir_all(root.join("global-hooks"))?;
     let mut values = String::new();
     let mut script = String::from("set -e\nexport MODULE_ENABLED_RESULT=\"$1/enabled-result\"\n");
+    std::fs::create_dir_all(root.join("by-hand"))?;
     for index in 1..=modules {
+        let start = script.len();
         let dir = root.join(format!("modules/mod{index:03}"));
         std::fs::create_dir_all(dir.join("hooks"))?;
         values.push_str(&format!("mod{index:03}Enabled: true\n"));
@@ -157,6 +171,11 @@ fn write_tree(root: &Path, modules: usize, sleep: Option<f64>) -> anyhow::Result
             let hook = dir.join("hooks").join(format!("{name}{extension}"));
             script.push_str(&format!("'{}'\n", hook.display()));
         }
+        let module = format!(
+            "set -e\nexport MODULE_ENABLED_RESULT=\"$1/enabled-result-{index:03}\"\n{}",
+            &script[start..]
+        );
+        std::fs::write(root.join(format!("by-hand/mod{index:03}.sh")), module)?;
     }
     std::fs::write(root.join("modules/values.yaml"), values)?;
     Ok(script)
