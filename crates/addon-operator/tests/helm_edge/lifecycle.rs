@@ -111,3 +111,39 @@ pub async fn uninstall_removes_the_release_and_its_resources(env: Env) {
     env.helm.uninstall("web").await.unwrap();
     env.helm.uninstall("never-installed").await.unwrap();
 }
+
+/// A local tree against a cluster (`--config-file`) may name a namespace that does not exist:
+/// helm is asked to create it then, and only then (least-privilege RBAC cannot create one).
+pub async fn a_missing_release_namespace_is_created_and_only_then(env: Env) {
+    use k8s_openapi::api::core::v1::Namespace;
+    let api: kube::Api<Namespace> = kube::Api::all(env.client.clone());
+    api.delete(crate::common::NS, &Default::default())
+        .await
+        .unwrap();
+    let gone = || async { api.get_opt(crate::common::NS).await.unwrap().is_none() };
+    let limit = std::time::Duration::from_secs(30);
+    addon_operator_testkit::wait::wait_for_async("the namespace gone", limit, gone, String::new)
+        .await;
+    let module = env.module("web", true);
+    env.helm
+        .upgrade(&env.request(&module, "hello", "sum-1"))
+        .await
+        .unwrap();
+    assert!(env.config_map("web-config").is_some(), "installed");
+    assert!(
+        api.get_opt(crate::common::NS).await.unwrap().is_some(),
+        "created"
+    );
+    env.helm
+        .upgrade(&env.request(&module, "again", "sum-2"))
+        .await
+        .unwrap();
+    let upgrades: Vec<String> = env
+        .helm_calls()
+        .into_iter()
+        .filter(|call| call.starts_with("upgrade"))
+        .collect();
+    assert_eq!(upgrades.len(), 2, "{upgrades:?}");
+    assert!(upgrades[0].contains("--create-namespace"), "{upgrades:?}");
+    assert!(!upgrades[1].contains("--create-namespace"), "{upgrades:?}");
+}

@@ -47,6 +47,8 @@ with_each_helm! {
         => a_module_without_chart_yaml_installs_from_its_templates;
     crate::lifecycle::uninstall_removes_the_release_and_its_resources
         => uninstall_removes_the_release_and_its_resources;
+    crate::lifecycle::a_missing_release_namespace_is_created_and_only_then
+        => a_missing_release_namespace_is_created_and_only_then;
     crate::failures::a_broken_template_fails_with_helms_message
         => a_broken_template_fails_with_helms_message;
     crate::failures::a_failed_last_revision_needs_an_upgrade

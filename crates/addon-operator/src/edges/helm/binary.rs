@@ -15,6 +15,7 @@ mod version;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -140,6 +141,8 @@ pub struct BinaryHelm {
     decided: Mutex<HashMap<String, Option<ReleaseState>>>,
     /// helm's discovery cache, shared by every helm process of this operator only.
     kube_cache: KubeCache,
+    /// The release namespace was seen to exist: helm is never asked to create it again.
+    namespace_seen: AtomicBool,
 }
 
 /// The latest revision of a release and the objects of its manifest.
@@ -206,6 +209,7 @@ impl BinaryHelm {
             kinds: Kinds::default(),
             decided: Mutex::new(HashMap::new()),
             kube_cache,
+            namespace_seen: AtomicBool::new(false),
         })
     }
 
@@ -227,6 +231,18 @@ impl BinaryHelm {
 
     fn namespace(&self) -> &str {
         non_empty_namespace(&self.settings.namespace)
+    }
+
+    /// Whether the release namespace is missing; asked until it is seen to exist.
+    async fn namespace_missing(&self) -> bool {
+        if self.namespace_seen.load(Ordering::Relaxed) {
+            return false;
+        }
+        let missing = cluster::namespace_missing(&self.client, self.namespace()).await;
+        if !missing {
+            self.namespace_seen.store(true, Ordering::Relaxed);
+        }
+        missing
     }
 
     /// Runs helm; a failure to start or a timeout becomes `HelmError` for `operation`.
@@ -509,6 +525,11 @@ impl BinaryHelm {
         );
         if let Some(renderer) = &self.settings.post_renderer {
             argv.extend(argv::post_renderer(self.version, renderer));
+        }
+        if self.namespace_missing().await {
+            // a namespace of its own for a local tree against a cluster (`--config-file`);
+            // never asked otherwise: least-privilege RBAC cannot create namespaces
+            argv.push("--create-namespace".into());
         }
         let out = self.run("upgrade", release, &argv, self.long_limit()).await;
         self.refresh(release).await;

@@ -1,12 +1,21 @@
 //! The Kubernetes API side of the Helm edge: which objects of a release's manifest are absent
-//! (metadata-only lists), and removing the storage object of a stuck release revision.
+//! (metadata-only lists), removing the storage object of a stuck release revision, and whether
+//! the release namespace exists.
 
 use std::collections::{HashMap, HashSet};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams};
 use kube::discovery::{ApiCapabilities, Scope};
 use serde::Deserialize;
+
+/// Whether the API server says `namespace` does not exist (404). Any other answer, a refusal by
+/// least-privilege RBAC (no namespace reads) included, counts as existing: where the operator
+/// runs, its namespace holds its ConfigMap.
+pub async fn namespace_missing(client: &kube::Client, namespace: &str) -> bool {
+    let api: Api<Namespace> = Api::all(client.clone());
+    matches!(api.get_opt(namespace).await, Ok(None))
+}
 
 /// Failures talking to the API server.
 #[derive(Debug, thiserror::Error)]
