@@ -109,12 +109,18 @@ impl Metrics {
                 .get_or_create(&labels)
                 .set(run.max_rss_bytes as f64);
         }
-        let outcome = match run.outcome {
-            HookOutcome::Success => &families.success,
-            HookOutcome::Failure => &families.errors,
-            HookOutcome::AllowedFailure => &families.allowed_errors,
-        };
-        outcome.get_or_create(&labels).inc();
+        // As upstream: every run adds to all three outcome counters (0 to two of them), so a
+        // hook that never failed has `*_errors_total 0` rather than no series.
+        for (family, outcome) in [
+            (&families.success, HookOutcome::Success),
+            (&families.errors, HookOutcome::Failure),
+            (&families.allowed_errors, HookOutcome::AllowedFailure),
+        ] {
+            let counter = family.get_or_create(&labels);
+            if run.outcome == outcome {
+                counter.inc();
+            }
+        }
     }
 
     /// After loading the tree: how many bindings each hook has (module `None` for global
