@@ -18,6 +18,10 @@ pub use set::{QueueError, QueueSet};
 use crate::error::Failure;
 use crate::names::QueueName;
 
+/// How many waiting tasks a new task may pass to join an earlier run of its hook
+/// (`TaskQueue::push_back_or_join_back`): a bound on the work of one push.
+pub const JOIN_LOOK_BACK: usize = 1024;
+
 /// Task slots a queue keeps whatever its length (see `TaskQueue::release_spare`).
 const SPARE_SLOTS: usize = 64;
 
@@ -144,6 +148,35 @@ impl<T> TaskQueue<T> {
             _ => Some(task),
         };
         task.map(|task| self.push_back(task))
+    }
+
+    /// Like [`TaskQueue::push_back_or_join`], but looks back from the tail: it offers the task
+    /// to each waiting task in turn, passing those that `passable` allows (at most
+    /// [`JOIN_LOOK_BACK`] of them), and stops at the running head or at a task it may not pass.
+    /// `join` gives the task back when it does not merge. This is the Go operator's queue
+    /// compaction done when a task is queued: a hook's new event joins its waiting run even
+    /// when runs of other hooks were queued after it.
+    pub fn push_back_or_join_back(
+        &mut self,
+        task: T,
+        passable: impl Fn(&T, &T) -> bool,
+        mut join: impl FnMut(&mut T, T) -> Option<T>,
+    ) -> Option<TaskId> {
+        let running = self.running;
+        let mut task = task;
+        for queued in self.tasks.iter_mut().rev().take(JOIN_LOOK_BACK) {
+            if Some(queued.id) == running {
+                break;
+            }
+            match join(&mut queued.task, task) {
+                None => return None,
+                Some(back) => task = back,
+            }
+            if !passable(&queued.task, &task) {
+                break;
+            }
+        }
+        Some(self.push_back(task))
     }
 
     /// Puts a task at the head, before the current head.

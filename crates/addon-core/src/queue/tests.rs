@@ -360,3 +360,50 @@ fn a_task_joins_a_waiting_tail_but_never_the_running_head() {
         .collect();
     assert_eq!(tasks, [("a", "x"), ("a", "joined"), ("b", "x")]);
 }
+
+#[test]
+fn a_task_joins_the_last_waiting_run_of_its_hook_past_runs_of_other_hooks() {
+    let mut queue = queue();
+    let join_same_hook = |queued: &mut Task, new: Task| {
+        if queued.hook == new.hook {
+            queued.binding = "joined";
+            None
+        } else {
+            Some(new)
+        }
+    };
+    let other_hooks = |queued: &Task, new: &Task| queued.hook != new.hook && queued.hook != "stop";
+    queue.push_back(task("a", "x"));
+    queue.start_head();
+    queue.push_back(task("a", "y"));
+    queue.push_back(task("b", "x"));
+    queue.push_back(task("c", "x"));
+    // "a" passes "c" and "b" and joins the waiting run of "a", never the running head
+    assert!(
+        queue
+            .push_back_or_join_back(task("a", "z"), other_hooks, join_same_hook)
+            .is_none()
+    );
+    // a task it may not pass stops the search: the new run goes to the tail
+    queue.push_back(task("stop", "x"));
+    assert!(
+        queue
+            .push_back_or_join_back(task("b", "y"), other_hooks, join_same_hook)
+            .is_some()
+    );
+    let tasks: Vec<(&str, &str)> = queue
+        .iter()
+        .map(|q| (q.task.hook, q.task.binding))
+        .collect();
+    assert_eq!(
+        tasks,
+        [
+            ("a", "x"),
+            ("a", "joined"),
+            ("b", "x"),
+            ("c", "x"),
+            ("stop", "x"),
+            ("b", "y")
+        ]
+    );
+}

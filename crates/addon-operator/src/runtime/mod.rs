@@ -167,7 +167,7 @@ impl Shared {
         };
         let started = std::time::Instant::now();
         if let Ok(q) = st.queues.get_mut(&queue)
-            && let Some(id) = q.push_back_or_join(task, join_waiting_run)
+            && let Some(id) = q.push_back_or_join_back(task, passable_run, join_waiting_run)
         {
             st.queued_at.insert((queue.clone(), id), self.now());
         }
@@ -654,8 +654,15 @@ impl RuntimeHandle {
     }
 }
 
-/// Merges a hook run into the queue's waiting tail when it is a run of the same hook that it
-/// would be combined with when the tail starts (see [`joins_queued`]); gives it back otherwise.
+/// Whether a new hook run may pass a waiting task to join an earlier run of its hook: only
+/// runs of other hooks (never a module run, a converge or any other task), as the Go
+/// operator's queue compaction merges a hook's queued runs into its first one.
+fn passable_run(queued: &Task, new: &Task) -> bool {
+    matches!((queued, new), (Task::Hook(q), Task::Hook(n)) if !q.same_hook_as(n))
+}
+
+/// Merges a hook run into a waiting run of the same hook that it would be combined with when
+/// that run starts (see [`joins_queued`]); gives it back otherwise.
 fn join_waiting_run(tail: &mut Task, new: Task) -> Option<Task> {
     let (Task::Hook(t), Task::Hook(n)) = (&mut *tail, &new) else {
         return Some(new);

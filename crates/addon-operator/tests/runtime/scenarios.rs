@@ -850,3 +850,47 @@ async fn a_burst_of_events_reaches_the_hook_once_each_and_a_failing_object_drops
     expected.sort();
     assert_eq!(seen, expected);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_queued_event_run_of_a_module_disabled_meanwhile_is_dropped() {
+    let dir = tree(&[
+        (
+            "global-hooks/hooks/blocker",
+            "configVersion: v1\nschedule:\n- name: block\n  crontab: '@every 1h'\n",
+        ),
+        ("modules/values.yaml", "webEnabled: true\n"),
+        (
+            "modules/010-web/hooks/watch",
+            "configVersion: v1\nkubernetes:\n- name: cms\n  kind: ConfigMap\n  executeHookOnSynchronization: false\n",
+        ),
+    ]);
+    let op = start(dir, "", FakeHooks::new(), FakeHelm::new()).await;
+    op.kube.set_objects("ConfigMap", vec![]);
+    op.settle().await;
+    let mark = op.clear_history_marker();
+    // hold `main` with a failing run; the edit that disables `web`, then an event of its hook,
+    // queue behind it
+    op.hooks.respond(|call| {
+        if call.name == "hooks/blocker" {
+            Err("busy".into())
+        } else {
+            Ok(HookOutputs::default())
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+    let config =
+        addon_core::config::Config::from_file("config.yaml", "webEnabled: false\n").unwrap();
+    op.config.edit(Ok(config));
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let cm = serde_json::json!({"kind": "ConfigMap", "metadata": {"name": "x", "namespace": "d", "resourceVersion": "1"}});
+    op.kube.emit(addon_core::hook_config::WatchEvent::Added, cm);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    op.hooks.respond(|_| Ok(HookOutputs::default()));
+    op.settle().await;
+    let runs = op.runs_since(mark);
+    assert!(
+        !runs.iter().any(|r| r.starts_with("run web/hooks/watch")),
+        "{runs:?}"
+    );
+    assert!(op.handle.enabled_modules().is_empty(), "{runs:?}");
+}

@@ -20,6 +20,14 @@ use crate::runtime::task::{HookTask, Outcome, Task};
 /// Runs a queued hook. A failure of an `allowFailure` binding is logged and counts as done.
 pub async fn hook_task(shared: &Shared, queue: &QueueName, task: &HookTask) -> Outcome {
     let module = task.module.as_ref();
+    // A run queued for a module that was disabled meanwhile (an event of its own uninstall, say)
+    // is dropped, as upstream's ModuleHookRun does: the module's hooks run only while it is on.
+    if let Some(m) = module
+        && !shared.lock().enabled.contains(m)
+    {
+        tracing::debug!(module = %m, hook = %task.hook, "run of a disabled module's hook dropped");
+        return Outcome::done();
+    }
     let at = RunContext {
         queue,
         allow_failure: task.allow_failure,
