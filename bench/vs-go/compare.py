@@ -59,7 +59,8 @@ KNOWN = [
      "the Go operator reads it only from the modules directory's values.yaml",
      lambda ctx, ev, where, text: any(m in where or f"release {m}" in text or f"/{m}" in text
                                       or f"-{m}/" in text for m in ctx["module_level_enabled"])
-     or (ctx["module_level_enabled"] and ("module orders" in text or "ready" in text or "errors logged" in text))),
+     or (ctx["module_level_enabled"] and ("module orders" in text or "ready" in text or "errors logged" in text
+                                          or "convergence_" in text))),
     ("enabled-flag-only", "an edit of `<module>Enabled` alone: the Go operator ignores it until the next converge "
      "(its change detection covers the section's values, not the flag); here the module is disabled or enabled "
      "at once (LIFECYCLE-STEPS seed, step 16)",
@@ -478,6 +479,10 @@ def short(v, n=160):
     return s if len(s) <= n else s[:n] + "..."
 
 
+# present or not depending on the moment of the scrape (a queue busy then), not compared
+MOMENTARY = ("addon_operator_tasks_queue_head_info",)
+
+
 def metric_shapes(text, prefix="addon_operator_"):
     shapes = {}
     for line in text.splitlines():
@@ -487,6 +492,8 @@ def metric_shapes(text, prefix="addon_operator_"):
         if not m or not m.group(1).startswith(prefix):
             continue
         name = re.sub(r"_(bucket|sum|count)$", "", m.group(1))
+        if name in MOMENTARY:
+            continue
         labels = tuple(sorted(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="', m.group(3) or "")))
         labels = tuple(x for x in labels if x != "le")
         shapes.setdefault(name, set()).add(labels)
