@@ -50,6 +50,11 @@ def prepare(tree, dest):
     modules_dirs = [os.path.normpath(os.path.join(dest, m)) for m in tree["modules"].split(":")]
     for d in [global_dir] + modules_dirs:
         os.makedirs(d, exist_ok=True)
+    # The Go operator (v1.24.6) never gets ready on a tree without modules ("graph is empty");
+    # such trees get an empty module in both copies so that the rest can be compared.
+    if not any(e for d in modules_dirs for e in os.listdir(d)
+               if not e.startswith(".") and os.path.isdir(os.path.join(d, e)) and d != global_dir):
+        os.makedirs(os.path.join(modules_dirs[0], "vsgo-placeholder"))
     search = os.path.join(global_dir, "hooks") if os.path.isdir(os.path.join(global_dir, "hooks")) else global_dir
     wrapped = set()
     hooks = _hooks_under(search, {"lib"}) if global_dir not in modules_dirs else []

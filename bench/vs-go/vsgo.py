@@ -143,6 +143,15 @@ class Operator:
                     "MODULES_DIR", "GLOBAL_HOOKS_DIR"):
             self.env.pop(var, None)
         self.env["KUBECONFIG"] = kubeconfig  # helm and kubectl in hooks reach the same server
+        # hooks' admission and conversion webhooks (served here; the Go operator never wires
+        # them and ignores these variables): a throwaway certificate, loopback, free ports
+        certs = webhook_certs(out)
+        for kind in ("VALIDATING", "CONVERSION"):
+            self.env.update({f"{kind}_WEBHOOK_SERVER_CERT": f"{certs}/tls.crt",
+                             f"{kind}_WEBHOOK_SERVER_KEY": f"{certs}/tls.key",
+                             f"{kind}_WEBHOOK_CA": f"{certs}/ca.crt",
+                             f"{kind}_WEBHOOK_LISTEN_ADDRESS": "127.0.0.1",
+                             f"{kind}_WEBHOOK_LISTEN_PORT": str(free_port())})
         self.proc = None
         self.cm_events = []
         self.harness_rvs = []  # the ConfigMap versions the harness wrote
@@ -201,6 +210,24 @@ class Operator:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self.log.close()
+
+
+def webhook_certs(out):
+    """A CA and a serving certificate for the webhook Services of both namespaces."""
+    d = os.path.join(out, "webhook-certs")
+    if os.path.exists(os.path.join(d, "tls.crt")):
+        return d
+    os.makedirs(d, exist_ok=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    names = ",".join(f"DNS:shell-operator-{k}-svc.{ns}.svc" for k in ("validating", "conversion") for ns in OPS.values())
+    with open(os.path.join(d, "san.ext"), "w") as f:
+        f.write(f"subjectAltName={names}\n")
+    run = lambda *a: subprocess.run(a, cwd=d, check=True, capture_output=True)  # noqa: E731
+    run("openssl", "req", "-x509", *ec, "-days", "2", "-subj", "/CN=vsgo-ca", "-keyout", "ca.key", "-out", "ca.crt")
+    run("openssl", "req", *ec, "-subj", "/CN=vsgo-webhook", "-keyout", "tls.key", "-out", "tls.csr")
+    run("openssl", "x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+        "-days", "2", "-extfile", "san.ext", "-out", "tls.crt")
+    return d
 
 
 def free_port():
@@ -266,8 +293,44 @@ def hook_configs(op):
     return sorted(found, key=lambda x: x[0])
 
 
-def watched_objects(configs):
+def known_crds(paths):
+    """kind (and its plural, singular, short names, lower case) -> (apiVersion, kind, plural,
+    namespaced) of every CustomResourceDefinition in the YAML files under paths."""
+    found = {}
+    files = []
+    for p in paths:
+        if os.path.isfile(p):
+            files.append(p)
+        for dirpath, dirnames, names in os.walk(p):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            files += [os.path.join(dirpath, n) for n in names if n.endswith((".yaml", ".yml"))]
+    for path in files:
+        try:
+            with open(path, encoding="utf-8") as f:
+                docs = list(yaml.safe_load_all(f))
+        except Exception:  # noqa: BLE001 - templates and other non-YAML
+            continue
+        for d in docs:
+            if not isinstance(d, dict) or d.get("kind") != "CustomResourceDefinition":
+                continue
+            spec = d.get("spec") or {}
+            names = spec.get("names") or {}
+            versions = [v.get("name") for v in spec.get("versions") or [] if v.get("served", True)]
+            version = next((v.get("name") for v in spec.get("versions") or [] if v.get("storage")), None) \
+                or (versions or [spec.get("version")])[0]
+            if not names.get("kind") or not version:
+                continue
+            entry = (f"{spec.get('group')}/{version}", names["kind"], names.get("plural"),
+                     spec.get("scope", "Namespaced") == "Namespaced")
+            for key in [names["kind"], names.get("plural"), names.get("singular")] + list(names.get("shortNames") or []):
+                if key:
+                    found[key.lower()] = entry
+    return found
+
+
+def watched_objects(configs, crds=None):
     """One object per kubernetes binding of a kind the harness can create, matching its selectors."""
+    crds = crds or {}
     objs, seen = [], set()
     for hook, cfg in configs:
         bindings = list(cfg.get("kubernetes") or [])
@@ -280,9 +343,15 @@ def watched_objects(configs):
             kind = {"configmap": "ConfigMap", "configmaps": "ConfigMap", "cm": "ConfigMap",
                     "secret": "Secret", "secrets": "Secret", "namespace": "Namespace",
                     "namespaces": "Namespace", "ns": "Namespace", "pod": "Pod", "pods": "Pod",
-                    "po": "Pod"}.get(kind)
-            if not kind:
-                continue
+                    "po": "Pod"}.get(kind, kind)
+            api = "v1"
+            if kind not in ("ConfigMap", "Secret", "Namespace", "Pod"):
+                if kind not in crds:
+                    continue
+                api, kind, plural, namespaced = crds[kind]
+                PLURALS[kind] = plural
+                if not namespaced:
+                    CLUSTER.add(plural)
             labels = dict(((b.get("labelSelector") or {}).get("matchLabels") or {}))
             for expr in (b.get("labelSelector") or {}).get("matchExpressions") or []:
                 if expr.get("operator") == "In" and expr.get("values"):
@@ -298,9 +367,11 @@ def watched_objects(configs):
                 continue
             seen.add(key)
             meta = {"name": name, "labels": labels or {"vsgo": "1"}}
-            if kind != "Namespace":
+            if kind != "Namespace" and PLURALS.get(kind) not in CLUSTER:
                 meta["namespace"] = ns
-            obj = {"apiVersion": "v1", "kind": kind, "metadata": meta}
+            obj = {"apiVersion": api, "kind": kind, "metadata": meta}
+            if api != "v1":
+                obj["spec"] = {}
             if kind in ("ConfigMap", "Secret"):
                 obj["data"] = {"vsgo": "MQ==" if kind == "Secret" else "1"}
             if kind == "Pod":
@@ -451,7 +522,7 @@ class Run:
     def play(self):
         go, rs = self.ops
         configs = hook_configs(go)
-        objs = watched_objects(configs)
+        objs = watched_objects(configs, known_crds([go.tree_dir] + list(self.tree["manifests"])))
         ready_timeout = float(os.environ.get("READY_TIMEOUT", 90))
         for op in self.ops:
             op.start()
@@ -463,12 +534,18 @@ class Run:
             # a tree that never gets ready: give the retries a window, then stop
             self.event("not-ready-window", settle=lambda: (time.sleep(15), False)[1])
             return
+        created = []
         for o in objs:
-            self.kube.create(dict(o, metadata=dict(o["metadata"])) if o["kind"] != "Namespace" else o)
+            try:
+                self.kube.create(o)
+                created.append(o)
+            except RuntimeError as e:
+                print(f"  cannot create {o['kind']} {o['metadata']['name']}: {e}", flush=True)
+        objs = created
         if objs:
             self.event("objects-added", settle=lambda: wait_idle(self.ops))
             for o in objs:
-                patch = {"metadata": {"labels": {"vsgo-rev": "2"}}}
+                patch = {"metadata": {"labels": {"vsgo-rev": "2"}, "annotations": {"vsgo-rev": "2"}}}
                 if o["kind"] in ("ConfigMap", "Secret"):
                     patch["data"] = {"vsgo": "Mg==" if o["kind"] == "Secret" else "2"}
                 self.kube.request("PATCH", self.kube.collection(o) + "/" + o["metadata"]["name"], patch,
