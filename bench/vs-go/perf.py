@@ -28,6 +28,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -163,7 +164,7 @@ class Op:
         os.makedirs(out, exist_ok=True)
         self.lat = f"{out}/latency.txt"
         open(self.lat, "w").close()
-        self.socket = f"{out}/debug.socket"
+        self.socket = os.path.join(tempfile.mkdtemp(prefix="vsgo-perf-"), "debug.socket")
         args = [BINS[key], "start", "--modules-dir", f"{tree}/modules", "--global-hooks-dir", f"{tree}/global-hooks",
                 "--namespace", ns, "--config-map", "addon-operator", "--kube-config", kubeconfig,
                 "--tmp-dir", f"{out}/tmp", "--prometheus-listen-address", "127.0.0.1",
