@@ -235,7 +235,9 @@ class Op:
 def shards(cmd, *args):
     url = KUBE.url
     out = subprocess.run(["python3", f"{ROOT}/bench/watch-memory/shards.py", cmd, url, *map(str, args)],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"shards.py {cmd} failed: {out.stderr.strip()[-2000:]}")
     return out.stdout.strip()
 
 
