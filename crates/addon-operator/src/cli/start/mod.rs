@@ -294,8 +294,13 @@ fn identity(args: &StartArgs) -> String {
         .unwrap_or_else(|_| format!("addon-operator-{}", std::process::id()))
 }
 
-/// Prints every problem that stops `what` (e.g. "start") and gives exit code 1.
+/// Prints every problem that stops `what` (e.g. "start") and gives exit code 1. With a JSON log
+/// it is one `error` line of the log (the problems in `errors`), as every other line there.
 pub(crate) fn fail(what: &str, errors: &[String]) -> ExitCode {
+    if crate::logging::json_lines() {
+        tracing::error!(errors = %errors.join("; "), "cannot {what}, {} problem(s)", errors.len());
+        return ExitCode::FAILURE;
+    }
     let mut text = format!(
         "addon-operator: cannot {what}, {} problem(s):",
         errors.len()
