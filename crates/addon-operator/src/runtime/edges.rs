@@ -81,6 +81,8 @@ pub struct EnabledAnswer {
     pub result_file: String,
     pub stdout_last_line: String,
     pub reason: String,
+    /// What the script's run used.
+    pub usage: ResourceUsage,
 }
 
 /// Runs hooks and `enabled` scripts.

@@ -240,3 +240,60 @@ fn every_documented_metric_is_recorded() {
     });
     check_every_documented_metric(&text);
 }
+
+/// A module's `enabled` script is measured as the Go operator measures it: CPU and peak memory
+/// in the module hook families under `hook="enabled"`, `binding="enabled"`, with no run time or
+/// outcome counters (those count hook runs).
+#[test]
+fn an_enabled_script_run_is_measured_as_upstream() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        &root.join("modules/values.yaml"),
+        "betaEnabled: true\n",
+        false,
+    );
+    let script = "#!/bin/sh\necho true > \"$MODULE_ENABLED_RESULT\"\n";
+    write(&root.join("modules/002-beta/enabled"), script, true);
+    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
+    let cluster = Cluster::start(root);
+    let _operator = start_operator(root, &cluster, &[]);
+    let addr = http_addr(root);
+    let text = wait_for_metrics(root, &addr, "ready", Duration::from_secs(60), |_| {
+        get(&addr, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    let labels = [
+        r#"module="beta""#,
+        r#"hook="enabled""#,
+        r#"binding="enabled""#,
+        r#"queue="""#,
+        r#"activation="""#,
+    ];
+    let sample = |name: &str| -> Option<f64> {
+        let line = text.lines().find(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('{'))
+                && labels.iter().all(|label| l.contains(label))
+        })?;
+        line.rsplit(' ').next()?.parse().ok()
+    };
+    for family in ["user_cpu_seconds_count", "sys_cpu_seconds_count"] {
+        let name = format!("addon_operator_module_hook_run_{family}");
+        let count = sample(&name);
+        assert!(count.is_some_and(|c| c >= 1.0), "{name}: {count:?}\n{text}");
+    }
+    let rss = sample("addon_operator_module_hook_run_max_rss_bytes");
+    assert!(
+        rss.is_some_and(|bytes| bytes > 0.0),
+        "max_rss_bytes: {rss:?}\n{text}"
+    );
+    for counted in ["run_seconds_count", "success_total", "errors_total"] {
+        let name = format!("addon_operator_module_hook_{counted}");
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.starts_with(&name) && l.contains(r#"hook="enabled""#)),
+            "{name} counts the enabled script:\n{text}"
+        );
+    }
+}

@@ -67,6 +67,21 @@ impl Metrics {
         }
     }
 
+    /// After a module's `enabled` script ran: its CPU and memory, as the Go operator records
+    /// them (the module hook families with `hook` and `binding` "enabled", `queue` and
+    /// `activation` empty; no run time or outcome counters).
+    pub fn enabled_script(&self, module: &str, user: Duration, sys: Duration, max_rss_bytes: u64) {
+        let labels = labels([
+            ("module", module),
+            ("hook", "enabled"),
+            ("binding", "enabled"),
+            ("queue", ""),
+            ("activation", ""),
+        ]);
+        let families = &self.families.module_hooks;
+        families.resources(&labels, user, sys, max_rss_bytes);
+    }
+
     /// After a global or module hook run: run time, CPU, memory and the outcome counter.
     pub fn hook_run(&self, run: &HookRunRecord<'_>) {
         let (families, labels) = match run.module {
@@ -94,21 +109,7 @@ impl Metrics {
             .run_seconds
             .get_or_create(&labels)
             .observe(run.duration.as_secs_f64());
-        families
-            .user_cpu_seconds
-            .get_or_create(&labels)
-            .observe(run.user_cpu.as_secs_f64());
-        families
-            .sys_cpu_seconds
-            .get_or_create(&labels)
-            .observe(run.sys_cpu.as_secs_f64());
-        // 0: no sample saw the hook (see `ResourceUsage::max_rss_kb`); unknown, not zero.
-        if run.max_rss_bytes > 0 {
-            families
-                .max_rss_bytes
-                .get_or_create(&labels)
-                .set(run.max_rss_bytes as f64);
-        }
+        families.resources(&labels, run.user_cpu, run.sys_cpu, run.max_rss_bytes);
         // As upstream: every run adds to all three outcome counters (0 to two of them), so a
         // hook that never failed has `*_errors_total 0` rather than no series.
         for (family, outcome) in [
