@@ -297,3 +297,33 @@ fn an_enabled_script_run_is_measured_as_upstream() {
         );
     }
 }
+
+/// A global hook whose binding cannot start (its kind is not served) is counted, as upstream,
+/// in `global_hook_errors_total` under `binding="GlobalEnableKubernetesBindings"` and the hook
+/// file's base name, once per failed attempt.
+#[test]
+fn a_binding_that_cannot_start_is_a_global_hook_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let config = r#"{"configVersion":"v1","kubernetes":[{"apiVersion":"stable.example.com/v1","kind":"CronTab"}]}"#;
+    let hook = format!("#!/bin/sh\n[ \"$1\" = --config ] && echo '{config}'\nexit 0\n");
+    write(&root.join("global-hooks/sub/watch.sh"), &hook, true);
+    std::fs::create_dir_all(root.join("modules")).unwrap();
+    let cluster = Cluster::start(root);
+    let _operator = start_operator(root, &cluster, &[]);
+    let addr = http_addr(root);
+    let series = r#"addon_operator_global_hook_errors_total{hook="watch.sh",binding="GlobalEnableKubernetesBindings",queue="main",activation="OperatorStartup"} "#;
+    let text = wait_for_metrics(
+        root,
+        &addr,
+        "a failed binding start",
+        Duration::from_secs(60),
+        |t| t.contains(series),
+    );
+    let count = samples(&text, "addon_operator_global_hook_errors_total");
+    assert!(count.iter().any(|c| *c >= 1.0), "{text}");
+    assert!(
+        !text.contains(r#"global_hook_success_total{hook="watch.sh""#),
+        "{text}"
+    );
+}

@@ -168,6 +168,23 @@ impl Metrics {
             .inc();
     }
 
+    /// A global hook's Kubernetes bindings failed to start: counted, as upstream, in
+    /// `global_hook_errors_total` under `binding="GlobalEnableKubernetesBindings"`,
+    /// `activation="OperatorStartup"` and the hook file's base name (the hook did not run).
+    pub fn global_bindings_start_failed(&self, hook_file: &str, queue: &str) {
+        let labels = labels([
+            ("hook", hook_file),
+            ("binding", "GlobalEnableKubernetesBindings"),
+            ("queue", queue),
+            ("activation", "OperatorStartup"),
+        ]);
+        self.families
+            .global_hooks
+            .errors
+            .get_or_create(&labels)
+            .inc();
+    }
+
     /// When discovering modules (reading the modules dirs, enabled scripts) fails.
     pub fn discover_error(&self) {
         self.families.modules_discover_errors.inc();
