@@ -15,6 +15,7 @@ mod hook_run;
 mod idle;
 mod logs;
 mod metrics;
+mod monitoring;
 mod processes;
 mod render;
 mod shared_watches;
