@@ -253,6 +253,40 @@ mod tests {
     }
 
     #[test]
+    fn the_operator_page_has_leadership_the_converge_and_the_process() {
+        let metrics = super::super::Metrics::new("addon_operator_");
+        let page = metrics.encode();
+        assert!(page.contains("\naddon_operator_leader 0.0\n"), "{page}");
+        metrics.leader(true);
+        metrics.converge_state(true, std::time::Duration::from_secs(3));
+        metrics.queue_oldest_task_age("main", std::time::Duration::from_secs(7));
+        metrics.hook_timeout(None, "slow");
+        metrics.webhook_request("admission", "denied", std::time::Duration::from_millis(5));
+        let page = metrics.encode();
+        for line in [
+            "addon_operator_leader 1.0",
+            "addon_operator_first_converge_done 1.0",
+            "addon_operator_converge_running_seconds 3.0",
+            "addon_operator_tasks_queue_oldest_task_age_seconds{queue=\"main\"} 7.0",
+            "addon_operator_hook_timeouts_total{module=\"\",hook=\"slow\"} 1",
+            "addon_operator_webhook_requests_total{kind=\"admission\",result=\"denied\"} 1",
+            "addon_operator_webhook_request_seconds_count{kind=\"admission\"} 1",
+        ] {
+            assert!(page.lines().any(|l| l == line), "{line}:\n{page}");
+        }
+        for family in [
+            "process_cpu_seconds_total",
+            "process_resident_memory_bytes",
+            "process_start_time_seconds",
+        ] {
+            assert!(
+                page.lines().any(|l| l.starts_with(family)),
+                "{family}:\n{page}"
+            );
+        }
+    }
+
+    #[test]
     fn this_process_reports_its_cpu_memory_and_files() {
         let sample = ProcessSample::read();
         assert!(sample.resident_bytes.is_some_and(|b| b > 1e5), "{sample:?}");
