@@ -18,6 +18,7 @@ mod metrics;
 mod monitoring;
 mod processes;
 mod render;
+mod scaffold;
 mod shared_watches;
 mod ship;
 mod start;
