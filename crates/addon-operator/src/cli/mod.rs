@@ -3,6 +3,7 @@
 pub mod check;
 pub mod debug;
 pub mod hook_run;
+pub mod progress;
 pub mod reload;
 pub mod render;
 pub mod scaffold;

@@ -17,6 +17,7 @@ mod logs;
 mod metrics;
 mod monitoring;
 mod processes;
+mod progress;
 mod render;
 mod scaffold;
 mod shared_watches;
