@@ -44,6 +44,8 @@ pub struct HookFailure {
     pub message: String,
     /// What the failed run used (zero when it did not start).
     pub usage: ResourceUsage,
+    /// The run was stopped by the hook timeout (`hook_timeouts_total`).
+    pub timed_out: bool,
 }
 
 impl HookFailure {
@@ -51,6 +53,7 @@ impl HookFailure {
         Self {
             message: message.into(),
             usage: ResourceUsage::default(),
+            timed_out: false,
         }
     }
 }

@@ -32,19 +32,26 @@ afterAll: 1
 schedule:
 - {name: flaky, crontab: "*/2 * * * * *", allowFailure: true}
 - {name: slow, crontab: "*/7 * * * * *", queue: slow}
+- {name: stuck, crontab: "*/5 * * * * *", queue: stuck, allowFailure: true}
 kubernetes:
 - name: watched
   kind: ConfigMap
   labelSelector: {matchLabels: {watch: "yes"}}
   jqFilter: .metadata.name"#,
         &format!(
-            "{FAIL_ONCE}\ncase \"$binding\" in\n  onStartup) fail_once global-startup ;;\n  flaky) exit 1 ;;\n  slow) sleep 6 ;;\nesac"
+            "{FAIL_ONCE}\ncase \"$binding\" in\n  onStartup) fail_once global-startup ;;\n  flaky) exit 1 ;;\n  slow) sleep 6 ;;\n  stuck) sleep 60 ;;\nesac"
         ),
     );
     write(
         &root.join("modules/values.yaml"),
         "alphaEnabled: true\n",
         false,
+    );
+    // answers admission reviews (webhook_requests_total)
+    write(
+        &root.join("modules/001-alpha/hooks/policy"),
+        crate::webhooks::POLICY_HOOK,
+        true,
     );
     write(
         &root.join("modules/001-alpha/Chart.yaml"),
@@ -150,7 +157,12 @@ fn check_every_documented_metric(text: &str) {
                 values.iter().all(|v| *v >= 0.0)
             }
             "counter" => values.iter().all(|v| *v >= 0.0) && values.iter().any(|v| *v > 0.0),
-            _ if name.ends_with("_info") => values.iter().all(|v| *v == 1.0),
+            _ if name.ends_with("_info")
+                || name.ends_with("_leader")
+                || name.ends_with("_done") =>
+            {
+                values.iter().all(|v| *v == 1.0)
+            }
             _ if name.ends_with("max_rss_bytes") => values.iter().all(|v| *v > 0.0),
             _ => values.iter().all(|v| v.is_finite() && *v >= 0.0),
         };
@@ -174,12 +186,40 @@ fn every_documented_metric_is_recorded() {
     let root = tmp.path();
     tree(root);
     let cluster = Cluster::start(root);
-    let extra = ["--resources-monitor-interval", "1s", "--reload-tree"];
+    // `stuck` sleeps past the hook timeout (hook_timeouts_total); `slow` stays under it
+    let webhook_port = crate::webhooks::free_port();
+    let mut extra: Vec<String> = ["--resources-monitor-interval", "1s", "--reload-tree"]
+        .into_iter()
+        .chain(["--hook-timeout", "8s", "--hook-kill-grace", "1s"])
+        .map(String::from)
+        .collect();
+    let webhook_args = crate::webhooks::admission_server_args(webhook_port);
+    extra.extend(
+        webhook_args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned()),
+    );
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let _operator = start_operator(root, &cluster, &extra);
     let addr = http_addr(root);
     let long = Duration::from_secs(90);
     wait_for_metrics(root, &addr, "the first converge", long, |_| {
         get(&addr, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+
+    // an admission review allowed and one denied
+    let (rt, webhook) =
+        crate::webhooks::admission_server_up(webhook_port, &root.join("operator.log"));
+    for name in ["good", "bad"] {
+        let (status, _) = rt.block_on(crate::webhooks::post(webhook, name));
+        assert_eq!(status, 200);
+    }
+    wait_for_metrics(root, &addr, "the reviews counted", long, |t| {
+        t.contains(r#"webhook_requests_total{kind="admission",result="allowed"} 1"#)
+            && t.contains(r#"webhook_requests_total{kind="admission",result="denied"} 1"#)
+    });
+    wait_for_metrics(root, &addr, "a hook timeout", long, |t| {
+        t.contains(r#"hook_timeouts_total{module="",hook="all"} "#)
     });
 
     // a watch event after Synchronization, then a watch error (resume from an expired version)
@@ -239,6 +279,7 @@ fn every_documented_metric_is_recorded() {
             && !samples(t, "addon_operator_tasks_queue_length").is_empty()
     });
     check_every_documented_metric(&text);
+    crate::monitoring::check_queries_name_served_metrics(&text);
 }
 
 /// A module's `enabled` script is measured as the Go operator measures it: CPU and peak memory

@@ -70,6 +70,7 @@ impl HookExecutor for ProcessHooks {
                         run.process.failure_message()
                     ),
                     usage: *usage,
+                    timed_out: run.process.exit == super::process::ExitKind::TimedOut,
                 }),
             }
         })
