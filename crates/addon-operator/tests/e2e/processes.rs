@@ -182,10 +182,12 @@ fn sigterm_kills_a_hook_ignoring_it_after_the_grace_period_and_exits_0() {
     let r = root.path();
     let grace = Duration::from_secs(2);
     let mut operator = start(r, &[], &["--hook-kill-grace", "2s"]);
+    // the shell creates the file before it writes the pid: wait for the whole line
     wait_for("the hook to start", &r.join("operator.log"), || {
-        r.join("hook.pid").exists()
+        std::fs::read_to_string(r.join("hook.pid")).is_ok_and(|pid| pid.ends_with('\n'))
     });
     let hook_pid = std::fs::read_to_string(r.join("hook.pid")).unwrap();
+    assert!(hook_pid.trim().parse::<u32>().is_ok(), "{hook_pid:?}");
     let started = Instant::now();
     Command::new("kill")
         .args(["-TERM", &operator.id().to_string()])
