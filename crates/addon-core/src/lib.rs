@@ -11,6 +11,7 @@ pub mod error;
 pub mod hook_config;
 pub mod hook_output;
 pub mod jq;
+pub mod labels;
 pub mod lifecycle;
 pub mod monitor;
 pub mod names;

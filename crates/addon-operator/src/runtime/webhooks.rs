@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::Shared;
 use super::edges::HookRequest;
 use super::state::State;
-use crate::edges::webhook::{Answerer, Reply};
+use crate::runtime::edges::{Answerer, Reply};
 
 /// How long a whole conversion may take (the API server gives a conversion webhook 30 s).
 pub const CONVERSION_TIMEOUT: Duration = Duration::from_secs(30);

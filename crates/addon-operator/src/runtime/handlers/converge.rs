@@ -5,10 +5,10 @@ use addon_core::enablement::{self, Candidate, EnablementPass, Step};
 use addon_core::lifecycle::{self, ConvergeFacts, Discovered};
 use addon_core::names::ModuleName;
 
-use crate::edges::metrics::ModuleInfo;
 use crate::runtime::Shared;
 use crate::runtime::decisions;
 use crate::runtime::error::{DiscoveryError, TaskError};
+use crate::runtime::metrics::ModuleInfo;
 use crate::runtime::state::State;
 use crate::runtime::task::Outcome;
 
