@@ -154,6 +154,22 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Waits until the modules' hooks are known; `false` when `stop` fires first.
+    pub(crate) async fn module_hooks_known(&self, stop: &CancellationToken) -> bool {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.lock().module_hooks_known {
+                return true;
+            }
+            tokio::select! {
+                () = &mut notified => {}
+                () = stop.cancelled() => return false,
+            }
+        }
+    }
+
     /// Time since the runtime started, the clock of the queues.
     fn now(&self) -> Duration {
         self.epoch.elapsed()

@@ -133,7 +133,7 @@ fn desired(st: &State, objects: &WebhookObjects, bundles: &Bundles) -> Desired {
 
 /// [`run`] once every hook is known, when one of them has a webhook binding.
 pub async fn run_if_used(shared: Arc<Shared>, objects: WebhookObjects, stop: CancellationToken) {
-    if !super::module_hooks::known(&shared, &stop).await {
+    if !shared.module_hooks_known(&stop).await {
         return;
     }
     if webhook_use(&shared.lock()) == WebhookUse::default() {

@@ -40,7 +40,7 @@ pub async fn discover(shared: &Shared) -> Outcome {
     };
     // a staged start: the module hooks' configs load beside global hooks and the `enabled`
     // scripts; no module run is planned without them
-    if !crate::runtime::module_hooks::known(shared, &shared.stopping).await {
+    if !shared.module_hooks_known(&shared.stopping).await {
         return Outcome::done();
     }
     let st = shared.lock();
