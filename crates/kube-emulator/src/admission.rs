@@ -14,8 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use crate::api::ResourceRequest;
-use crate::server::App;
+use crate::app::App;
+use crate::request::ResourceRequest;
 use crate::status::ApiError;
 
 /// The annotation of a Service that tells the emulator where the Service's endpoint listens

@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::admission::post_review;
-use crate::api::ResourceRequest;
+use crate::app::App;
+use crate::request::ResourceRequest;
 use crate::resources::ResKey;
-use crate::server::App;
 use crate::status::ApiError;
 
 /// How long a conversion webhook may take (kube-apiserver's fixed 30 s).
