@@ -34,6 +34,7 @@ mod optional_tests;
 mod parse;
 mod path;
 mod resolve;
+pub use resolve::ResolveError;
 mod strings;
 mod time;
 mod value;
@@ -156,9 +157,12 @@ pub enum CompileFailure {
     Thread { message: String },
     #[error("the compiler failed")]
     Crashed,
-    /// Parse errors or undefined names, as the parser and name resolution report them.
+    /// Parse errors, as the parser reports them.
     #[error("{0}")]
     Program(String),
+    /// Undefined names.
+    #[error(transparent)]
+    Resolve(#[from] resolve::ResolveError),
 }
 
 /// A compiled jq program together with its source text.
@@ -262,9 +266,9 @@ fn nesting(source: &str) -> usize {
 }
 
 fn compile_program(source: &str) -> Result<Program, CompileFailure> {
-    let prelude = resolve::prelude().map_err(CompileFailure::Program)?;
+    let prelude = resolve::prelude()?;
     let mut main = parse::parse(source).map_err(|e| CompileFailure::Program(e.0))?;
-    resolve::resolve(&mut main, &prelude).map_err(CompileFailure::Program)?;
+    resolve::resolve(&mut main, &prelude)?;
     Ok(Program { main, prelude })
 }
 
