@@ -3,7 +3,7 @@
 use std::sync::{Arc, OnceLock};
 
 use super::ast::{Ast, FuncDef, ObjKey, Pattern, StrPiece, Target};
-use super::builtins;
+use super::eval::builtins;
 use super::parse;
 
 const PRELUDE: &str = include_str!("prelude.jq");
