@@ -23,6 +23,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -129,7 +130,8 @@ class Operator:
         os.makedirs(self.ctl, exist_ok=True)
         open(self.runs, "w").close()
         self.port = free_port()
-        self.socket = os.path.join(self.out, "debug.socket")
+        # a Unix socket path must stay under 108 bytes: the tree ids make `out` long
+        self.socket = os.path.join(tempfile.mkdtemp(prefix=f"vsgo-{key}-"), "debug.socket")
         self.args = [binary, "start", "--modules-dir", ":".join(self.modules_dirs),
                      "--global-hooks-dir", self.global_dir, "--namespace", self.ns,
                      "--config-map", "addon-operator", "--kube-config", kubeconfig,

@@ -159,6 +159,7 @@ impl HookExecutor for FakeHooks {
             result_file: out.values_patch,
             stdout_last_line: String::new(),
             reason: out.config_values_patch,
+            usage: Default::default(),
         });
         Box::pin(async move { result })
     }

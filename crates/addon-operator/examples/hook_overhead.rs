@@ -1,7 +1,9 @@
 //! Benchmark: one module run of N no-op `beforeHelm` hooks through the real `start` runtime (local
 //! mode, no cluster), timed by the operator's own `addon_operator_module_run_seconds`, against a
 //! bash loop, a `std::process::Command` loop and a tokio loop (output piped) spawning the same
-//! script N times.
+//! script N times. Beside each row's wall time per hook it reports the CPU time per hook of the
+//! runner itself (every thread of its process, the hooks' own CPU left out), so that work moved
+//! to a second thread shows as spent, not as saved.
 //! Run with `bench/hook-overhead/run.sh [N] [ROUNDS] [TMP_DIR...]`.
 
 use std::path::{Path, PathBuf};
@@ -37,8 +39,12 @@ fn main() -> anyhow::Result<()> {
     anyhow::ensure!(!tmp_dirs.is_empty(), "name at least one TMP_DIR");
 
     let root = tempfile::tempdir()?;
-    let script = write_tree(root.path(), hooks)?;
-    let mut results: Vec<(String, Vec<f64>)> = vec![
+    let script = write_tree(root.path(), hooks, true)?;
+    // the same tree with the module disabled: its start (the hooks' `--config` runs) is taken
+    // from the operator's CPU, leaving the module run's
+    let idle_root = tempfile::tempdir()?;
+    write_tree(idle_root.path(), hooks, false)?;
+    let mut results: Vec<(String, Vec<Sample>)> = vec![
         ("bash loop".to_string(), Vec::new()),
         ("Command loop".to_string(), Vec::new()),
         ("tokio loop, output piped".to_string(), Vec::new()),
@@ -57,20 +63,26 @@ fn main() -> anyhow::Result<()> {
     }
     // Interleaved rounds, so that noisy neighbours on a shared machine hit every row alike.
     for round in 1..=rounds {
-        results[0].1.push(bash_loop(&script, hooks)?);
-        results[1].1.push(command_loop(&script, hooks)?);
-        results[2].1.push(tokio_loop(&script, hooks)?);
+        results[0]
+            .1
+            .push(Sample::wall_only(bash_loop(&script, hooks)?));
+        results[1]
+            .1
+            .push(in_process(hooks, || command_loop(&script, hooks))?);
+        results[2]
+            .1
+            .push(in_process(hooks, || tokio_loop(&script, hooks))?);
         for (index, dir) in tmp_dirs.iter().enumerate() {
             let tmp = tempfile::tempdir_in(dir)?;
-            results[BASELINES + index]
-                .1
-                .push(contract_floor(&script, hooks, tmp.path())?);
+            results[BASELINES + index].1.push(in_process(hooks, || {
+                contract_floor(&script, hooks, tmp.path())
+            })?);
         }
         let first_operator = BASELINES + tmp_dirs.len();
         for (index, (operator, dir)) in runs.iter().enumerate() {
             let tmp = tempfile::tempdir_in(dir)?;
-            let seconds = operator_run(operator, root.path(), &tmp.path().join("ao"))?;
-            results[first_operator + index].1.push(seconds);
+            let sample = operator_run(operator, [root.path(), idle_root.path()], tmp.path())?;
+            results[first_operator + index].1.push(sample);
         }
         eprintln!("round {round}/{rounds} done");
     }
@@ -79,12 +91,16 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A hooks-only module `001-bench` with `hooks` hook files; returns the first one's path.
-fn write_tree(root: &Path, hooks: usize) -> anyhow::Result<PathBuf> {
+/// A hooks-only module `001-bench` with `hooks` hook files, enabled or not; returns the first
+/// hook's path.
+fn write_tree(root: &Path, hooks: usize, enabled: bool) -> anyhow::Result<PathBuf> {
     let dir = root.join("modules/001-bench/hooks");
     std::fs::create_dir_all(&dir)?;
     std::fs::create_dir_all(root.join("global-hooks"))?;
-    std::fs::write(root.join("modules/values.yaml"), "benchEnabled: true\n")?;
+    std::fs::write(
+        root.join("modules/values.yaml"),
+        format!("benchEnabled: {enabled}\n"),
+    )?;
     for index in 0..hooks {
         executable(&dir.join(format!("h{index:04}.sh")), NOOP_HOOK)?;
     }
@@ -160,12 +176,72 @@ fn contract_floor(script: &Path, hooks: usize, dir: &Path) -> anyhow::Result<f64
     Ok(started.elapsed().as_secs_f64() / hooks as f64)
 }
 
-/// Starts the operator on the tree, waits for its first ModuleRun, returns seconds per hook.
-fn operator_run(operator: &Path, root: &Path, tmp_dir: &Path) -> anyhow::Result<f64> {
-    let (child, port) = spawn_operator(operator, root, tmp_dir, "info")?;
-    let (sum, _count) = stop_operator(child, root, wait_module_run(port))?;
-    let hooks = std::fs::read_dir(root.join("modules/001-bench/hooks"))?.count();
-    Ok(sum / hooks as f64)
+/// One row's measure of one round, per hook: wall seconds, and the runner's own CPU seconds
+/// (user + system of every thread of its process, not its children's) when it can be told apart.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    wall: f64,
+    cpu: Option<f64>,
+}
+
+impl Sample {
+    /// The bash loop: its CPU cannot be told apart from the hooks' (both are bash's children).
+    fn wall_only(wall: f64) -> Self {
+        Self { wall, cpu: None }
+    }
+}
+
+/// Runs a loop of `hooks` runs in this process; its CPU is this process's over the loop (the
+/// bench's only busy thread then).
+fn in_process(hooks: usize, run: impl FnOnce() -> anyhow::Result<f64>) -> anyhow::Result<Sample> {
+    let before = cpu_seconds("self")?;
+    let wall = run()?;
+    let cpu = (cpu_seconds("self")? - before) / hooks as f64;
+    Ok(Sample {
+        wall,
+        cpu: Some(cpu),
+    })
+}
+
+/// User + system CPU seconds of a process's own threads (`/proc/PID/stat` fields 14 and 15; the
+/// children's fields are not added), at the kernel's 100 ticks a second.
+fn cpu_seconds(pid: &str) -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // the command name may hold spaces: the fields start after its closing parenthesis
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .context("a /proc stat line")?
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks = |index: usize| -> anyhow::Result<f64> {
+        Ok(fields.get(index).context("a stat field")?.parse::<f64>()?)
+    };
+    // fields[0] is field 3 (state): utime is field 14, stime field 15
+    Ok((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+/// Starts the operator on the tree and waits for its first ModuleRun: seconds per hook of the run
+/// (its own metric); then on the tree with the module disabled. The CPU per hook is the
+/// difference of the two starts' CPU to ready (the operator's process, its hooks' not counted).
+fn operator_run(
+    operator: &Path,
+    [root, idle_root]: [&Path; 2],
+    tmp: &Path,
+) -> anyhow::Result<Sample> {
+    let (child, port) = spawn_operator(operator, root, &tmp.join("ao"), "info")?;
+    let pid = child.id().to_string();
+    let measured = wait_module_run(port).and_then(|run| Ok((run, cpu_seconds(&pid)?)));
+    let ((sum, _count), cpu) = stop_operator(child, root, measured)?;
+    let (child, port) = spawn_operator(operator, idle_root, &tmp.join("idle"), "info")?;
+    let pid = child.id().to_string();
+    let measured = wait_ready(port, Instant::now()).and_then(|_| cpu_seconds(&pid));
+    let idle_cpu = stop_operator(child, idle_root, measured)?;
+    let hooks = std::fs::read_dir(root.join("modules/001-bench/hooks"))?.count() as f64;
+    Ok(Sample {
+        wall: sum / hooks,
+        cpu: Some((cpu - idle_cpu) / hooks),
+    })
 }
 
 /// Waits for readiness (the first converge, which holds the module run), then reads the module's
@@ -188,23 +264,46 @@ fn wait_module_run(port: u16) -> anyhow::Result<(f64, f64)> {
     }
 }
 
-fn report(results: &[(String, Vec<f64>)], hooks: usize) {
+fn report(results: &[(String, Vec<Sample>)], hooks: usize) {
     println!(
         "{hooks} hooks, {} interleaved rounds; ms per hook: median (min–max)",
         results[0].1.len()
     );
-    print_rows(results, 1e3, 2, "bash loop / this");
+    print_rows(&walls(results), 1e3, 2, "bash loop / this");
+    println!("CPU ms per hook of the runner itself (its threads, not the hooks'):");
+    print_rows(&cpus(results), 1e3, 3, "Command loop / this");
+}
+
+/// The rows with a CPU figure, their CPU seconds per hook.
+fn cpus(results: &[(String, Vec<Sample>)]) -> Vec<(String, Vec<f64>)> {
+    results
+        .iter()
+        .filter_map(|(name, samples)| {
+            let cpu: Option<Vec<f64>> = samples.iter().map(|sample| sample.cpu).collect();
+            Some((name.clone(), cpu?))
+        })
+        .collect()
+}
+
+fn walls(results: &[(String, Vec<Sample>)]) -> Vec<(String, Vec<f64>)> {
+    let wall = |samples: &Vec<Sample>| samples.iter().map(|sample| sample.wall).collect();
+    results
+        .iter()
+        .map(|(name, samples)| (name.clone(), wall(samples)))
+        .collect()
 }
 
 /// For each tmp dir, its contract floor and the operator rows on that dir, with the ratio
 /// *contract floor / this*: the operator's cost against the least the hook contract allows.
-fn report_against_floors(results: &[(String, Vec<f64>)], dirs: usize, runs: usize) {
+fn report_against_floors(results: &[(String, Vec<Sample>)], dirs: usize, runs: usize) {
     let (floors, operators) = results[BASELINES..].split_at(dirs);
     for (dir, floor) in floors.iter().enumerate() {
         // runs are ordered operator by operator, each over every dir
         let mut rows = vec![floor.clone()];
         rows.extend((dir..runs).step_by(dirs).map(|run| operators[run].clone()));
         println!("against the contract floor:");
-        print_rows(&rows, 1e3, 2, "contract floor / this");
+        print_rows(&walls(&rows), 1e3, 2, "contract floor / this");
+        println!("CPU against the contract floor's:");
+        print_rows(&cpus(&rows), 1e3, 3, "contract floor / this");
     }
 }

@@ -56,6 +56,7 @@ struct Control {
 
 static CONTROL: OnceLock<Control> = OnceLock::new();
 static PROXY_HOOK_JSON: AtomicBool = AtomicBool::new(false);
+static JSON_LINES: AtomicBool = AtomicBool::new(false);
 
 type Base = tracing_subscriber::layer::Layered<reload::Layer<EnvFilter, Registry>, Registry>;
 
@@ -73,6 +74,7 @@ pub fn init(args: &LogArgs) {
         .is_ok()
     {
         PROXY_HOOK_JSON.store(args.log_proxy_hook_json, Ordering::Relaxed);
+        JSON_LINES.store(matches!(args.log_type, LogType::Json), Ordering::Relaxed);
         let level = Mutex::new(level::LevelSetting::new(&args.log_level));
         let _ = CONTROL.set(Control {
             filter: handle,
@@ -100,6 +102,12 @@ fn output_layer(args: &LogArgs, sink: Sink) -> Box<dyn Layer<Base> + Send + Sync
             })
             .boxed(),
     }
+}
+
+/// Whether the log is JSON lines (`--log-type json`): then every line on stderr must be one, so
+/// that a log pipeline keeping only JSON sees a failed start too.
+pub fn json_lines() -> bool {
+    JSON_LINES.load(Ordering::Relaxed)
 }
 
 /// Waits (boundedly) until queued log lines are written; `main` calls it before exiting.

@@ -37,6 +37,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Check(args) => addon_operator::cli::check::run_cli(&args),
         Command::Hook(args) => match &args.command {
             HookCommand::Run(run) => addon_operator::cli::hook_run::run_cli(run),
+            HookCommand::New(new) => addon_operator::cli::scaffold::hook_new_cli(new),
             HookCommand::List(list) => {
                 debug::run_cli(&list.socket.debug_unix_socket, &list.route())
             }
@@ -50,6 +51,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Global(args) => debug::run_cli(&args.socket.debug_unix_socket, &args.route()),
         Command::Module(args) => match &args.command {
             ModuleCommand::Render(render) => addon_operator::cli::render::run_cli(render),
+            ModuleCommand::New(new) => addon_operator::cli::scaffold::module_new_cli(new),
             _ => debug::run_cli(&args.socket.debug_unix_socket, &args.route()),
         },
         Command::Raw(args) => debug::run_cli(&args.socket.debug_unix_socket, &args.path),

@@ -133,6 +133,9 @@ pub enum ModuleCommand {
     /// Run the tree locally as the operator would (no cluster) and print the manifests Helm
     /// would install for a module; does not need a running operator
     Render(Box<crate::cli::render::RenderArgs>),
+    /// Write a new module directory (chart, values, schemas, a hook with its tests, optionally an
+    /// enabled script) that passes `check` and `test` as written; does not need a running operator
+    New(Box<crate::cli::scaffold::ModuleNewArgs>),
     /// Names of the enabled modules
     List(OutputArg),
     /// Effective values of a module
@@ -312,7 +315,7 @@ impl ModuleArgs {
     /// The route this command asks for (empty for `render`, which runs locally).
     pub fn route(&self) -> String {
         match &self.command {
-            ModuleCommand::Render(_) => String::new(),
+            ModuleCommand::Render(_) | ModuleCommand::New(_) => String::new(),
             ModuleCommand::List(o) => format!("/module/list.{}", o.output.extension()),
             ModuleCommand::ResourceMonitor(o) => {
                 format!("/module/resource-monitor.{}", o.output.extension())

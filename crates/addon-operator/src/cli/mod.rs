@@ -3,8 +3,10 @@
 pub mod check;
 pub mod debug;
 pub mod hook_run;
+pub mod progress;
 pub mod reload;
 pub mod render;
+pub mod scaffold;
 pub mod start;
 pub mod support;
 pub mod test;
@@ -141,6 +143,9 @@ pub enum HookCommand {
     List(crate::cli::debug::HookListArgs),
     /// Kubernetes snapshots of one hook of a running operator (debug API)
     Snapshot(crate::cli::debug::HookSnapshotArgs),
+    /// Write a new hook (bash or python) and its test file, in a module's hooks/ or the global
+    /// hooks directory
+    New(Box<crate::cli::scaffold::HookNewArgs>),
 }
 
 /// The completion script of `shell` for the whole command line.

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use std::path::PathBuf;
 
+use crate::cli::progress::Progress;
 use crate::cli::start::fail;
 use crate::cli::support::{LocalRunFlags, parse_duration};
 use crate::edges::config::memory::MemoryConfig;
@@ -30,11 +31,15 @@ use addon_core::error::error_chain;
 const POLL: Duration = Duration::from_millis(50);
 
 pub fn run_cli(args: &RenderArgs) -> anyhow::Result<ExitCode> {
-    crate::cli::support::block_on(render(args))?
+    let progress = Progress::on_stderr("module render");
+    let rendered = crate::cli::support::block_on(render(args, &progress));
+    progress.finish();
+    rendered?
 }
 
-async fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
+async fn render(args: &RenderArgs, progress: &Progress) -> anyhow::Result<ExitCode> {
     let module = ModuleName::new(&args.module).map_err(|e| anyhow::anyhow!(e))?;
+    progress.phase("loading the tree (--config of every hook)");
     let tree = match crate::edges::tree::runnable::load(&args.dirs, args.local.hook_timeout).await {
         Ok(tree) => tree,
         Err(errors) => return Ok(fail("render", &errors)),
@@ -70,7 +75,7 @@ async fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     let handle = runtime.handle();
     let stop = CancellationToken::new();
     let running = tokio::spawn(runtime.run(stop.clone()));
-    let outcome = wait_for_converge(&handle, args.timeout).await;
+    let outcome = wait_for_converge(&handle, args.timeout, progress).await;
     stop.cancel();
     let _ = running.await;
     if let Err(problem) = outcome {
@@ -134,9 +139,16 @@ fn read_config(args: &RenderArgs) -> anyhow::Result<Config> {
 
 /// Waits until the first converge is done and nothing is queued; the first failing task (its
 /// error included) ends the wait at once, since render does not retry.
-async fn wait_for_converge(handle: &RuntimeHandle, timeout: Duration) -> Result<(), String> {
+async fn wait_for_converge(
+    handle: &RuntimeHandle,
+    timeout: Duration,
+    progress: &Progress,
+) -> Result<(), String> {
     let started = tokio::time::Instant::now();
     loop {
+        let queues = handle.queues_json();
+        let head = queues["active"][0]["tasks"][0]["description"].as_str();
+        progress.phase(format!("running the tree: {}", head.unwrap_or("idle")));
         if let Some(failed) = handle.first_failure() {
             return Err(format!("a task failed: {failed}"));
         }

@@ -50,7 +50,12 @@ pub async fn run(
     };
     let started = tokio::time::Instant::now();
     let (usage, result) = match shared.edges.hooks.run_hook(request).await {
-        Err(failure) => (failure.usage, Err(HookError::Run(failure))),
+        Err(failure) => {
+            if failure.timed_out {
+                (shared.metrics).hook_timeout(module.map(ModuleName::as_str), hook.as_str());
+            }
+            (failure.usage, Err(HookError::Run(failure)))
+        }
         Ok(success) => {
             let applied = apply_outputs(shared, module, &def, &success.outputs).await;
             (success.usage, applied)

@@ -441,11 +441,35 @@ async fn publish_queue_lengths(shared: Arc<Shared>, stop: CancellationToken) {
             () = stop.cancelled() => return,
         }
         let (lengths, heads) = queue_snapshot(&mut shared.lock());
+        let (ages, converge) = {
+            let st = shared.lock();
+            let converging = st.converge_started.map(|at| at.elapsed());
+            let converge = (st.first_converge_done, converging.unwrap_or_default());
+            (oldest_task_ages(&st, shared.now()), converge)
+        };
+        shared.metrics.converge_state(converge.0, converge.1);
         for (queue, len) in lengths {
             shared.metrics.queue_length(&queue, len);
         }
+        for (queue, age) in ages {
+            shared.metrics.queue_oldest_task_age(&queue, age);
+        }
         shared.metrics.queue_heads(&heads);
     }
+}
+
+/// How long the oldest task of every queue has waited (since it was queued, or since its last
+/// failure for a retried one); zero for an empty queue.
+fn oldest_task_ages(st: &State, now: Duration) -> Vec<(String, Duration)> {
+    (st.queues.iter())
+        .map(|q| {
+            let oldest = (q.iter())
+                .filter_map(|t| st.queued_at.get(&(q.name().clone(), t.id)))
+                .min();
+            let age = oldest.map_or(Duration::ZERO, |at| now.saturating_sub(*at));
+            (q.name().to_string(), age)
+        })
+        .collect()
 }
 
 /// Length and head of every queue; forgets the queue times of tasks that left the queues

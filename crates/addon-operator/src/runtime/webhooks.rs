@@ -143,8 +143,29 @@ pub struct AdmissionAnswers {
 impl Answerer for AdmissionAnswers {
     fn answer(&self, path: String, review: Value) -> BoxFuture<'static, Reply> {
         let shared = Arc::clone(&self.shared);
-        Box::pin(async move { answer_admission(&shared, &path, review).await })
+        Box::pin(async move {
+            let started = tokio::time::Instant::now();
+            let reply = answer_admission(&shared, &path, review).await;
+            count_request(&shared, "admission", &reply, started.elapsed());
+            reply
+        })
     }
+}
+
+/// `webhook_requests_total` and `webhook_request_seconds` of one answered review: `allowed`
+/// (admission allowed, conversion succeeded), `denied` (refused, or a failed conversion), or
+/// `failed` (no review in the answer: a bad request, or no answer in time).
+fn count_request(shared: &Shared, kind: &str, reply: &Reply, took: Duration) {
+    let result = match reply {
+        Reply::Review(review) => {
+            let response = &review["response"];
+            let allowed = response["allowed"].as_bool() == Some(true)
+                || response["result"]["status"].as_str() == Some("Success");
+            if allowed { "allowed" } else { "denied" }
+        }
+        Reply::BadRequest(_) | Reply::Unavailable(_) => "failed",
+    };
+    shared.metrics.webhook_request(kind, result, took);
 }
 
 async fn answer_admission(shared: &Shared, path: &str, review: Value) -> Reply {
@@ -230,7 +251,12 @@ pub struct ConversionAnswers {
 impl Answerer for ConversionAnswers {
     fn answer(&self, path: String, review: Value) -> BoxFuture<'static, Reply> {
         let shared = Arc::clone(&self.shared);
-        Box::pin(async move { answer_conversion(&shared, &path, review).await })
+        Box::pin(async move {
+            let started = tokio::time::Instant::now();
+            let reply = answer_conversion(&shared, &path, review).await;
+            count_request(&shared, "conversion", &reply, started.elapsed());
+            reply
+        })
     }
 }
 

@@ -239,6 +239,10 @@ fn apply(
             let failure = error.to_failure();
             let (kind, message) = (failure.kind, failure.message.clone());
             (shared.metrics).task_failure(queue.as_str(), kind.as_str());
+            if let Task::EnableGlobalKubernetes { hook } = task {
+                let file = hook.as_str().rsplit('/').next().unwrap_or_default();
+                (shared.metrics).global_bindings_start_failed(file, queue.as_str());
+            }
             let retry_at = q.fail(id, now, failure);
             st.queued_at.insert((queue.clone(), id), now);
             let delay = retry_at

@@ -72,8 +72,14 @@ pub fn operator_log(root: &Path) -> String {
 
 /// The address the operator's HTTP server listens on, from its log (waits up to 30 s).
 pub fn http_addr(root: &Path) -> String {
+    http_addr_in(&root.join("operator.log"))
+}
+
+/// [`http_addr`] of the operator that logs to `log`.
+pub fn http_addr_in(log: &Path) -> String {
+    let read = || std::fs::read_to_string(log).unwrap_or_default();
     let addr = || {
-        operator_log(root)
+        read()
             .lines()
             .filter(|l| l.contains("serving /metrics"))
             .find_map(|l| l.split("addr=").nth(1))
@@ -90,7 +96,7 @@ pub fn http_addr(root: &Path) -> String {
         "the HTTP address in the log",
         limit,
         || addr().is_some(),
-        || operator_log(root),
+        read,
     );
     addr().unwrap_or_default()
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use addon_operator::edges::helm::binary::kube_cache;
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, get, http_addr_in};
 
 use crate::support::{Running, start_command, write};
 
@@ -78,14 +78,31 @@ fn only_the_lease_holder_works_and_a_standby_takes_over() {
         !hook_log(root).contains("startup b"),
         "b is a standby while a leads"
     );
+    // addon_operator_leader says who works
+    let (a_http, b_http) = (
+        http_addr_in(&root.join("a.log")),
+        http_addr_in(&root.join("b.log")),
+    );
+    assert_eq!(leader_gauge(&a_http), Some(1.0));
+    assert_eq!(leader_gauge(&b_http), Some(0.0));
 
     a.kill_hard(); // the leader dies without releasing the lease
     // what a restart of a with the same --tmp-dir would take over and remove: the test removes it
     let a_cache = kube_cache::ram_name(&root.join("tmp-a"));
     let _ = std::fs::remove_dir_all(std::path::Path::new(kube_cache::RAM_DIRS[0]).join(a_cache));
     wait_for(root, "startup b");
+    assert_eq!(leader_gauge(&b_http), Some(1.0));
     drop(b);
     drop(cluster);
+}
+
+/// The value of `addon_operator_leader` on the operator serving metrics at `addr`.
+fn leader_gauge(addr: &str) -> Option<f64> {
+    let (_, text) = get(addr, "/metrics")?;
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("addon_operator_leader "))?;
+    line.rsplit(' ').next()?.parse().ok()
 }
 
 fn signal(child: &Running, signal: &str) {

@@ -479,3 +479,39 @@ fn many_service_link_variables_are_warned_about_once() {
     let few = log_with_linked_services(9);
     assert!(!few.iter().any(|line| is_warning(&line)), "{few:?}");
 }
+
+/// A start that fails (here: a hook whose `--config` exits 127) is one JSON `error` line with a
+/// JSON log, so a pipeline keeping only JSON lines sees it, and the readable text otherwise.
+#[test]
+fn a_failed_start_is_a_json_error_line_with_a_json_log() {
+    if !require_tool("bash") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let hook = "#!/usr/bin/env bash\nsource /nonexistent/functions.sh\nmissing_function \"$@\"\n";
+    write(&root.path().join("global-hooks/broken"), hook, true);
+    std::fs::create_dir_all(root.path().join("modules")).unwrap();
+    let output = |log_type: &str| {
+        let out = operator(root.path(), &["--log-type", log_type])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let json = output("json");
+    // every line is JSON (json_lines fails on one that is not)
+    let parsed = json_lines(&json.lines().map(String::from).collect::<Vec<_>>());
+    let failed = parsed.last().unwrap();
+    assert_eq!(failed["level"], "error", "{json}");
+    assert_eq!(failed["msg"], "cannot start, 1 problem(s)", "{json}");
+    let errors = failed["errors"].as_str().unwrap_or_default();
+    assert!(
+        errors.contains("'broken --config' failed (exit status 127)"),
+        "{json}"
+    );
+    let text = output("text");
+    assert!(
+        text.contains("addon-operator: cannot start, 1 problem(s):\n  'broken --config' failed"),
+        "{text}"
+    );
+}

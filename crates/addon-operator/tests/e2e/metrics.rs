@@ -32,19 +32,26 @@ afterAll: 1
 schedule:
 - {name: flaky, crontab: "*/2 * * * * *", allowFailure: true}
 - {name: slow, crontab: "*/7 * * * * *", queue: slow}
+- {name: stuck, crontab: "*/5 * * * * *", queue: stuck, allowFailure: true}
 kubernetes:
 - name: watched
   kind: ConfigMap
   labelSelector: {matchLabels: {watch: "yes"}}
   jqFilter: .metadata.name"#,
         &format!(
-            "{FAIL_ONCE}\ncase \"$binding\" in\n  onStartup) fail_once global-startup ;;\n  flaky) exit 1 ;;\n  slow) sleep 6 ;;\nesac"
+            "{FAIL_ONCE}\ncase \"$binding\" in\n  onStartup) fail_once global-startup ;;\n  flaky) exit 1 ;;\n  slow) sleep 6 ;;\n  stuck) sleep 60 ;;\nesac"
         ),
     );
     write(
         &root.join("modules/values.yaml"),
         "alphaEnabled: true\n",
         false,
+    );
+    // answers admission reviews (webhook_requests_total)
+    write(
+        &root.join("modules/001-alpha/hooks/policy"),
+        crate::webhooks::POLICY_HOOK,
+        true,
     );
     write(
         &root.join("modules/001-alpha/Chart.yaml"),
@@ -150,7 +157,12 @@ fn check_every_documented_metric(text: &str) {
                 values.iter().all(|v| *v >= 0.0)
             }
             "counter" => values.iter().all(|v| *v >= 0.0) && values.iter().any(|v| *v > 0.0),
-            _ if name.ends_with("_info") => values.iter().all(|v| *v == 1.0),
+            _ if name.ends_with("_info")
+                || name.ends_with("_leader")
+                || name.ends_with("_done") =>
+            {
+                values.iter().all(|v| *v == 1.0)
+            }
             _ if name.ends_with("max_rss_bytes") => values.iter().all(|v| *v > 0.0),
             _ => values.iter().all(|v| v.is_finite() && *v >= 0.0),
         };
@@ -174,12 +186,40 @@ fn every_documented_metric_is_recorded() {
     let root = tmp.path();
     tree(root);
     let cluster = Cluster::start(root);
-    let extra = ["--resources-monitor-interval", "1s", "--reload-tree"];
+    // `stuck` sleeps past the hook timeout (hook_timeouts_total); `slow` stays under it
+    let webhook_port = crate::webhooks::free_port();
+    let mut extra: Vec<String> = ["--resources-monitor-interval", "1s", "--reload-tree"]
+        .into_iter()
+        .chain(["--hook-timeout", "8s", "--hook-kill-grace", "1s"])
+        .map(String::from)
+        .collect();
+    let webhook_args = crate::webhooks::admission_server_args(webhook_port);
+    extra.extend(
+        webhook_args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned()),
+    );
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let _operator = start_operator(root, &cluster, &extra);
     let addr = http_addr(root);
     let long = Duration::from_secs(90);
     wait_for_metrics(root, &addr, "the first converge", long, |_| {
         get(&addr, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+
+    // an admission review allowed and one denied
+    let (rt, webhook) =
+        crate::webhooks::admission_server_up(webhook_port, &root.join("operator.log"));
+    for name in ["good", "bad"] {
+        let (status, _) = rt.block_on(crate::webhooks::post(webhook, name));
+        assert_eq!(status, 200);
+    }
+    wait_for_metrics(root, &addr, "the reviews counted", long, |t| {
+        t.contains(r#"webhook_requests_total{kind="admission",result="allowed"} 1"#)
+            && t.contains(r#"webhook_requests_total{kind="admission",result="denied"} 1"#)
+    });
+    wait_for_metrics(root, &addr, "a hook timeout", long, |t| {
+        t.contains(r#"hook_timeouts_total{module="",hook="all"} "#)
     });
 
     // a watch event after Synchronization, then a watch error (resume from an expired version)
@@ -239,4 +279,92 @@ fn every_documented_metric_is_recorded() {
             && !samples(t, "addon_operator_tasks_queue_length").is_empty()
     });
     check_every_documented_metric(&text);
+    crate::monitoring::check_queries_name_served_metrics(&text);
+}
+
+/// A module's `enabled` script is measured as the Go operator measures it: CPU and peak memory
+/// in the module hook families under `hook="enabled"`, `binding="enabled"`, with no run time or
+/// outcome counters (those count hook runs).
+#[test]
+fn an_enabled_script_run_is_measured_as_upstream() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        &root.join("modules/values.yaml"),
+        "betaEnabled: true\n",
+        false,
+    );
+    let script = "#!/bin/sh\necho true > \"$MODULE_ENABLED_RESULT\"\n";
+    write(&root.join("modules/002-beta/enabled"), script, true);
+    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
+    let cluster = Cluster::start(root);
+    let _operator = start_operator(root, &cluster, &[]);
+    let addr = http_addr(root);
+    let text = wait_for_metrics(root, &addr, "ready", Duration::from_secs(60), |_| {
+        get(&addr, "/readyz").is_some_and(|(code, _)| code == 200)
+    });
+    let labels = [
+        r#"module="beta""#,
+        r#"hook="enabled""#,
+        r#"binding="enabled""#,
+        r#"queue="""#,
+        r#"activation="""#,
+    ];
+    let sample = |name: &str| -> Option<f64> {
+        let line = text.lines().find(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('{'))
+                && labels.iter().all(|label| l.contains(label))
+        })?;
+        line.rsplit(' ').next()?.parse().ok()
+    };
+    for family in ["user_cpu_seconds_count", "sys_cpu_seconds_count"] {
+        let name = format!("addon_operator_module_hook_run_{family}");
+        let count = sample(&name);
+        assert!(count.is_some_and(|c| c >= 1.0), "{name}: {count:?}\n{text}");
+    }
+    let rss = sample("addon_operator_module_hook_run_max_rss_bytes");
+    assert!(
+        rss.is_some_and(|bytes| bytes > 0.0),
+        "max_rss_bytes: {rss:?}\n{text}"
+    );
+    for counted in ["run_seconds_count", "success_total", "errors_total"] {
+        let name = format!("addon_operator_module_hook_{counted}");
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.starts_with(&name) && l.contains(r#"hook="enabled""#)),
+            "{name} counts the enabled script:\n{text}"
+        );
+    }
+}
+
+/// A global hook whose binding cannot start (its kind is not served) is counted, as upstream,
+/// in `global_hook_errors_total` under `binding="GlobalEnableKubernetesBindings"` and the hook
+/// file's base name, once per failed attempt.
+#[test]
+fn a_binding_that_cannot_start_is_a_global_hook_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let config = r#"{"configVersion":"v1","kubernetes":[{"apiVersion":"stable.example.com/v1","kind":"CronTab"}]}"#;
+    let hook = format!("#!/bin/sh\n[ \"$1\" = --config ] && echo '{config}'\nexit 0\n");
+    write(&root.join("global-hooks/sub/watch.sh"), &hook, true);
+    std::fs::create_dir_all(root.join("modules")).unwrap();
+    let cluster = Cluster::start(root);
+    let _operator = start_operator(root, &cluster, &[]);
+    let addr = http_addr(root);
+    let series = r#"addon_operator_global_hook_errors_total{hook="watch.sh",binding="GlobalEnableKubernetesBindings",queue="main",activation="OperatorStartup"} "#;
+    let text = wait_for_metrics(
+        root,
+        &addr,
+        "a failed binding start",
+        Duration::from_secs(60),
+        |t| t.contains(series),
+    );
+    let count = samples(&text, "addon_operator_global_hook_errors_total");
+    assert!(count.iter().any(|c| *c >= 1.0), "{text}");
+    assert!(
+        !text.contains(r#"global_hook_success_total{hook="watch.sh""#),
+        "{text}"
+    );
 }

@@ -58,7 +58,7 @@ pub fn cron_tree(hooks: &[(&str, &str)]) -> tempfile::TempDir {
 }
 
 /// The admission server on the loopback `port` with the test certificates.
-fn admission_server_args(port: u16) -> Vec<std::ffi::OsString> {
+pub fn admission_server_args(port: u16) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = [
         "--validating-webhook-listen-address",
         "127.0.0.1",
@@ -80,7 +80,10 @@ fn admission_server_args(port: u16) -> Vec<std::ffi::OsString> {
 
 /// Waits until the admission server on the loopback `port` answers `/healthz`; the runtime to
 /// ask it with and its address.
-fn admission_server_up(port: u16, log: &std::path::Path) -> (tokio::runtime::Runtime, SocketAddr) {
+pub fn admission_server_up(
+    port: u16,
+    log: &std::path::Path,
+) -> (tokio::runtime::Runtime, SocketAddr) {
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     wait_for("the admission server", log, || {
@@ -107,7 +110,7 @@ fn review(name: &str) -> String {
 }
 
 /// The HTTP status and body of a review posted to the policy webhook.
-async fn post(addr: SocketAddr, name: &str) -> (u16, String) {
+pub async fn post(addr: SocketAddr, name: &str) -> (u16, String) {
     request(
         &connector(None),
         addr,

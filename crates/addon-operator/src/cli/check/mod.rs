@@ -24,7 +24,9 @@ use report::{CheckReport, ModuleReport};
 
 /// Runs `check` for the command line and prints the report.
 pub fn run_cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let report = crate::cli::support::block_on(run(args))?;
+    let progress = crate::cli::progress::Progress::on_stderr("check");
+    let report = crate::cli::support::block_on(run_showing(args, &progress))?;
+    progress.finish();
     let text = match args.output {
         OutputFormat::Json => serde_json::to_string_pretty(&report).context("render the report")?,
         OutputFormat::Text => report.to_text(),
@@ -39,6 +41,12 @@ pub fn run_cli(args: &CheckArgs) -> anyhow::Result<ExitCode> {
 
 /// Builds the report for a tree.
 pub async fn run(args: &CheckArgs) -> CheckReport {
+    run_showing(args, &crate::cli::progress::Progress::hidden()).await
+}
+
+/// [`run`], saying what it does on `progress`.
+async fn run_showing(args: &CheckArgs, progress: &crate::cli::progress::Progress) -> CheckReport {
+    progress.phase("reading the tree");
     let dirs = dirs::resolve(&args.dirs, &|name| std::env::var(name).ok());
     let test_paths: Vec<PathBuf> = std::iter::once(dirs.global_hooks_dir.clone())
         .chain(dirs.modules_dirs.iter().cloned())
@@ -54,7 +62,12 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
         errors: load_errors.iter().map(|e| error_chain(e)).collect(),
         ..Default::default()
     };
+    let hooks =
+        found.global.hooks.len() + found.modules.iter().map(|m| m.hooks.len()).sum::<usize>();
+    let plural = if hooks == 1 { "" } else { "s" };
+    progress.phase(format!("running --config of {hooks} hook{plural}"));
     let configs = HookConfigs::fetch(&mut found, &ConfigRunOptions::new(args.hook_timeout)).await;
+    progress.phase("checking the test files");
     report.errors.extend(configs.errors.iter().cloned());
     let tests = crate::cli::test::check_files(&test_paths, &found, &configs.by_path);
     report.errors.extend(tests);
@@ -72,6 +85,7 @@ pub async fn run(args: &CheckArgs) -> CheckReport {
         timeout: args.hook_timeout,
         ..HookRunSettings::default()
     };
+    progress.phase("checking values and schemas, running enabled scripts");
     let stage = crate::cli::values::evaluate(&found, args.config_file.as_deref(), &settings).await;
     report.errors.extend(stage.errors.iter().cloned());
     report.warnings.extend(stage.warnings.iter().cloned());

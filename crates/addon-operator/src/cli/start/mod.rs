@@ -154,11 +154,21 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     let lost = CancellationToken::new();
     let mut holding = None;
     let mut module_hooks = futures::future::maybe_done(module_hooks);
+    // a standby says 0 until it holds the lease, and says 0 again once it lost it
+    metrics.leader(election.is_none());
     if let Some(election) = election {
         status.starting("waiting for the leader lease (a standby)");
         let stop = [shutdown.clone(), cancel_hooks.clone()];
         match lead_unless_broken(election, &stop, &lost, &mut module_hooks).await {
-            Ok(Some(hold)) => holding = Some(hold),
+            Ok(Some(hold)) => {
+                metrics.leader(true);
+                let (metrics, lost) = (Arc::clone(&metrics), lost.clone());
+                tokio::spawn(async move {
+                    lost.cancelled().await;
+                    metrics.leader(false);
+                });
+                holding = Some(hold);
+            }
             Ok(None) => return Ok(ExitCode::SUCCESS),
             Err(problems) => return Ok(fail("start", &problems)),
         }
@@ -297,8 +307,13 @@ fn identity(args: &StartArgs) -> String {
         .unwrap_or_else(|_| format!("addon-operator-{}", std::process::id()))
 }
 
-/// Prints every problem that stops `what` (e.g. "start") and gives exit code 1.
+/// Prints every problem that stops `what` (e.g. "start") and gives exit code 1. With a JSON log
+/// it is one `error` line of the log (the problems in `errors`), as every other line there.
 pub(crate) fn fail(what: &str, errors: &[String]) -> ExitCode {
+    if crate::logging::json_lines() {
+        tracing::error!(errors = %errors.join("; "), "cannot {what}, {} problem(s)", errors.len());
+        return ExitCode::FAILURE;
+    }
     let mut text = format!(
         "addon-operator: cannot {what}, {} problem(s):",
         errors.len()

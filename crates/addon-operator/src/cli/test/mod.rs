@@ -28,7 +28,10 @@ use spec::{Expect, LoadedFile};
 pub const MAX_FILES: usize = 10_000;
 
 pub fn run_cli(args: &TestArgs) -> anyhow::Result<ExitCode> {
-    let report = match crate::cli::support::block_on(run(args))? {
+    let progress = crate::cli::progress::Progress::on_stderr("test");
+    let ran = crate::cli::support::block_on(run_showing(args, &progress))?;
+    progress.finish();
+    let report = match ran {
         Ok(report) => report,
         Err(errors) => return Ok(fail("run the tests", &errors)),
     };
@@ -49,6 +52,15 @@ pub fn run_cli(args: &TestArgs) -> anyhow::Result<ExitCode> {
 /// Loads the tree, runs the selected cases and, with `--update`, rewrites their expectations.
 /// An error is a tree that cannot be loaded.
 pub async fn run(args: &TestArgs) -> Result<Report, Vec<String>> {
+    run_showing(args, &crate::cli::progress::Progress::hidden()).await
+}
+
+/// [`run`], counting the cases on `progress`.
+async fn run_showing(
+    args: &TestArgs,
+    progress: &crate::cli::progress::Progress,
+) -> Result<Report, Vec<String>> {
+    progress.phase("loading the tree (--config of every hook)");
     let tree = match crate::edges::tree::runnable::load(&args.dirs, args.local.hook_timeout).await {
         Ok(tree) => tree,
         Err(errors) => return Err(errors),
@@ -76,12 +88,15 @@ pub async fn run(args: &TestArgs) -> Result<Report, Vec<String>> {
         timeout: args.local.hook_timeout,
     };
     let selected = select(&loaded, args.filter.as_deref());
+    progress.phase("cases");
+    progress.total(selected.len());
     let results: Vec<(usize, usize, CaseResult, Option<Expect>)> = futures::stream::iter(selected)
         .map(|(f, c)| {
             let inputs = &inputs;
             let (file, configs) = (&loaded[f], &tree.configs);
             async move {
                 let (result, update) = run_one(inputs, file, c, configs, args.update).await;
+                progress.inc();
                 (f, c, result, update)
             }
         })

@@ -70,6 +70,7 @@ impl HookExecutor for ProcessHooks {
                         run.process.failure_message()
                     ),
                     usage: *usage,
+                    timed_out: run.process.exit == super::process::ExitKind::TimedOut,
                 }),
             }
         })
@@ -93,16 +94,20 @@ impl HookExecutor for ProcessHooks {
                 .await
                 .map_err(|e| failure(&e))?;
             if !out.process.succeeded() {
-                return Err(HookFailure::new(format!(
-                    "enabled script of module '{module}' failed ({}): {}",
-                    out.process.exit,
-                    out.process.failure_message()
-                )));
+                return Err(HookFailure {
+                    usage: out.process.usage,
+                    ..HookFailure::new(format!(
+                        "enabled script of module '{module}' failed ({}): {}",
+                        out.process.exit,
+                        out.process.failure_message()
+                    ))
+                });
             }
             Ok(EnabledAnswer {
                 result_file: out.result.unwrap_or_default(),
                 stdout_last_line: out.stdout_last_line.unwrap_or_default(),
                 reason: out.reason.unwrap_or_default().trim().to_string(),
+                usage: out.process.usage,
             })
         })
     }

@@ -79,6 +79,8 @@ pub struct HookFailure {
     pub message: String,
     /// What the failed run used (zero when it did not start).
     pub usage: ResourceUsage,
+    /// The run was stopped by the hook timeout (`hook_timeouts_total`).
+    pub timed_out: bool,
 }
 
 impl HookFailure {
@@ -86,6 +88,7 @@ impl HookFailure {
         Self {
             message: message.into(),
             usage: ResourceUsage::default(),
+            timed_out: false,
         }
     }
 }
@@ -116,6 +119,8 @@ pub struct EnabledAnswer {
     pub result_file: String,
     pub stdout_last_line: String,
     pub reason: String,
+    /// What the script's run used.
+    pub usage: ResourceUsage,
 }
 
 /// Runs hooks and `enabled` scripts.

@@ -136,7 +136,19 @@ async fn run_script(
         .edges
         .hooks
         .run_enabled(module, &script, &values)
-        .await?;
+        .await;
+    let usage = match &answer {
+        Ok(answer) => answer.usage,
+        Err(failure) => failure.usage,
+    };
+    // as upstream: the script's CPU and memory under hook="enabled", binding="enabled"
+    shared.metrics.enabled_script(
+        module.as_str(),
+        usage.user,
+        usage.sys,
+        usage.max_rss_kb.saturating_mul(1024),
+    );
+    let answer = answer?;
     let verdict =
         enablement::parse_script_result(module, &answer.result_file, &answer.stdout_last_line)?;
     if let Some(warning) = verdict.warning {

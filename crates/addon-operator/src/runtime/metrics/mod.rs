@@ -5,6 +5,7 @@
 
 mod exact_counter;
 mod exposition;
+mod health;
 mod hooks;
 mod operator;
 mod records;
@@ -38,6 +39,7 @@ pub const LIVE_TICK_INTERVAL: Duration = Duration::from_secs(10);
 pub struct Metrics {
     registry: Registry,
     families: OperatorFamilies,
+    health: health::HealthFamilies,
     hooks: Mutex<HookMetricsStore>,
 }
 
@@ -60,11 +62,28 @@ impl Metrics {
     pub fn new(prefix: &str) -> Self {
         let mut registry = Registry::default();
         let families = OperatorFamilies::register(&mut registry, prefix);
+        let health = health::HealthFamilies::register(&mut registry, prefix);
         Self {
             registry,
             families,
+            health,
             hooks: Mutex::new(HookMetricsStore::default()),
         }
+    }
+
+    /// After a module's `enabled` script ran: its CPU and memory, as the Go operator records
+    /// them (the module hook families with `hook` and `binding` "enabled", `queue` and
+    /// `activation` empty; no run time or outcome counters).
+    pub fn enabled_script(&self, module: &str, user: Duration, sys: Duration, max_rss_bytes: u64) {
+        let labels = labels([
+            ("module", module),
+            ("hook", "enabled"),
+            ("binding", "enabled"),
+            ("queue", ""),
+            ("activation", ""),
+        ]);
+        let families = &self.families.module_hooks;
+        families.resources(&labels, user, sys, max_rss_bytes);
     }
 
     /// After a global or module hook run: run time, CPU, memory and the outcome counter.
@@ -94,21 +113,7 @@ impl Metrics {
             .run_seconds
             .get_or_create(&labels)
             .observe(run.duration.as_secs_f64());
-        families
-            .user_cpu_seconds
-            .get_or_create(&labels)
-            .observe(run.user_cpu.as_secs_f64());
-        families
-            .sys_cpu_seconds
-            .get_or_create(&labels)
-            .observe(run.sys_cpu.as_secs_f64());
-        // 0: no sample saw the hook (see `ResourceUsage::max_rss_kb`); unknown, not zero.
-        if run.max_rss_bytes > 0 {
-            families
-                .max_rss_bytes
-                .get_or_create(&labels)
-                .set(run.max_rss_bytes as f64);
-        }
+        families.resources(&labels, run.user_cpu, run.sys_cpu, run.max_rss_bytes);
         // As upstream: every run adds to all three outcome counters (0 to two of them), so a
         // hook that never failed has `*_errors_total 0` rather than no series.
         for (family, outcome) in [
@@ -164,6 +169,23 @@ impl Metrics {
         self.families
             .task_failures
             .get_or_create(&labels([("queue", queue), ("kind", kind)]))
+            .inc();
+    }
+
+    /// A global hook's Kubernetes bindings failed to start: counted, as upstream, in
+    /// `global_hook_errors_total` under `binding="GlobalEnableKubernetesBindings"`,
+    /// `activation="OperatorStartup"` and the hook file's base name (the hook did not run).
+    pub fn global_bindings_start_failed(&self, hook_file: &str, queue: &str) {
+        let labels = labels([
+            ("hook", hook_file),
+            ("binding", "GlobalEnableKubernetesBindings"),
+            ("queue", queue),
+            ("activation", "OperatorStartup"),
+        ]);
+        self.families
+            .global_hooks
+            .errors
+            .get_or_create(&labels)
             .inc();
     }
 
@@ -309,6 +331,44 @@ impl Metrics {
     pub fn queue_action(&self, queue: &str, action: &str, duration: Duration) {
         let labels = labels([("queue_name", queue), ("queue_action", action)]);
         let histogram = self.families.queue_action_seconds.get_or_create(&labels);
+        histogram.observe(duration.as_secs_f64());
+    }
+
+    /// Whether this replica does the work: it holds the leader lease (`--ha`), or always
+    /// without `--ha`. `leader` is 0 until the first call.
+    pub fn leader(&self, leading: bool) {
+        self.health.leader.set(if leading { 1.0 } else { 0.0 });
+    }
+
+    /// Periodically with the queue lengths: how long the oldest task of `queue` has waited (a
+    /// retried task since its failure), zero for an empty queue.
+    pub fn queue_oldest_task_age(&self, queue: &str, age: Duration) {
+        let labels = labels([("queue", queue)]);
+        let family = &self.health.queue_oldest_task_age;
+        family.get_or_create(&labels).set(age.as_secs_f64());
+    }
+
+    /// Periodically with the queue lengths: whether the first converge is done, and how long
+    /// the converge in progress has run (zero when none runs).
+    pub fn converge_state(&self, first_done: bool, running: Duration) {
+        let done = if first_done { 1.0 } else { 0.0 };
+        self.health.first_converge_done.set(done);
+        (self.health.converge_running).set(running.as_secs_f64());
+    }
+
+    /// A hook run stopped by the hook timeout.
+    pub fn hook_timeout(&self, module: Option<&str>, hook: &str) {
+        let labels = health::hook_labels(module, hook);
+        self.health.hook_timeouts.get_or_create(&labels).inc();
+    }
+
+    /// An admission or conversion review answered: `kind` `admission` or `conversion`,
+    /// `result` `allowed`, `denied` or `failed` (no answer: a bad request or a timeout).
+    pub fn webhook_request(&self, kind: &str, result: &str, duration: Duration) {
+        let counted = labels([("kind", kind), ("result", result)]);
+        self.health.webhook_requests.get_or_create(&counted).inc();
+        let timed = labels([("kind", kind)]);
+        let histogram = self.health.webhook_request_seconds.get_or_create(&timed);
         histogram.observe(duration.as_secs_f64());
     }
 

@@ -1,6 +1,7 @@
 //! The operator's own metric families (upstream names and labels) and their registration.
 
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -54,6 +55,19 @@ pub struct HookRunFamilies {
 }
 
 impl HookRunFamilies {
+    /// One run's CPU and peak memory under `labels`.
+    pub fn resources(&self, labels: &Labels, user: Duration, sys: Duration, max_rss_bytes: u64) {
+        let user_cpu = self.user_cpu_seconds.get_or_create(labels);
+        user_cpu.observe(user.as_secs_f64());
+        let sys_cpu = self.sys_cpu_seconds.get_or_create(labels);
+        sys_cpu.observe(sys.as_secs_f64());
+        // 0: no sample saw the process (see `ResourceUsage::max_rss_kb`); unknown, not zero.
+        if max_rss_bytes > 0 {
+            let rss = self.max_rss_bytes.get_or_create(labels);
+            rss.set(max_rss_bytes as f64);
+        }
+    }
+
     fn new() -> Self {
         Self {
             run_seconds: histogram_family(),
