@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::config::{Config, ConfigError};
+use crate::values::config::{Config, ConfigError};
 use crate::values::static_values::Section;
 
 /// New values of some top-level config keys: the plain value a config file holds (a mapping for

@@ -3,7 +3,6 @@
 //! decisions (which tasks follow which outcome). No I/O lives here.
 
 pub mod binding_context;
-pub mod config;
 pub mod config_change;
 pub mod discovery;
 pub mod enablement;
@@ -11,6 +10,7 @@ pub mod error;
 pub mod hook_config;
 pub mod hook_output;
 pub mod jq;
+pub mod labels;
 pub mod lifecycle;
 pub mod monitor;
 pub mod names;
@@ -24,3 +24,6 @@ pub mod webhook;
 pub mod words;
 pub mod yaml;
 pub mod yaml_splice;
+
+/// The config layer lives with the values (`values::config`); its old path stays.
+pub use values::config;

@@ -258,6 +258,32 @@ impl fmt::Display for QueueName {
     }
 }
 
+/// Whose values a hook or document belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    Global,
+    Module(ModuleName),
+}
+
+impl Scope {
+    /// The top-level key of this scope in values documents: `global` or the module's camelCase key.
+    pub fn key(&self) -> String {
+        match self {
+            Scope::Global => "global".to_string(),
+            Scope::Module(m) => m.values_key(),
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::Global => f.write_str("global"),
+            Scope::Module(m) => write!(f, "module '{m}'"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

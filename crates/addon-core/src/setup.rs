@@ -196,8 +196,8 @@ mod tests {
 #[cfg(test)]
 mod config_schema_tests {
     use super::*;
-    use crate::config::Config;
     use crate::discovery::GlobalSource;
+    use crate::values::config::Config;
     use std::path::PathBuf;
 
     fn found(values_yaml: &str) -> Discovered {

@@ -18,7 +18,7 @@ use std::time::Duration;
 pub use pki::{Ca, CertPair};
 pub use proxy::{EgressProxy, FrontProxy};
 
-use crate::tools::{kubectl as kubectl_with, path_with_tools, require_tool};
+use crate::tools::{KubectlFailed, kubectl as kubectl_with, path_with_tools, require_tool};
 
 /// The token of the cluster's administrator (group `system:masters`).
 const ADMIN_TOKEN: &str = "addon-operator-tier-admin";
@@ -117,7 +117,7 @@ impl RealCluster {
     }
 
     /// `kubectl` as the admin: stdout, or the error text.
-    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String, KubectlFailed> {
         kubectl_with(&self.admin_kubeconfig, args, stdin)
     }
 
@@ -221,7 +221,7 @@ pub struct OperatorIdentity {
 
 impl OperatorIdentity {
     /// `kubectl` as the operator's service account.
-    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String, KubectlFailed> {
         kubectl_with(&self.kubeconfig, args, stdin)
     }
 

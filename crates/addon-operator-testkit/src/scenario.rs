@@ -202,6 +202,7 @@ async fn start_with(
         kube: Arc::new(kube.clone()),
         objects: Arc::new(kube.clone()),
         config: config.clone(),
+        files: Arc::new(addon_operator::edges::files::DiskFiles),
     };
     let settings = RuntimeSettings {
         backoff: Backoff {

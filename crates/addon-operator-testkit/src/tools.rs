@@ -32,8 +32,19 @@ pub fn require_tool(tool: &str) -> bool {
     found
 }
 
+/// A `kubectl` run that failed, with what it wrote to stderr.
+#[derive(Debug, Clone, Default, PartialEq, Eq, thiserror::Error)]
+#[error("{stderr}")]
+pub struct KubectlFailed {
+    pub stderr: String,
+}
+
 /// `kubectl --kubeconfig KUBECONFIG ARGS` with `stdin`: its stdout, or its stderr when it fails.
-pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
+pub fn kubectl(
+    kubeconfig: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> Result<String, KubectlFailed> {
     use std::io::Write;
     let mut child = Command::new("kubectl")
         .arg("--kubeconfig")
@@ -54,7 +65,9 @@ pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Result<
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        Err(KubectlFailed {
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
     }
 }
 

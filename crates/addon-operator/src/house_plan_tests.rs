@@ -1,6 +1,10 @@
-//! The house plan as tests: the operator's source files import each other without a circle, so
-//! the rooms (`cli` → `runtime` → `edges`) stay layered as docs/architecture.md draws them; and
-//! errors are types everywhere but the command line (no `Result<_, String>` outside `cli/`).
+//! The house plan as tests, over every crate of the workspace (the operator, the core, the test
+//! kit and the emulator): no source file imports a file that imports it back, no module imports a
+//! module that imports it back (a module is a file, or a folder's `mod.rs` with everything under
+//! it, at the first and at the second level), and nothing under `runtime/` names `edges/` (the
+//! runtime's port modules own their types; the edges implement them). So the rooms (`cli` →
+//! `edges` → `runtime`) stay layered as docs/architecture.md draws them. And errors are types
+//! everywhere but the command line (no `Result<_, String>` outside `cli/`).
 //!
 //! A file's uses of its own ancestors (a folder's `mod.rs`, the folder's front door) are not
 //! counted; every other `crate::…`, `super::…` or grouped `crate::{…}` path is an edge to the
@@ -114,12 +118,28 @@ fn production_files(root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-fn import_graph() -> BTreeMap<Module, BTreeSet<Module>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let files = production_files(&root);
+/// The source folder of every crate of the workspace, this one first.
+fn crate_roots() -> Vec<PathBuf> {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let crates = here.parent().unwrap();
+    let mut roots = vec![here.join("src")];
+    for name in ["addon-core", "addon-operator-testkit", "kube-emulator"] {
+        roots.push(crates.join(name).join("src"));
+    }
+    roots
+}
+
+/// The file-level import graph of the crate under `root`: each file's module to the modules it
+/// names. A `main.rs` beside a `lib.rs` is a second crate (the binary) and is left out.
+fn import_graph(root: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
+    let has_lib = root.join("lib.rs").exists();
+    let files: Vec<PathBuf> = production_files(root)
+        .into_iter()
+        .filter(|f| !(has_lib && f == &root.join("main.rs")))
+        .collect();
     let modules: BTreeMap<Module, PathBuf> = files
         .iter()
-        .map(|f| (module_of(&root, f), f.clone()))
+        .map(|f| (module_of(root, f), f.clone()))
         .collect();
     let mut graph = BTreeMap::new();
     for (module, file) in &modules {
@@ -137,6 +157,40 @@ fn import_graph() -> BTreeMap<Module, BTreeSet<Module>> {
         graph.insert(module.clone(), targets);
     }
     graph
+}
+
+/// The graph between modules `depth` levels deep: a file counts as the module (file, or folder
+/// with its `mod.rs` and everything under it) that holds it at that depth. A use of an ancestor
+/// (a folder's front door) or of the module itself is no edge.
+fn module_graph(
+    files: &BTreeMap<Module, BTreeSet<Module>>,
+    depth: usize,
+) -> BTreeMap<Module, BTreeSet<Module>> {
+    let cut = |m: &Module| m[..m.len().min(depth)].to_vec();
+    let mut graph: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    for (from, targets) in files {
+        let from = cut(from);
+        let edges = graph.entry(from.clone()).or_default();
+        for to in targets.iter().map(cut) {
+            if !from.starts_with(&to) {
+                edges.insert(to);
+            }
+        }
+    }
+    graph
+}
+
+fn circles(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
+    graph
+        .keys()
+        .filter_map(|m| circle_through(graph, m))
+        .map(|c| {
+            c.iter()
+                .map(|m| m.join("::"))
+                .collect::<Vec<_>>()
+                .join(" → ")
+        })
+        .collect()
 }
 
 /// A circle through `start`, if one exists (depth-first search back to it).
@@ -163,23 +217,85 @@ fn circle_through(
 
 #[test]
 fn no_source_file_imports_a_file_that_imports_it_back() {
-    let graph = import_graph();
+    let mut found = Vec::new();
+    for root in crate_roots() {
+        let graph = import_graph(&root);
+        assert!(
+            graph.len() > 5,
+            "the walk found the source files of {}",
+            root.display()
+        );
+        found.extend(
+            circles(&graph)
+                .into_iter()
+                .map(|c| format!("{}: {c}", root.display())),
+        );
+    }
+    assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
+}
+
+#[test]
+fn no_module_imports_a_module_that_imports_it_back() {
+    let mut found = BTreeSet::new();
+    for root in crate_roots() {
+        let files = import_graph(&root);
+        for depth in [1, 2] {
+            let graph = module_graph(&files, depth);
+            found.extend(
+                circles(&graph)
+                    .into_iter()
+                    .map(|c| format!("{}: {c}", root.display())),
+            );
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "module circles:\n{}",
+        found.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+#[test]
+fn the_runtime_imports_no_edge() {
+    let root = &crate_roots()[0];
+    let graph = import_graph(root);
     assert!(graph.len() > 50, "the walk found the source files");
-    let circles: Vec<String> = graph
-        .keys()
-        .filter_map(|m| circle_through(&graph, m))
-        .map(|c| {
-            c.iter()
-                .map(|m| m.join("::"))
-                .collect::<Vec<_>>()
-                .join(" → ")
+    let runtime = |m: &Module| m.first().is_some_and(|s| s == "runtime");
+    let edges = |m: &Module| m.first().is_some_and(|s| s == "edges");
+    let offenders: Vec<String> = graph
+        .iter()
+        .filter(|(from, _)| runtime(from))
+        .flat_map(|(from, to)| {
+            to.iter()
+                .filter(|t| edges(t))
+                .map(move |t| format!("{} → {}", from.join("::"), t.join("::")))
         })
         .collect();
     assert!(
-        circles.is_empty(),
-        "import circles:\n{}",
-        circles.join("\n")
+        offenders.is_empty(),
+        "the runtime names the edges (ports own their types; edges implement them):\n{}",
+        offenders.join("\n")
     );
+}
+
+#[test]
+fn a_module_circle_is_seen_through_its_files() {
+    let m = |s: &str| -> Module { s.split("::").map(String::from).collect() };
+    let files = BTreeMap::from([
+        (
+            m("runtime::worker"),
+            BTreeSet::from([m("runtime::handlers::module")]),
+        ),
+        (m("runtime::handlers::module"), BTreeSet::new()),
+        (
+            m("runtime::handlers::converge"),
+            BTreeSet::from([m("runtime::reload")]),
+        ),
+        (m("runtime::reload"), BTreeSet::from([m("runtime::worker")])),
+    ]);
+    assert!(circles(&files).is_empty(), "no circle between files");
+    assert_eq!(circles(&module_graph(&files, 2)).len(), 3);
+    assert!(circles(&module_graph(&files, 1)).is_empty());
 }
 
 #[test]
@@ -228,15 +344,16 @@ fn string_errors(text: &str) -> Vec<String> {
 
 #[test]
 fn no_result_with_a_string_error_outside_the_command_line() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut offenders = Vec::new();
-    for file in production_files(&root) {
-        if file.starts_with(root.join("cli")) {
-            continue;
-        }
-        let text = production_text(&std::fs::read_to_string(&file).unwrap());
-        for found in string_errors(&text) {
-            offenders.push(format!("{}: {found}", file.display()));
+    for root in crate_roots() {
+        for file in production_files(&root) {
+            if file.starts_with(root.join("cli")) {
+                continue;
+            }
+            let text = production_text(&std::fs::read_to_string(&file).unwrap());
+            for found in string_errors(&text) {
+                offenders.push(format!("{}: {found}", file.display()));
+            }
         }
     }
     assert!(offenders.is_empty(), "{}", offenders.join("\n"));

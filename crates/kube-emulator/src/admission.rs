@@ -14,8 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use crate::api::ResourceRequest;
-use crate::server::App;
+use crate::app::App;
+use crate::request::ResourceRequest;
 use crate::status::ApiError;
 
 /// The annotation of a Service that tells the emulator where the Service's endpoint listens
@@ -27,6 +27,48 @@ pub const ENDPOINT_ANNOTATION: &str = "kube-emulator.flant.com/endpoint";
 const MAX_ANSWER_BYTES: usize = 16 << 20;
 
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
+/// A webhook call that failed: the webhook could not be reached, or its answer is no review.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CallError {
+    #[error("url {url} is not https")]
+    NotHttps { url: String },
+    #[error("url {url}: the emulator only reaches IP addresses")]
+    NotAnAddress { url: String },
+    #[error("service \"{name}\" not found")]
+    NoService { name: String },
+    #[error(
+        "service {namespace}/{name} has no {} annotation (the emulator's way to reach it)",
+        ENDPOINT_ANNOTATION
+    )]
+    NoEndpoint { namespace: String, name: String },
+    #[error("{} '{target}' is not host:port", ENDPOINT_ANNOTATION)]
+    BadEndpoint { target: String },
+    #[error("no caBundle")]
+    NoCaBundle,
+    #[error("caBundle: {0}")]
+    CaBase64(base64::DecodeError),
+    #[error("caBundle: {0}")]
+    CaPem(rustls_pki_types::pem::Error),
+    #[error("caBundle: {0}")]
+    CaCertificate(rustls::Error),
+    #[error("{0}")]
+    Tls(rustls::Error),
+    #[error("{0}")]
+    ServerName(rustls_pki_types::InvalidDnsNameError),
+    #[error("{0}")]
+    Io(std::io::Error),
+    #[error("context deadline exceeded")]
+    Timeout,
+    #[error("no HTTP response")]
+    NoHttpResponse,
+    #[error("{status_line}")]
+    Status { status_line: String },
+    #[error("{0}")]
+    Json(serde_json::Error),
+    #[error("the answer has no response")]
+    NoResponse,
+}
 
 /// One request to admit.
 pub struct Admission<'a> {
@@ -192,16 +234,16 @@ fn apply_patch(name: &str, mut object: Value, response: &Value) -> Result<Value,
 }
 
 /// Where a webhook is reached: the socket address, the TLS server name and the path.
-fn endpoint(app: &App, client_config: &Value) -> Result<(SocketAddr, String, String), String> {
+fn endpoint(app: &App, client_config: &Value) -> Result<(SocketAddr, String, String), CallError> {
     if let Some(url) = client_config["url"].as_str() {
         let rest = url
             .strip_prefix("https://")
-            .ok_or_else(|| format!("url {url} is not https"))?;
+            .ok_or_else(|| CallError::NotHttps { url: url.into() })?;
         let (host_port, path) = rest.split_once('/').unwrap_or((rest, ""));
         let addr: SocketAddr = host_port
             .parse()
             .or_else(|_| format!("{host_port}:443").parse())
-            .map_err(|_| format!("url {url}: the emulator only reaches IP addresses"))?;
+            .map_err(|_| CallError::NotAnAddress { url: url.into() })?;
         let host = host_port
             .rsplit_once(':')
             .map_or(host_port, |(h, _)| h)
@@ -217,39 +259,40 @@ fn endpoint(app: &App, client_config: &Value) -> Result<(SocketAddr, String, Str
     let svc = registry
         .find("", "v1", "services")
         .and_then(|info| app.store.get(&info.key(), ns, name))
-        .ok_or_else(|| format!("service \"{name}\" not found"))?;
+        .ok_or_else(|| CallError::NoService { name: name.into() })?;
     let target = svc["metadata"]["annotations"][ENDPOINT_ANNOTATION]
         .as_str()
-        .ok_or_else(|| {
-            format!("service {ns}/{name} has no {ENDPOINT_ANNOTATION} annotation (the emulator's way to reach it)")
+        .ok_or_else(|| CallError::NoEndpoint {
+            namespace: ns.into(),
+            name: name.into(),
         })?;
-    let addr = target
-        .parse()
-        .map_err(|_| format!("{ENDPOINT_ANNOTATION} '{target}' is not host:port"))?;
+    let addr = target.parse().map_err(|_| CallError::BadEndpoint {
+        target: target.into(),
+    })?;
     let path = service["path"].as_str().unwrap_or("/").to_string();
     Ok((addr, format!("{name}.{ns}.svc"), path))
 }
 
-fn connector(ca_bundle: &Value) -> Result<TlsConnector, String> {
+fn connector(ca_bundle: &Value) -> Result<TlsConnector, CallError> {
     let pem = base64::engine::general_purpose::STANDARD
-        .decode(ca_bundle.as_str().ok_or("no caBundle")?)
-        .map_err(|e| format!("caBundle: {e}"))?;
+        .decode(ca_bundle.as_str().ok_or(CallError::NoCaBundle)?)
+        .map_err(CallError::CaBase64)?;
     let mut roots = RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(&pem) {
-        let cert = cert.map_err(|e| format!("caBundle: {e}"))?;
-        roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
+        let cert = cert.map_err(CallError::CaPem)?;
+        roots.add(cert).map_err(CallError::CaCertificate)?;
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(CallError::Tls)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(TlsConnector::from(Arc::new(config)))
 }
 
 /// Posts the review and returns its `response`, within the webhook's `timeoutSeconds`.
-async fn call(app: &App, webhook: &Value, review: &Value) -> Result<Value, String> {
+async fn call(app: &App, webhook: &Value, review: &Value) -> Result<Value, CallError> {
     let timeout = Duration::from_secs(webhook["timeoutSeconds"].as_u64().unwrap_or(10));
     post_review(app, &webhook["clientConfig"], review, timeout).await
 }
@@ -262,16 +305,13 @@ pub(crate) async fn post_review(
     client_config: &Value,
     review: &Value,
     timeout: Duration,
-) -> Result<Value, String> {
+) -> Result<Value, CallError> {
     let (addr, server_name, path) = endpoint(app, client_config)?;
     let connector = connector(&client_config["caBundle"])?;
     let exchange = async {
-        let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-        let name = ServerName::try_from(server_name).map_err(|e| e.to_string())?;
-        let mut tls = connector
-            .connect(name, tcp)
-            .await
-            .map_err(|e| e.to_string())?;
+        let tcp = TcpStream::connect(addr).await.map_err(CallError::Io)?;
+        let name = ServerName::try_from(server_name).map_err(CallError::ServerName)?;
+        let mut tls = connector.connect(name, tcp).await.map_err(CallError::Io)?;
         let body = review.to_string();
         let head = format!(
             "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -279,30 +319,34 @@ pub(crate) async fn post_review(
         );
         tls.write_all(head.as_bytes())
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(CallError::Io)?;
         tls.write_all(body.as_bytes())
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(CallError::Io)?;
         let mut answer = Vec::new();
         (&mut tls)
             .take(MAX_ANSWER_BYTES as u64)
             .read_to_end(&mut answer)
             .await
-            .map_err(|e| e.to_string())?;
-        Ok::<Vec<u8>, String>(answer)
+            .map_err(CallError::Io)?;
+        Ok::<Vec<u8>, CallError>(answer)
     };
     let answer = tokio::time::timeout(timeout, exchange)
         .await
-        .map_err(|_| "context deadline exceeded".to_string())??;
+        .map_err(|_| CallError::Timeout)??;
     let text = String::from_utf8_lossy(&answer);
-    let (head, body) = text.split_once("\r\n\r\n").ok_or("no HTTP response")?;
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or(CallError::NoHttpResponse)?;
     if !head.starts_with("HTTP/1.1 200") {
-        return Err(head.lines().next().unwrap_or_default().to_string());
+        return Err(CallError::Status {
+            status_line: head.lines().next().unwrap_or_default().to_string(),
+        });
     }
-    let review: Value = serde_json::from_str(body).map_err(|e| e.to_string())?;
+    let review: Value = serde_json::from_str(body).map_err(CallError::Json)?;
     let response = review["response"].clone();
     if !response.is_object() {
-        return Err("the answer has no response".into());
+        return Err(CallError::NoResponse);
     }
     Ok(response)
 }

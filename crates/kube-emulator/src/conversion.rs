@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::admission::post_review;
-use crate::api::ResourceRequest;
+use crate::app::App;
+use crate::request::ResourceRequest;
 use crate::resources::ResKey;
-use crate::server::App;
 use crate::status::ApiError;
 
 /// How long a conversion webhook may take (kube-apiserver's fixed 30 s).
@@ -111,8 +111,9 @@ impl Conversion {
         let review = review(desired, sent);
         let response = post_review(app, &self.client_config, &review, CONVERSION_TIMEOUT)
             .await
-            .map_err(fail)?;
-        let converted = converted_objects(&response, positions.len(), desired).map_err(fail)?;
+            .map_err(|e| fail(e.to_string()))?;
+        let converted = converted_objects(&response, positions.len(), desired)
+            .map_err(|e| fail(e.to_string()))?;
         for (slot, object) in positions.into_iter().zip(converted) {
             objects[slot] = object;
         }
@@ -138,28 +139,47 @@ fn review(desired: &str, objects: Vec<Value>) -> Value {
     })
 }
 
+/// A conversion answer that does not convert: a failure, or objects not as asked.
+#[derive(Debug, thiserror::Error)]
+enum AnswerError {
+    #[error("{message}")]
+    Failed { message: String },
+    #[error("the response has no convertedObjects")]
+    NoObjects,
+    #[error("expected {expected} converted objects, got {got}")]
+    Count { expected: usize, got: usize },
+    #[error("converted object has apiVersion {got}, expected {expected}")]
+    Version { got: Value, expected: String },
+}
+
 /// The answer's `convertedObjects`, checked: a `Success` result, as many objects as sent, each of
 /// the desired version.
-fn converted_objects(response: &Value, count: usize, desired: &str) -> Result<Vec<Value>, String> {
+fn converted_objects(
+    response: &Value,
+    count: usize,
+    desired: &str,
+) -> Result<Vec<Value>, AnswerError> {
     let result = &response["result"];
     if result["status"] != "Success" {
         let message = result["message"].as_str().unwrap_or("no Success result");
-        return Err(message.to_string());
+        return Err(AnswerError::Failed {
+            message: message.to_string(),
+        });
     }
     let objects = response["convertedObjects"]
         .as_array()
-        .ok_or("the response has no convertedObjects")?;
+        .ok_or(AnswerError::NoObjects)?;
     if objects.len() != count {
-        return Err(format!(
-            "expected {count} converted objects, got {}",
-            objects.len()
-        ));
+        return Err(AnswerError::Count {
+            expected: count,
+            got: objects.len(),
+        });
     }
     if let Some(bad) = objects.iter().find(|o| o["apiVersion"] != desired) {
-        return Err(format!(
-            "converted object has apiVersion {}, expected {desired}",
-            bad["apiVersion"]
-        ));
+        return Err(AnswerError::Version {
+            got: bad["apiVersion"].clone(),
+            expected: desired.to_string(),
+        });
     }
     Ok(objects.clone())
 }
@@ -179,7 +199,12 @@ mod tests {
     #[test]
     fn a_failed_short_or_wrongly_versioned_answer_is_an_error() {
         let failed = json!({"result": {"status": "Failure", "message": "no way"}});
-        assert_eq!(converted_objects(&failed, 1, "g/v1").unwrap_err(), "no way");
+        assert_eq!(
+            converted_objects(&failed, 1, "g/v1")
+                .unwrap_err()
+                .to_string(),
+            "no way"
+        );
         let short = json!({"result": {"status": "Success"}, "convertedObjects": []});
         assert!(converted_objects(&short, 1, "g/v1").is_err());
         let wrong =

@@ -157,7 +157,7 @@ fn resource_entries(info: &ResourceInfo) -> Vec<Value> {
         }
     }
     let mut entries = vec![main];
-    if crate::api::has_scale(info) {
+    if crate::resources::has_scale(info) {
         entries.push(json!({
             "name": format!("{}/scale", info.plural),
             "singularName": "",

@@ -5,6 +5,7 @@
 
 mod admission;
 mod api;
+mod app;
 mod apply;
 mod body;
 mod clock;
@@ -19,6 +20,7 @@ mod meta;
 mod patch;
 mod persist;
 mod protobuf;
+mod request;
 mod resources;
 mod schema;
 mod selector;

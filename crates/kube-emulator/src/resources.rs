@@ -417,6 +417,15 @@ fn version_priority(v: &str) -> (u8, u32, u32) {
     (stage, major, minor)
 }
 
+/// Whether the resource has a `/scale` subresource.
+pub fn has_scale(info: &ResourceInfo) -> bool {
+    info.group == "apps"
+        && matches!(
+            info.plural.as_str(),
+            "deployments" | "statefulsets" | "replicasets"
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

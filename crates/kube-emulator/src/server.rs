@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::api;
+use crate::app::App;
 use crate::faults::Faults;
 use crate::kubeconfig;
 use crate::persist::PersistError;
@@ -84,20 +85,6 @@ impl EmulatorError {
             Self::WriteKubeconfig { .. } => "io",
         }
     }
-}
-
-/// Shared state of the request handlers.
-pub struct App {
-    /// The objects.
-    pub store: Arc<Store>,
-    /// Injected faults.
-    pub faults: Arc<Faults>,
-    /// Flips to `true` when the server stops (ends watches).
-    pub shutdown: watch::Receiver<bool>,
-    /// Period of watch bookmarks.
-    pub bookmark_interval: Duration,
-    /// `host:port` reported in discovery.
-    pub server_address: String,
 }
 
 /// Entry point: `Emulator::start(config)`.

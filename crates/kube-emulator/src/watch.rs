@@ -10,11 +10,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::api::{Params, ResourceRequest, selectors, stamp};
+use crate::app::App;
 use crate::events::{Event, EventType};
 use crate::meta;
+use crate::request::{Params, ResourceRequest, selectors, stamp};
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::App;
 use crate::status::ApiError;
 use crate::store::{WatchFrom, WatchStart};
 use crate::table;

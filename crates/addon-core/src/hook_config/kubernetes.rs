@@ -1,5 +1,7 @@
 //! `kubernetes` (v1) and `onKubernetesEvent` (v0) bindings: parsing, defaults and checks into [`KubernetesBinding`].
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -9,9 +11,52 @@ use super::selector::{
     FieldSelector, LabelSelector, NamespaceSelector, read_field_selector, read_label_selector,
     read_name_selector, read_namespace_selector, read_v0_selector,
 };
-use crate::binding_context::KeptObject;
 use crate::jq::{self, JqError, JqFilter};
 use crate::names::QueueName;
+
+/// A full object a binding keeps (`keepFullObjectsInMemory: true`), or a jqFilter result, shared
+/// by the binding's cache and every snapshot and event taken from it. Held as its compact JSON
+/// text, about a third of the memory of a parsed [`Value`] (a short filter result: a sixth), and
+/// written to binding context files as it is.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KeptObject(Arc<str>);
+
+impl KeptObject {
+    pub fn new(object: &Value) -> Self {
+        Self(Arc::from(object.to_string()))
+    }
+
+    /// The object as JSON. (The text was written from a `Value` that serde_json itself parsed,
+    /// so it parses again; `null` would only show a broken invariant.)
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// The object's compact JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether both are the same shared copy (not only equal).
+    pub fn is_same_copy(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Bytes held (the JSON text).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for KeptObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// The default binding name of v1 kubernetes bindings.
 pub const DEFAULT_KUBERNETES_NAME: &str = "kubernetes";

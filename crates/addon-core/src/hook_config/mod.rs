@@ -20,8 +20,8 @@ use serde_json::Value;
 pub use crontab::{Crontab, CrontabError, UnixTime};
 pub use error::{HookConfigError, HookConfigErrors};
 pub use kubernetes::{
-    DEFAULT_KUBERNETES_NAME, DEFAULT_V0_KUBERNETES_NAME, FilteredObject, KubernetesBinding,
-    WatchEvent,
+    DEFAULT_KUBERNETES_NAME, DEFAULT_V0_KUBERNETES_NAME, FilteredObject, KeptObject,
+    KubernetesBinding, WatchEvent,
 };
 pub use schedule::{DEFAULT_SCHEDULE_NAME, ScheduleBinding};
 pub use selector::{

@@ -88,7 +88,7 @@ pub enum Target {
     /// A definition of the jq-written standard library.
     Prelude(usize),
     /// A function implemented in Rust.
-    Native(super::builtins::Native),
+    Native(Native),
 }
 
 #[derive(Debug, Clone)]
@@ -135,3 +135,7 @@ pub enum StrPiece {
     Text(Box<str>),
     Interp(Ast),
 }
+
+/// A native function (written in Rust): its index in the natives' table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Native(pub(crate) u16);

@@ -1,8 +1,9 @@
 //! jq filters (`jqFilter` of kubernetes bindings, `JQPatch` operations) with gojq's semantics, the engine flant/shell-operator evaluates them with.
 //!
-//! The engine is the project's own (docs/adr/0002-jq-engine.md): a parser ([`parse`]), a
-//! continuation-passing evaluator ([`eval`], [`path`]) and gojq's builtins ([`builtins`], the
-//! jq-written [`prelude.jq`](prelude.jq)). A [`JqFilter`] owns its syntax tree behind an `Arc`:
+//! The engine is the project's own (docs/adr/0002-jq-engine.md): a parser ([`parse`]), name
+//! resolution ([`resolve`]), a continuation-passing evaluator ([`eval`]: values, path
+//! expressions in `eval/path.rs`, operators in `eval/ops.rs`) and gojq's builtins
+//! (`eval/builtins/`, one file per family, and the jq-written [`prelude.jq`](prelude.jq)). A [`JqFilter`] owns its syntax tree behind an `Arc`:
 //! the tree holds only `Send + Sync` data, so a filter is shared across tasks; values are
 //! `Rc`-based, so a filter runs to completion inside [`JqFilter::apply`] and only `serde_json`
 //! values go in and out.
@@ -22,20 +23,16 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 mod ast;
-mod builtins;
 mod encode;
 mod eval;
 #[cfg(test)]
 mod extension_tests;
 mod lex;
-mod ops;
 #[cfg(test)]
 mod optional_tests;
 mod parse;
-mod path;
 mod resolve;
-mod strings;
-mod time;
+pub use resolve::ResolveError;
 mod value;
 
 use eval::{Ctx, Env, Flow};
@@ -156,9 +153,12 @@ pub enum CompileFailure {
     Thread { message: String },
     #[error("the compiler failed")]
     Crashed,
-    /// Parse errors or undefined names, as the parser and name resolution report them.
+    /// Parse errors, as the parser reports them.
     #[error("{0}")]
     Program(String),
+    /// Undefined names.
+    #[error(transparent)]
+    Resolve(#[from] resolve::ResolveError),
 }
 
 /// A compiled jq program together with its source text.
@@ -262,9 +262,9 @@ fn nesting(source: &str) -> usize {
 }
 
 fn compile_program(source: &str) -> Result<Program, CompileFailure> {
-    let prelude = resolve::prelude().map_err(CompileFailure::Program)?;
+    let prelude = resolve::prelude()?;
     let mut main = parse::parse(source).map_err(|e| CompileFailure::Program(e.0))?;
-    resolve::resolve(&mut main, &prelude).map_err(CompileFailure::Program)?;
+    resolve::resolve(&mut main, &prelude)?;
     Ok(Program { main, prelude })
 }
 

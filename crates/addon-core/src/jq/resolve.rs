@@ -3,16 +3,28 @@
 use std::sync::{Arc, OnceLock};
 
 use super::ast::{Ast, FuncDef, ObjKey, Pattern, StrPiece, Target};
-use super::builtins;
+use super::eval::builtins;
 use super::parse;
 
 const PRELUDE: &str = include_str!("prelude.jq");
 
+/// A name nothing in scope defines, or a prelude that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    #[error("function not defined: {name}/{arity}")]
+    UndefinedFunction { name: String, arity: usize },
+    #[error("variable not defined: ${name}")]
+    UndefinedVariable { name: String },
+    #[error("prelude: {message}")]
+    Prelude { message: String },
+}
+
 /// The jq-written standard library, parsed and resolved once per process.
-pub fn prelude() -> Result<Arc<Vec<FuncDef>>, String> {
-    static CELL: OnceLock<Result<Arc<Vec<FuncDef>>, String>> = OnceLock::new();
+pub fn prelude() -> Result<Arc<Vec<FuncDef>>, ResolveError> {
+    static CELL: OnceLock<Result<Arc<Vec<FuncDef>>, ResolveError>> = OnceLock::new();
     CELL.get_or_init(|| {
-        let defs = parse::parse_defs(PRELUDE).map_err(|e| format!("prelude: {}", e.0))?;
+        let defs =
+            parse::parse_defs(PRELUDE).map_err(|e| ResolveError::Prelude { message: e.0 })?;
         let sigs: Vec<(Box<str>, usize)> = defs
             .iter()
             .map(|d| (d.name.clone(), d.params.len()))
@@ -33,7 +45,7 @@ pub fn prelude() -> Result<Arc<Vec<FuncDef>>, String> {
 }
 
 /// Resolves the calls and variables of a user's filter.
-pub fn resolve(ast: &mut Ast, prelude: &[FuncDef]) -> Result<(), String> {
+pub fn resolve(ast: &mut Ast, prelude: &[FuncDef]) -> Result<(), ResolveError> {
     let sigs: Vec<(Box<str>, usize)> = prelude
         .iter()
         .map(|d| (d.name.clone(), d.params.len()))
@@ -82,7 +94,7 @@ impl Scope<'_> {
             .any(|i| matches!(i, Item::Var(n) if &**n == name))
     }
 
-    fn target(&self, name: &str, arity: usize) -> Result<Target, String> {
+    fn target(&self, name: &str, arity: usize) -> Result<Target, ResolveError> {
         if self.has_func(name, arity) {
             return Ok(Target::Local);
         }
@@ -95,15 +107,18 @@ impl Scope<'_> {
         }
         builtins::lookup(name, arity)
             .map(Target::Native)
-            .ok_or_else(|| format!("function not defined: {name}/{arity}"))
+            .ok_or_else(|| ResolveError::UndefinedFunction {
+                name: name.to_string(),
+                arity,
+            })
     }
 
     /// Runs `f` with the variables of `pats` in scope, then drops them.
     fn with_patterns(
         &mut self,
         pats: &mut [Pattern],
-        f: impl FnOnce(&mut Self) -> Result<(), String>,
-    ) -> Result<(), String> {
+        f: impl FnOnce(&mut Self) -> Result<(), ResolveError>,
+    ) -> Result<(), ResolveError> {
         let mark = self.items.len();
         for p in pats.iter_mut() {
             self.pattern(p)?;
@@ -113,7 +128,7 @@ impl Scope<'_> {
         r
     }
 
-    fn pattern(&mut self, p: &mut Pattern) -> Result<(), String> {
+    fn pattern(&mut self, p: &mut Pattern) -> Result<(), ResolveError> {
         match p {
             Pattern::Var(n) => self.items.push(Item::Var(n.clone())),
             Pattern::Array(items) => {
@@ -133,7 +148,7 @@ impl Scope<'_> {
         Ok(())
     }
 
-    fn def(&mut self, def: &mut FuncDef) -> Result<(), String> {
+    fn def(&mut self, def: &mut FuncDef) -> Result<(), ResolveError> {
         let mark = self.items.len();
         self.params(&def.params);
         let r = self.ast(&mut def.body);
@@ -141,7 +156,7 @@ impl Scope<'_> {
         r
     }
 
-    fn ast(&mut self, ast: &mut Ast) -> Result<(), String> {
+    fn ast(&mut self, ast: &mut Ast) -> Result<(), ResolveError> {
         match ast {
             Ast::Identity | Ast::RecurseAll | Ast::Lit(_) | Ast::Format(_) | Ast::Loc(_) => Ok(()),
             Ast::Break(_) => Ok(()),
@@ -149,7 +164,9 @@ impl Scope<'_> {
                 if self.has_var(name) || &**name == "ENV" {
                     Ok(())
                 } else {
-                    Err(format!("variable not defined: ${name}"))
+                    Err(ResolveError::UndefinedVariable {
+                        name: name.to_string(),
+                    })
                 }
             }
             Ast::Str(_, pieces) => {
@@ -185,7 +202,9 @@ impl Scope<'_> {
                     match k {
                         ObjKey::Expr(q) => self.ast(q)?,
                         ObjKey::Var(n) if v.is_none() && !self.has_var(n) => {
-                            return Err(format!("variable not defined: ${n}"));
+                            return Err(ResolveError::UndefinedVariable {
+                                name: n.to_string(),
+                            });
                         }
                         _ => {}
                     }

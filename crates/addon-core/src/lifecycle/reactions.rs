@@ -2,9 +2,9 @@
 //! what a finished hook run triggers, config edits, and Helm resources found absent.
 
 use crate::binding_context::BindingContext;
-use crate::config::ConfigChange;
 use crate::hook_config::{BindingType, WatchEvent};
 use crate::names::{HookName, ModuleName, QueueName};
+use crate::values::config::ConfigChange;
 
 use super::hooks::HookEffect;
 use super::{Decision, HookTask, Origin, QueueEdit, Task, View};

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use super::*;
 use crate::binding_context::{ContextBuilder, Snapshots};
-use crate::config::ConfigChange;
 use crate::discovery::HookFile;
 use crate::hook_config::{BindingType, HookScope, WatchEvent, parse};
 use crate::names::HookName;
 use crate::queue::{Backoff, QueueTask};
+use crate::values::config::ConfigChange;
 
 fn m(name: &str) -> ModuleName {
     ModuleName::new(name).unwrap()

@@ -12,7 +12,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::values::patch::Scope;
+use crate::names::Scope;
 use crate::yaml::{self, YamlError};
 
 pub use defaults::apply_defaults;

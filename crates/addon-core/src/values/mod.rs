@@ -2,6 +2,7 @@
 //! into the documents hooks, `enabled` scripts and Helm receive.
 
 pub mod checksum;
+pub mod config;
 pub mod merge;
 pub mod patch;
 pub mod static_values;

@@ -7,11 +7,11 @@ use std::fmt;
 use json_patch::PatchOperation;
 use serde_json::{Map, Value};
 
-use crate::config::{Config, ConfigChange};
 use crate::enablement::FlagLayers;
 use crate::names::ModuleName;
 use crate::schema::{SchemaError, ScopeSchemas};
 use crate::values::checksum::checksum;
+use crate::values::config::{Config, ConfigChange};
 use crate::values::merge::merged;
 use crate::values::patch::{
     self, HookRef, PatchError, PatchKind, Scope, ValuesPatch, enabled_flag_module,

@@ -68,15 +68,15 @@ impl ConversionRequest {
         })
     }
 
-    /// The review sent back: the converted objects, or a failure with `message`.
-    pub fn reply(&self, outcome: Result<Vec<Value>, String>) -> Value {
+    /// The review sent back: the converted objects, or a failure with its message.
+    pub fn reply(&self, outcome: ConversionResponse) -> Value {
         let response = match outcome {
-            Ok(objects) => json!({
+            ConversionResponse::Converted(objects) => json!({
                 "uid": self.uid,
                 "convertedObjects": objects,
                 "result": {"status": "Success"},
             }),
-            Err(message) => json!({
+            ConversionResponse::Failed(message) => json!({
                 "uid": self.uid,
                 "convertedObjects": [],
                 "result": {"status": "Failure", "message": message},
@@ -231,13 +231,13 @@ mod tests {
     #[test]
     fn the_reply_echoes_the_uid_and_carries_the_result() {
         let r = request();
-        let ok = r.reply(Ok(vec![
+        let ok = r.reply(ConversionResponse::Converted(vec![
             json!({"apiVersion": "stable.example.com/v1beta1"}),
         ]));
         assert_eq!(ok["response"]["uid"], r.uid.as_str());
         assert_eq!(ok["response"]["result"]["status"], "Success");
         assert_eq!(ok["kind"], "ConversionReview");
-        let failed = r.reply(Err("no way".into()));
+        let failed = r.reply(ConversionResponse::Failed("no way".into()));
         assert_eq!(
             failed["response"]["result"],
             json!({"status": "Failure", "message": "no way"})

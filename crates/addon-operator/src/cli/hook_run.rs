@@ -22,9 +22,9 @@ use tokio_util::sync::CancellationToken;
 
 use std::path::PathBuf;
 
-use crate::cli::check::values::evaluate;
 use crate::cli::start::fail;
 use crate::cli::support::LocalRunFlags;
+use crate::cli::values::evaluate;
 use crate::edges::exec::hook_run::{HookOutputs, HookRunSettings};
 use crate::edges::exec::hooks::ProcessHooks;
 use crate::edges::jq::{DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TIMEOUT, JqRunner, SandboxSettings};

@@ -11,6 +11,7 @@ pub mod start;
 pub mod support;
 pub mod test;
 pub mod upstream_flags;
+pub mod values;
 pub mod webhook_flags;
 
 use clap::{Parser, Subcommand};

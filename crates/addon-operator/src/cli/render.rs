@@ -123,6 +123,7 @@ fn local_edges(args: &RenderArgs, tmp: &Path) -> anyhow::Result<(Edges, Arc<Temp
         kube: Arc::new(NoCluster),
         objects: Arc::new(NoCluster),
         config: Arc::new(MemoryConfig::new(read_config(args)?)),
+        files: Arc::new(crate::edges::files::DiskFiles),
     };
     Ok((edges, helm))
 }

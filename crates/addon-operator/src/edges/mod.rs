@@ -3,10 +3,10 @@
 
 pub mod config;
 pub mod exec;
+pub mod files;
 pub mod helm;
 pub mod http;
 pub mod jq;
 pub mod kube;
-pub mod metrics;
 pub mod tree;
 pub mod webhook;

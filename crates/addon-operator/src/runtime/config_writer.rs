@@ -11,7 +11,7 @@ use tokio::sync::Mutex;
 use super::Shared;
 use super::edges::{ConfigBackendError, ConfigUpdate, SavedConfig};
 use super::error::HookError;
-use crate::edges::metrics::ConfigReloadCause;
+use crate::runtime::metrics::ConfigReloadCause;
 use addon_core::error::error_chain;
 
 /// Serialises every change of the in-memory config: hooks' saves and edits by others. It holds

@@ -14,10 +14,9 @@ use addon_core::values::store::ValuesError;
 use addon_core::yaml::YamlError;
 
 use super::edges::{ConfigBackendError, HookFailure, KubeError, ObjectsError};
-use crate::edges::helm::HelmError;
-use crate::edges::helm::chart_files::ChartFilesError;
-use crate::edges::kube::crds::CrdsError;
-use crate::edges::metrics::HookMetricsError;
+use crate::runtime::edges::files::CrdsError;
+use crate::runtime::edges::helm::HelmError;
+use crate::runtime::metrics::HookMetricsError;
 
 /// Running one hook, or applying what it wrote, failed.
 #[derive(Debug, thiserror::Error)]
@@ -132,7 +131,7 @@ pub enum ModuleError {
     #[error(transparent)]
     RenderValues(#[from] YamlError),
     #[error(transparent)]
-    ChartChecksum(#[from] ChartFilesError),
+    ChartChecksum(Box<dyn std::error::Error + Send + Sync>),
     #[error("chart checksum task failed")]
     ChartChecksumTask(#[source] tokio::task::JoinError),
     #[error(transparent)]

@@ -15,8 +15,8 @@ use super::config_writer::save_config_patch;
 use super::edges::HookRequest;
 use super::error::HookError;
 use super::state::HookDef;
-use crate::edges::exec::hook_run::HookOutputs;
-use crate::edges::metrics::{HookOutcome, HookRunRecord};
+use crate::runtime::edges::HookOutputs;
+use crate::runtime::metrics::{HookOutcome, HookRunRecord};
 
 pub use addon_core::lifecycle::HookEffect;
 

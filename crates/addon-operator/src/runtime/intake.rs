@@ -38,7 +38,7 @@ pub async fn config_updates(
 
 /// Watch events taken from the channel at once (one sandbox request's worth): the events of one
 /// binding among them go through the jq sandbox in one request instead of one round trip each.
-const EVENT_BATCH: usize = crate::edges::jq::MAX_BATCH;
+const EVENT_BATCH: usize = crate::runtime::edges::jq::MAX_BATCH;
 
 /// Feeds watch events into the monitors and queues hook runs for them.
 pub async fn kube_events(

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::edges::MonitorKey;
 use super::state::Monitor;
-use crate::edges::metrics::{BindingLabels, Metrics};
+use crate::runtime::metrics::{BindingLabels, Metrics};
 
 /// `module` (empty for global hooks), `hook`, `binding` (its name), `queue` and `kind` of a monitor.
 pub(crate) struct MonitorLabels {

@@ -11,6 +11,7 @@ mod handlers;
 pub(crate) mod hooks;
 mod intake;
 mod kube_metrics;
+pub mod metrics;
 mod module_hooks;
 mod reload;
 mod resource_monitor;
@@ -42,9 +43,9 @@ pub use reload::NewTree;
 use state::{HookDef, HookList, ModuleState, State};
 use task::Task;
 
-use crate::edges::http::StatusSource as _;
-use crate::edges::jq::JqRunner;
-use crate::edges::metrics::Metrics;
+use crate::runtime::edges::StatusSource as _;
+use crate::runtime::edges::jq::JqRunner;
+use crate::runtime::metrics::Metrics;
 use crate::runtime::schedule::{Scheduler, SystemClock, WallClock};
 use addon_core::error::error_chain;
 
@@ -66,7 +67,7 @@ pub struct RuntimeSettings {
     /// File name prefixes left out of the modules' `crds/` (`--crd-filters`).
     pub crd_filters: Vec<String>,
     /// With `--ha`: whether this replica leads; checked before every task start.
-    pub leadership: Option<Arc<crate::edges::kube::leader::Leadership>>,
+    pub leadership: Option<Arc<dyn edges::Leading>>,
     /// The registry to record into when it is shared (with the HTTP server that starts before the
     /// runtime, and the watches); `None`: a new one with `metrics_prefix`.
     pub metrics: Option<Arc<Metrics>>,
@@ -90,7 +91,7 @@ impl Default for RuntimeSettings {
     fn default() -> Self {
         Self {
             backoff: Backoff::default(),
-            metrics_prefix: crate::edges::metrics::DEFAULT_PREFIX.to_string(),
+            metrics_prefix: crate::runtime::metrics::DEFAULT_PREFIX.to_string(),
             resource_monitor_interval: None,
             record_history: false,
             kept_releases: Vec::new(),
@@ -98,7 +99,7 @@ impl Default for RuntimeSettings {
                 "heritage".to_string(),
                 "addon-operator".to_string(),
             )]),
-            crd_filters: crate::edges::kube::crds::DEFAULT_CRD_FILTERS
+            crd_filters: edges::files::DEFAULT_CRD_FILTERS
                 .map(str::to_string)
                 .to_vec(),
             leadership: None,
@@ -151,6 +152,22 @@ impl Shared {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Waits until the modules' hooks are known; `false` when `stop` fires first.
+    pub(crate) async fn module_hooks_known(&self, stop: &CancellationToken) -> bool {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.lock().module_hooks_known {
+                return true;
+            }
+            tokio::select! {
+                () = &mut notified => {}
+                () = stop.cancelled() => return false,
+            }
+        }
     }
 
     /// Time since the runtime started, the clock of the queues.
@@ -457,7 +474,12 @@ fn oldest_task_ages(st: &State, now: Duration) -> Vec<(String, Duration)> {
 
 /// Length and head of every queue; forgets the queue times of tasks that left the queues
 /// without starting (dropped by a config edit, say).
-fn queue_snapshot(st: &mut State) -> (Vec<(String, usize)>, Vec<crate::edges::metrics::QueueHead>) {
+fn queue_snapshot(
+    st: &mut State,
+) -> (
+    Vec<(String, usize)>,
+    Vec<crate::runtime::metrics::QueueHead>,
+) {
     let queued: BTreeSet<(QueueName, addon_core::queue::TaskId)> = st
         .queues
         .iter()
@@ -474,7 +496,7 @@ fn queue_snapshot(st: &mut State) -> (Vec<(String, usize)>, Vec<crate::edges::me
         .iter()
         .filter_map(|q| {
             let task = &q.peek()?.task;
-            Some(crate::edges::metrics::QueueHead {
+            Some(crate::runtime::metrics::QueueHead {
                 queue: q.name().to_string(),
                 task_type: task.kind().to_string(),
                 module: task.module().map(ToString::to_string).unwrap_or_default(),
@@ -659,14 +681,14 @@ impl RuntimeHandle {
     }
 
     /// Answers AdmissionReviews with the hooks of enabled modules and global hooks.
-    pub fn admission_answers(&self) -> Arc<dyn crate::edges::webhook::Answerer> {
+    pub fn admission_answers(&self) -> Arc<dyn edges::Answerer> {
         Arc::new(webhooks::AdmissionAnswers {
             shared: Arc::clone(&self.shared),
         })
     }
 
     /// Answers ConversionReviews with the hooks of enabled modules and global hooks.
-    pub fn conversion_answers(&self) -> Arc<dyn crate::edges::webhook::Answerer> {
+    pub fn conversion_answers(&self) -> Arc<dyn edges::Answerer> {
         Arc::new(webhooks::ConversionAnswers {
             shared: Arc::clone(&self.shared),
         })

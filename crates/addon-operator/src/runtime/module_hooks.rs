@@ -8,10 +8,9 @@ use std::path::PathBuf;
 use addon_core::discovery::HookFile;
 use addon_core::hook_config::HookConfig;
 use addon_core::names::ModuleName;
-use tokio_util::sync::CancellationToken;
 
+use super::RuntimeHandle;
 use super::state::HookList;
-use super::{RuntimeHandle, Shared};
 
 impl RuntimeHandle {
     /// Gives each module its hooks (`hooks`, by module) with their `configs`; the queues their
@@ -46,21 +45,5 @@ impl RuntimeHandle {
         drop(st);
         shared.notify.notify_waiters();
         Ok(())
-    }
-}
-
-/// Waits until the modules' hooks are known; `false` when `stop` fires first.
-pub(super) async fn known(shared: &Shared, stop: &CancellationToken) -> bool {
-    loop {
-        let notified = shared.notify.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if shared.lock().module_hooks_known {
-            return true;
-        }
-        tokio::select! {
-            () = &mut notified => {}
-            () = stop.cancelled() => return false,
-        }
     }
 }

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::handlers::module::upgrade_request;
 use super::{RuntimeHandle, Shared};
-use crate::edges::helm::Drift;
+use crate::runtime::edges::helm::Drift;
 
 /// Checks every `interval` (upstream: 4 m 30 s plus up to a minute of jitter).
 pub async fn run(

@@ -11,17 +11,16 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::edges::{ConfigBackend, ConfigBackendError, ConfigUpdate, SavedConfig};
-use crate::edges::http::StartupStatus;
 use addon_core::config_change::ConfigKeyChange;
 use addon_core::error::error_chain;
 
 /// Loads the config until the load does not fail to read (an invalid config is an answer too:
-/// the runtime reports it). Returns the store whose first `load` gives that answer, or `None`
+/// the runtime reports it); `starting` is told why it is not ready meanwhile. Returns the store whose first `load` gives that answer, or `None`
 /// when `stop` fired first.
 pub async fn wait_for_config(
     config: Arc<dyn ConfigBackend>,
     backoff: Backoff,
-    status: &StartupStatus,
+    starting: &(dyn Fn(String) + Sync),
     stop: &CancellationToken,
 ) -> Option<Arc<dyn ConfigBackend>> {
     let mut failures = 0u32;
@@ -43,7 +42,7 @@ pub async fn wait_for_config(
         );
         tracing::warn!(failures, retry_in_s = delay.as_secs_f64(), error = %error_chain(&error),
             "cannot read the config yet; not ready, retrying");
-        status.starting(reason);
+        starting(reason);
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             () = stop.cancelled() => return None,
@@ -97,7 +96,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::edges::http::StatusSource;
+    use crate::edges::http::{StartupStatus, StatusSource};
 
     /// Fails to read `failing` times, then answers with an empty config.
     struct Flaky {
@@ -147,7 +146,13 @@ mod tests {
         let (store, st) = (flaky.clone(), status.clone());
         let waiting = tokio::spawn(async move {
             let started = tokio::time::Instant::now();
-            let found = wait_for_config(store, backoff(), &st, &CancellationToken::new()).await;
+            let found = wait_for_config(
+                store,
+                backoff(),
+                &|r| st.starting(r),
+                &CancellationToken::new(),
+            )
+            .await;
             (found.is_some(), started.elapsed())
         });
         tokio::time::sleep(Duration::from_secs(6)).await;
@@ -173,7 +178,7 @@ mod tests {
         });
         let status = StartupStatus::new("starting");
         let stop = CancellationToken::new();
-        let store = wait_for_config(flaky.clone(), backoff(), &status, &stop)
+        let store = wait_for_config(flaky.clone(), backoff(), &|r| status.starting(r), &stop)
             .await
             .unwrap();
         assert!(store.load().await.is_ok());
@@ -192,7 +197,7 @@ mod tests {
         let stop = CancellationToken::new();
         stop.cancel();
         assert!(
-            wait_for_config(flaky, backoff(), &status, &stop)
+            wait_for_config(flaky, backoff(), &|r| status.starting(r), &stop)
                 .await
                 .is_none()
         );

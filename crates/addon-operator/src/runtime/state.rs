@@ -165,7 +165,7 @@ pub struct State {
     /// Checksum of the `crds/` files each module last created or updated.
     pub crds_applied: BTreeMap<ModuleName, String>,
     /// With `--ha`: no task starts while this replica does not lead.
-    pub leadership: Option<std::sync::Arc<crate::edges::kube::leader::Leadership>>,
+    pub leadership: Option<std::sync::Arc<dyn crate::runtime::edges::Leading>>,
     /// `--parallel-module-runs`: how many modules of one ORDER run at once.
     pub parallel_module_runs: usize,
     /// The queues those runs go to (`parallel_queue_<i>`; none with one run at a time).

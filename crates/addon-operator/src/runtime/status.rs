@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::RuntimeHandle;
 use super::task::Task;
-use crate::edges::http::{BindingItems, ConvergeStatus, StartupConverge, StatusSource};
+use crate::runtime::edges::status::{BindingItems, ConvergeStatus, StartupConverge, StatusSource};
 
 impl RuntimeHandle {
     fn module_name(&self, name: &str) -> Option<ModuleName> {

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::edges::ObjectsError;
+use super::edges::{Files, ObjectsError};
 use super::state::State;
 use super::webhooks::{WebhookUse, enabled_hooks, webhook_use};
 
@@ -62,7 +62,7 @@ struct Bundles {
 }
 
 impl Bundles {
-    fn refresh(&mut self, objects: &WebhookObjects) {
+    fn refresh(&mut self, objects: &WebhookObjects, files: &dyn Files) {
         let sources = [&objects.admission_ca, &objects.conversion_ca];
         let slots = [&mut self.admission, &mut self.conversion];
         for (index, (source, slot)) in sources.into_iter().zip(slots).enumerate() {
@@ -73,7 +73,7 @@ impl Bundles {
                 }
                 CaBundle::File(path) => path,
             };
-            match crate::edges::webhook::ca_bundle(path) {
+            match files.ca_bundle(path) {
                 Ok(bundle) => {
                     *slot = Some(bundle);
                     self.errors[index] = None;
@@ -133,7 +133,7 @@ fn desired(st: &State, objects: &WebhookObjects, bundles: &Bundles) -> Desired {
 
 /// [`run`] once every hook is known, when one of them has a webhook binding.
 pub async fn run_if_used(shared: Arc<Shared>, objects: WebhookObjects, stop: CancellationToken) {
-    if !super::module_hooks::known(&shared, &stop).await {
+    if !shared.module_hooks_known(&stop).await {
         return;
     }
     if webhook_use(&shared.lock()) == WebhookUse::default() {
@@ -157,7 +157,7 @@ async fn run(shared: Arc<Shared>, objects: WebhookObjects, stop: CancellationTok
         if !shared.lock().first_converge_done {
             continue;
         }
-        bundles.refresh(&objects);
+        bundles.refresh(&objects, shared.edges.files.as_ref());
         let want = desired(&shared.lock(), &objects, &bundles);
         if !services_made {
             services_made = make_services(&shared, &objects).await;
@@ -378,14 +378,14 @@ mod tests {
             embedded_endpoints: None,
         };
         let mut bundles = Bundles::default();
-        bundles.refresh(&objects);
+        bundles.refresh(&objects, &crate::edges::files::DiskFiles);
         assert_eq!(bundles.admission.as_deref(), Some("Zmlyc3Q="));
         assert_eq!(bundles.conversion, None);
         std::fs::write(&ca, "second").unwrap();
-        bundles.refresh(&objects);
+        bundles.refresh(&objects, &crate::edges::files::DiskFiles);
         assert_eq!(bundles.admission.as_deref(), Some("c2Vjb25k"));
         std::fs::remove_file(&ca).unwrap();
-        bundles.refresh(&objects);
+        bundles.refresh(&objects, &crate::edges::files::DiskFiles);
         assert_eq!(bundles.admission.as_deref(), Some("c2Vjb25k"));
         assert!(bundles.errors[0].is_some());
     }

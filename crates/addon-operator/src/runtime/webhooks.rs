@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::Shared;
 use super::edges::HookRequest;
 use super::state::State;
-use crate::edges::webhook::{Answerer, Reply};
+use crate::runtime::edges::{Answerer, Reply};
 
 /// How long a whole conversion may take (the API server gives a conversion webhook 30 s).
 pub const CONVERSION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -272,7 +272,8 @@ async fn answer_conversion(shared: &Shared, path: &str, review: Value) -> Reply 
         Err(e) => return Reply::BadRequest(e.to_string()),
     };
     let Some(crd) = conversion_path_crd(path) else {
-        return Reply::Review(request.reply(Err(format!("no CRD is served at '{path}'"))));
+        let message = format!("no CRD is served at '{path}'");
+        return Reply::Review(request.reply(ConversionResponse::Failed(message)));
     };
     let rules = conversion_rules(shared, crd);
     let outcome = tokio::time::timeout(CONVERSION_TIMEOUT, convert(shared, &request, &rules))
@@ -286,7 +287,11 @@ async fn answer_conversion(shared: &Shared, path: &str, review: Value) -> Reply 
     if let Err(refusal) = &outcome {
         tracing::warn!(crd, uid = %request.uid, "{refusal}");
     }
-    Reply::Review(request.reply(outcome.map_err(|r| r.message)))
+    let outcome = outcome.map_or_else(
+        |r| ConversionResponse::Failed(r.message),
+        ConversionResponse::Converted,
+    );
+    Reply::Review(request.reply(outcome))
 }
 
 /// Every rule of the enabled hooks' conversion bindings for `crd`, in hook order.

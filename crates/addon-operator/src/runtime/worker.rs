@@ -14,7 +14,7 @@ use super::Shared;
 use super::handlers;
 use super::state::State;
 use super::task::{Outcome, Task};
-use crate::edges::metrics::{BindingLabels, Metrics};
+use crate::runtime::metrics::{BindingLabels, Metrics};
 
 /// How often a worker of a replica that is not leading looks again (it is stopping by then).
 const LEADERSHIP_RECHECK: Duration = Duration::from_millis(100);

@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use addon_operator::edges::metrics::{
+use addon_operator::runtime::metrics::{
     BindingLabels, ConfigReloadCause, HelmOperation, HookOutcome, HookRunRecord, ModuleInfo,
     QueueHead,
 };

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use addon_core::hook_output::metrics::parse;
 use addon_operator::edges::http;
-use addon_operator::edges::metrics::Metrics;
+use addon_operator::runtime::metrics::Metrics;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::get;

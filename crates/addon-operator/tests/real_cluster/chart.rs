@@ -254,7 +254,8 @@ fn the_chart_webhook_services_reach_an_operator_run_with_its_environment() {
         answer = cluster
             .kubectl(&["create", "-f", "-"], Some(&guarded))
             .err()
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .stderr;
         answer.contains("refused through the chart's Service")
     });
     let path = "jsonpath={.webhooks[0].clientConfig.service.name}";

@@ -206,7 +206,7 @@ fn the_api_server_calls_admission_and_conversion_hooks() {
     let mut denial = String::new();
     wait_until("a denial from the validating hook", 60, &[&op], || {
         let answer = apply(&labelled("bad", "tier-guarded: \"yes\""));
-        denial = answer.err().unwrap_or_default();
+        denial = answer.err().unwrap_or_default().stderr;
         denial.contains("bad configmaps are not allowed")
     });
     assert!(denial.contains("denied the request"), "{denial}");
@@ -232,7 +232,7 @@ fn the_api_server_calls_admission_and_conversion_hooks() {
     // a hook past timeoutSeconds: refused under Fail, admitted under Ignore
     let slow = apply(&labelled("slow-fail", "tier-slow: fail"))
         .expect_err("the Fail policy refuses a webhook past its timeout");
-    assert!(slow.contains("slow-fail.tier.example.com"), "{slow}");
+    assert!(slow.stderr.contains("slow-fail.tier.example.com"), "{slow}");
     apply(&labelled("slow-ignore", "tier-slow: ignore")).unwrap();
 
     // one object read at both versions through the conversion hook

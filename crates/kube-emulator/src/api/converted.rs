@@ -7,10 +7,10 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::{Params, ResourceRequest, name_of, ns_of, route};
+use crate::app::App;
 use crate::body;
 use crate::conversion::Conversion;
 use crate::patch::{self, PatchKind};
-use crate::server::App;
 use crate::status::{ApiError, json_body};
 
 /// Largest answer converted back.

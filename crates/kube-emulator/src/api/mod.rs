@@ -7,46 +7,21 @@ mod scale;
 mod validate;
 mod write;
 
-pub use read::selectors;
-pub use scale::has_scale;
+pub(crate) use crate::request::{Params, ResourceRequest, selectors, stamp};
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::app::App;
 use crate::discovery;
-use crate::meta;
-use crate::resources::ResourceInfo;
-use crate::server::App;
 use crate::status::{ApiError, json_body, success_status};
 use crate::table;
 use crate::watch;
-
-/// Query parameters of a request.
-pub type Params = HashMap<String, String>;
-
-/// A request aimed at a resource.
-pub struct ResourceRequest {
-    /// The resource.
-    pub info: ResourceInfo,
-    /// The version in the path.
-    pub version: String,
-    /// Namespace from the path.
-    pub namespace: Option<String>,
-    /// Object name from the path.
-    pub name: Option<String>,
-    /// Subresource (`status`).
-    pub sub: Option<String>,
-    /// Legacy `/watch/` path prefix.
-    pub legacy_watch: bool,
-    /// How to present the objects (as they are, a Table, or metadata only).
-    pub view: table::View,
-}
 
 /// Answers every request (axum fallback handler).
 pub async fn handle(
@@ -331,28 +306,6 @@ fn watch_one(
     params.insert("fieldSelector".into(), fields);
     req.name = None;
     watch::serve(app, req, &params)
-}
-
-/// The object as clients see it: `apiVersion` and `kind` of the version asked for, no
-/// `generation` where the kind has none, no empty `managedFields`.
-pub fn stamp(req: &ResourceRequest, mut obj: Value) -> Value {
-    let map = meta::ensure_object(&mut obj);
-    map.insert(
-        "apiVersion".into(),
-        json!(req.info.api_version(&req.version)),
-    );
-    map.insert("kind".into(), json!(req.info.kind));
-    if !req.info.keeps_generation() {
-        meta::remove_meta(&mut obj, "generation");
-    }
-    let no_managers = obj
-        .pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
-        .is_some_and(Vec::is_empty);
-    if no_managers {
-        meta::remove_meta(&mut obj, "managedFields");
-    }
-    obj
 }
 
 fn respond(req: &ResourceRequest, code: StatusCode, obj: Value) -> Response {

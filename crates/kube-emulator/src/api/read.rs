@@ -7,11 +7,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Params, ResourceRequest, name_of, ns_of, respond, stamp};
+use super::{Params, ResourceRequest, name_of, ns_of, respond, selectors, stamp};
+use crate::app::App;
 use crate::meta;
-use crate::resources::ResourceInfo;
-use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::App;
 use crate::status::{ApiError, json_body};
 use crate::store::{Cursor, Page, PageRequest};
 use crate::table::{self, View};
@@ -44,27 +42,6 @@ fn table_body(table: &Value) -> Response {
         HeaderValue::from_static(table::TABLE_CONTENT_TYPE),
     );
     response
-}
-
-/// Parsed `labelSelector` and `fieldSelector` (on the fields `info`'s kind can be selected by).
-pub fn selectors(
-    info: &ResourceInfo,
-    params: &Params,
-) -> Result<(LabelSelector, FieldSelector), ApiError> {
-    let labels = LabelSelector::parse(
-        params
-            .get("labelSelector")
-            .map(String::as_str)
-            .unwrap_or(""),
-    )?;
-    let fields = FieldSelector::parse(
-        params
-            .get("fieldSelector")
-            .map(String::as_str)
-            .unwrap_or(""),
-    )?;
-    fields.check_supported(info)?;
-    Ok((labels, fields))
 }
 
 pub(super) fn list(

@@ -5,21 +5,12 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::{Params, ResourceRequest, dry_run, name_of, ns_of};
+use crate::app::App;
 use crate::body;
 use crate::meta;
 use crate::patch::{self, PatchKind};
-use crate::resources::ResourceInfo;
-use crate::server::App;
+use crate::resources::has_scale;
 use crate::status::{ApiError, json_body};
-
-/// Whether the resource has a `/scale` subresource.
-pub fn has_scale(info: &ResourceInfo) -> bool {
-    info.group == "apps"
-        && matches!(
-            info.plural.as_str(),
-            "deployments" | "statefulsets" | "replicasets"
-        )
-}
 
 /// GET, PUT or PATCH on `<workload>/scale`.
 pub(super) fn serve(

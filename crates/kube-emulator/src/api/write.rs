@@ -8,11 +8,11 @@ use super::read::object_id;
 use super::{
     Params, ResourceRequest, dry_run, name_of, ns_of, prepare, respond, selectors, stamp, validate,
 };
+use crate::app::App;
 use crate::apply;
 use crate::body;
 use crate::meta;
 use crate::patch::{self, PatchKind};
-use crate::server::App;
 use crate::status::{ApiError, json_body, success_status};
 use crate::store::DeleteOptions;
 

@@ -2,7 +2,6 @@
 //! validates config and values, computes enabled modules, and reports every problem found.
 
 pub mod report;
-pub mod values;
 
 use std::process::ExitCode;
 
@@ -87,7 +86,7 @@ async fn run_showing(args: &CheckArgs, progress: &crate::cli::progress::Progress
         ..HookRunSettings::default()
     };
     progress.phase("checking values and schemas, running enabled scripts");
-    let stage = values::evaluate(&found, args.config_file.as_deref(), &settings).await;
+    let stage = crate::cli::values::evaluate(&found, args.config_file.as_deref(), &settings).await;
     report.errors.extend(stage.errors.iter().cloned());
     report.warnings.extend(stage.warnings.iter().cloned());
     report.values = stage.store.all_values();

@@ -33,13 +33,13 @@ use crate::edges::jq::{JqRunner, SandboxSettings};
 use crate::edges::kube::leader::{LeaderElection, LeaderSettings};
 use crate::edges::kube::no_cluster::NoCluster;
 use crate::edges::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
-use crate::edges::metrics::Metrics;
 use crate::edges::tree::dirs::DirFlags;
 use crate::edges::tree::runnable::StagedTree;
 use crate::edges::tree::watch::TreeWatch;
 use crate::edges::webhook::WebhookSettings;
 use crate::env::shell_operator_default;
 use crate::runtime::edges::{ConfigBackend, Edges, KubeEvent, ObjectPatches, ObjectsError};
+use crate::runtime::metrics::Metrics;
 use crate::runtime::startup_config::wait_for_config;
 use crate::runtime::{Runtime, RuntimeSettings};
 use addon_core::error::error_chain;
@@ -110,7 +110,8 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     if client.is_some() && args.config_file.is_none() {
         status.starting(format!("reading the ConfigMap {}", args.config_map));
         let backoff = settings(args, &metrics).backoff;
-        match wait_for_config(edges.config.clone(), backoff, &status, &shutdown).await {
+        let starting = |reason: String| status.starting(reason);
+        match wait_for_config(edges.config.clone(), backoff, &starting, &shutdown).await {
             Some(config) => edges.config = config,
             None => return Ok(ExitCode::SUCCESS),
         }
@@ -130,7 +131,9 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .filter(|_| args.ha)
         .map(|client| LeaderElection::new(client, leader_settings(args)));
-    settings.leadership = election.as_ref().map(LeaderElection::leadership);
+    settings.leadership = election
+        .as_ref()
+        .map(|e| e.leadership() as Arc<dyn crate::runtime::edges::Leading>);
     let built = Runtime::build(
         &tree.found,
         &tree.configs,
@@ -370,6 +373,7 @@ async fn edges(
             kube: Arc::new(NoCluster),
             objects: Arc::new(NoCluster),
             config,
+            files: Arc::new(crate::edges::files::DiskFiles),
         };
         return Ok((edges, None));
     }
@@ -422,6 +426,7 @@ async fn edges(
             kube.client.clone(),
         )),
         config,
+        files: Arc::new(crate::edges::files::DiskFiles),
     };
     Ok((edges, Some(clients.lease)))
 }
@@ -469,7 +474,7 @@ async fn serve_http(
 ) {
     let status: Arc<dyn StatusSource> = status.clone();
     let metrics = Arc::clone(metrics);
-    tokio::spawn(crate::edges::metrics::spawn_live_ticks(
+    tokio::spawn(crate::runtime::metrics::spawn_live_ticks(
         Arc::clone(&metrics),
         shutdown.clone(),
     ));

@@ -17,11 +17,11 @@ use super::StartArgs;
 use crate::cli::reload::TreeChanges;
 use crate::edges::http::StartupStatus;
 use crate::edges::kube::leader::LeaderElection;
-use crate::edges::metrics::Metrics;
 use crate::edges::tree::kept::KeptDirs;
 use crate::edges::tree::runnable::{ModuleHooks, Tree};
 use crate::edges::tree::watch::TreeWatch;
 use crate::edges::webhook::WebhookSettings;
+use crate::runtime::metrics::Metrics;
 use crate::runtime::{NewTree, Runtime, RuntimeHandle};
 
 /// The reloads of the tree: the watch (none when off), the tree running now with its content

@@ -23,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::spec::{Case, EventKind};
 use super::target::Target;
-use crate::cli::check::values::{ValuesStage, evaluate};
 use crate::cli::hook_run::{apply_outputs, binding_context, filter, hook_values, monitor_cache};
+use crate::cli::values::{ValuesStage, evaluate};
 use crate::edges::exec::hook_run::{HookOutputs, HookRunSettings};
 use crate::edges::exec::hooks::ProcessHooks;
 use crate::runtime::edges::{HookExecutor, HookRequest};

@@ -9,6 +9,8 @@ use addon_core::binding_context::ContextDocument;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::runtime::edges::HookOutputs;
+
 use super::launch::launch;
 use super::process::{self, ExecError, LogFields, ProcessOutput, ProcessSpec};
 use super::tmp_files::{self, Content, TmpFileError, limits};
@@ -77,17 +79,6 @@ pub struct HookInvocation<'a> {
     /// `$ADMISSION_RESPONSE_PATH` and `$CONVERSION_RESPONSE_PATH`, read back into
     /// [`HookOutputs::webhook_response`].
     pub webhook_response: bool,
-}
-
-/// The raw text of the files the hook wrote; parsing belongs to the core.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HookOutputs {
-    pub config_values_patch: String,
-    pub values_patch: String,
-    pub metrics: String,
-    pub kubernetes_patch: String,
-    /// The response file of a webhook run (empty for other runs).
-    pub webhook_response: String,
 }
 
 /// The result of a hook run. `outputs` is `None` unless the hook exited with 0.

@@ -5,19 +5,10 @@
 //! file is opened on a hook run's path).
 
 use std::process::{Child, ExitStatus};
-use std::time::Duration;
 
 use wait4::Wait4 as _;
 
-/// CPU and memory used by one process.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ResourceUsage {
-    pub user: Duration,
-    pub sys: Duration,
-    /// `ru_maxrss`: the peak resident memory of the process or of the largest child it waited
-    /// for, in KiB; 0 when unknown, and the metrics leave their gauge alone.
-    pub max_rss_kb: u64,
-}
+pub use crate::runtime::edges::ResourceUsage;
 
 /// Reaps `child` (waiting for it to exit if it has not) and returns its exit status and
 /// resource usage.
@@ -40,6 +31,8 @@ pub fn reap(child: &mut Child) -> std::io::Result<(ExitStatus, ResourceUsage)> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn spawn(script: &str) -> Child {

@@ -25,7 +25,7 @@ pub struct HttpArgs {
     #[arg(
         long,
         env = "ADDON_OPERATOR_PROMETHEUS_METRICS_PREFIX",
-        default_value = shell_operator_default("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX", crate::edges::metrics::DEFAULT_PREFIX)
+        default_value = shell_operator_default("SHELL_OPERATOR_PROMETHEUS_METRICS_PREFIX", crate::runtime::metrics::DEFAULT_PREFIX)
     )]
     pub prometheus_metrics_prefix: String,
     /// Unix socket of the debug API

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::format::Format;
-use super::status::StatusSource;
+use crate::runtime::edges::status::StatusSource;
 
 /// Routes of the debug API, as `/discovery` lists them.
 pub const ROUTES: &[&str] = &[

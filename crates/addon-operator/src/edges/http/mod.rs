@@ -7,7 +7,6 @@ mod format;
 mod server;
 mod snapshots;
 mod startup;
-mod status;
 
 use std::io;
 use std::net::SocketAddr;
@@ -17,13 +16,14 @@ use std::sync::Arc;
 use tokio::net::{TcpListener, UnixListener};
 use tokio_util::sync::CancellationToken;
 
-use crate::edges::metrics::Metrics;
+use crate::runtime::metrics::Metrics;
 
+pub use crate::runtime::edges::status::{
+    BindingItems, ConvergeStatus, StartupConverge, StatusSource,
+};
 pub use args::{DEFAULT_DEBUG_SOCKET, HttpArgs};
 pub use format::Format;
-pub use snapshots::BindingItems;
 pub use startup::StartupStatus;
-pub use status::{ConvergeStatus, StartupConverge, StatusSource};
 
 /// A server that could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]

@@ -9,8 +9,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
-use super::status::StatusSource;
-use crate::edges::metrics::{Exposition, Metrics, PROMETHEUS_TEXT_CONTENT_TYPE};
+use crate::runtime::edges::status::StatusSource;
+use crate::runtime::metrics::{Exposition, Metrics, PROMETHEUS_TEXT_CONTENT_TYPE};
 
 /// Routes of the main server, as `/discovery` lists them.
 pub const ROUTES: &[&str] = &[

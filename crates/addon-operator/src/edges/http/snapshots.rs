@@ -4,13 +4,10 @@
 //! once: each item is parsed and rendered alone and placed at its indentation, so a binding of
 //! 10,000 full objects costs one parsed object at a time instead of all of them.
 
-use addon_core::binding_context::ObjectAndFilterResult;
 use serde_json::Value;
 
 use super::format::Format;
-
-/// The objects of one binding, as its cache holds them.
-pub type BindingItems = (String, Vec<ObjectAndFilterResult>);
+use crate::runtime::edges::status::BindingItems;
 
 /// Renders `{"<binding>": [<item>, ...], ...}` in `format` (`text` and `json`: indented JSON).
 pub fn render(format: Format, bindings: &[BindingItems]) -> String {
@@ -96,6 +93,7 @@ fn push_indented(out: &mut String, text: &str, first: &str, rest: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use addon_core::binding_context::ObjectAndFilterResult;
     use serde_json::json;
 
     fn items() -> Vec<BindingItems> {

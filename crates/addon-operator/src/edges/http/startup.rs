@@ -7,8 +7,8 @@ use std::time::Duration;
 use addon_core::queue::{Backoff, QueueListDump, QueueSet, QueueTask};
 use serde_json::Value;
 
-use super::snapshots::BindingItems;
-use super::status::{ConvergeStatus, StartupConverge, StatusSource};
+use crate::runtime::edges::status::BindingItems;
+use crate::runtime::edges::status::{ConvergeStatus, StartupConverge, StatusSource};
 
 enum Phase {
     Starting(String),

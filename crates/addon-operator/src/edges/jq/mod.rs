@@ -12,97 +12,33 @@
 mod process;
 pub mod protocol;
 
-use std::borrow::Borrow;
 use std::sync::Arc;
 
-use addon_core::hook_config::{FilteredObject, KubernetesBinding};
-use addon_core::jq::{JqError, JqFilter, JqLimits};
+use addon_core::jq::{JqError, JqFilter};
+use futures::future::BoxFuture;
 use serde_json::Value;
+
+pub use crate::runtime::edges::jq::{JqBatch, JqRunner, MAX_BATCH};
 
 pub use process::{
     DEFAULT_MAX_REPLY_BYTES, DEFAULT_MEMORY_LIMIT_BYTES, DEFAULT_TIMEOUT, JqSandbox,
     SandboxSettings,
 };
 
-/// Inputs sent in one request; larger lists are split, each part with its own deadline.
-pub const MAX_BATCH: usize = 256;
-
-/// How filters are evaluated: in the sandbox (the operator, `hook run`) or in this process
-/// (tests with trusted filters, and the default of settings built in code).
-#[derive(Clone, Debug)]
-pub enum JqRunner {
-    InProcess(JqLimits),
-    Sandbox(Arc<JqSandbox>),
-}
-
-impl Default for JqRunner {
-    fn default() -> Self {
-        Self::InProcess(JqLimits::default())
-    }
-}
-
 impl JqRunner {
+    /// Filters evaluated in a sandbox child with these settings.
     pub fn sandbox(settings: SandboxSettings) -> Self {
         Self::Sandbox(Arc::new(JqSandbox::new(settings)))
     }
+}
 
-    /// Evaluates `filter` on every input; the outer error fails the whole list.
-    pub async fn run<V: Borrow<Value> + Sync>(
-        &self,
-        filter: &JqFilter,
-        inputs: &[V],
-    ) -> Result<Vec<Result<Value, JqError>>, JqError> {
-        match self {
-            Self::InProcess(limits) => Ok(inputs
-                .iter()
-                .map(|input| filter.apply_bounded(input.borrow(), limits))
-                .collect()),
-            Self::Sandbox(sandbox) => {
-                let mut results = Vec::with_capacity(inputs.len());
-                for chunk in inputs.chunks(MAX_BATCH) {
-                    results.extend(sandbox.run(filter, chunk).await?);
-                }
-                Ok(results)
-            }
-        }
-    }
-
-    /// Evaluates `filter` on one input.
-    pub async fn apply(&self, filter: &JqFilter, input: &Value) -> Result<Value, JqError> {
-        let mut results = self.run(filter, std::slice::from_ref(input)).await?;
-        results
-            .pop()
-            .unwrap_or_else(|| Err(JqError::apply_failed(filter.source(), "no result")))
-    }
-
-    /// The objects as `binding` sees them (filter results and checksums); the first failure
-    /// fails the list.
-    pub async fn filter_objects<V: Borrow<Value> + Sync>(
-        &self,
-        binding: &KubernetesBinding,
-        objects: &[V],
-    ) -> Result<Vec<FilteredObject>, JqError> {
-        self.filter_with(binding.jq_filter.as_ref(), objects).await
-    }
-
-    /// [`JqRunner::filter_objects`] for a binding whose jqFilter is `filter`.
-    pub async fn filter_with<V: Borrow<Value> + Sync>(
-        &self,
-        filter: Option<&JqFilter>,
-        objects: &[V],
-    ) -> Result<Vec<FilteredObject>, JqError> {
-        let Some(filter) = filter else {
-            return Ok(objects
-                .iter()
-                .map(|o| FilteredObject::new(o.borrow(), None))
-                .collect());
-        };
-        let results = self.run(filter, objects).await?;
-        objects
-            .iter()
-            .zip(results)
-            .map(|(object, result)| Ok(FilteredObject::new(object.borrow(), Some(result?))))
-            .collect()
+impl JqBatch for JqSandbox {
+    fn run_batch<'a>(
+        &'a self,
+        filter: &'a JqFilter,
+        inputs: &'a [&'a Value],
+    ) -> BoxFuture<'a, Result<Vec<Result<Value, JqError>>, JqError>> {
+        Box::pin(self.run(filter, inputs))
     }
 }
 

@@ -11,39 +11,13 @@ use kube::Api;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// File name prefixes left out of `crds/` (upstream's default `--crd-filters`).
-pub const DEFAULT_CRD_FILTERS: [&str; 2] = ["doc-", "_"];
+use crate::runtime::edges::ObjectsError;
+pub use crate::runtime::edges::files::{CrdsError, DEFAULT_CRD_FILTERS, ModuleCrds};
 
 /// `--crd-filters` as upstream splits it: comma-separated prefixes, each trimmed (an empty one,
 /// as in `--crd-filters=`, matches every file).
 pub fn parse_filters(text: &str) -> Vec<String> {
     text.split(',').map(|p| p.trim().to_string()).collect()
-}
-
-/// The CRDs of a module and a checksum of the files they came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModuleCrds {
-    pub checksum: String,
-    pub objects: Vec<Value>,
-}
-
-/// A `crds/` file that is not a list of CRDs.
-#[derive(Debug, thiserror::Error)]
-pub enum CrdsError {
-    #[error("read {}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("parse {}: {message}", path.display())]
-    Parse { path: PathBuf, message: String },
-    #[error("{}: document {index} is a {kind}, not an apiextensions.k8s.io/v1 CustomResourceDefinition with a name", path.display())]
-    NotACrd {
-        path: PathBuf,
-        index: usize,
-        kind: String,
-    },
 }
 
 /// CRDs of a module that the API server did not establish.
@@ -53,6 +27,12 @@ pub enum CrdWaitError {
     Read { name: String, error: kube::Error },
     #[error("the CRD {name} is not Established after {}s", timeout.as_secs())]
     NotEstablished { name: String, timeout: Duration },
+}
+
+impl From<CrdWaitError> for ObjectsError {
+    fn from(error: CrdWaitError) -> Self {
+        Self::WaitCrds(Box::new(error))
+    }
 }
 
 /// The CRDs in `module_dir/crds` (`None` when there is no such directory), files whose name

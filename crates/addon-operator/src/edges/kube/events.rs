@@ -18,8 +18,8 @@ use super::discovery::{DiscoveryError, KindResolver, ResolvedKind};
 use super::namespaces::Follower;
 use super::shared::{Hub, SharedHub, lock};
 use super::watch::{PAGE, Scope, Selection, Watch, WatchError};
-use crate::edges::metrics::Metrics;
 use crate::runtime::edges::{KubeError, KubeEvent, KubeEvents, Listed, MonitorKey};
+use crate::runtime::metrics::Metrics;
 
 /// The watches of kubernetes bindings: `start` lists the matching objects and watches them
 /// (one watch per namespace of `namespace.nameSelector` or `namespace.labelSelector`, following

@@ -14,6 +14,8 @@ use kube::api::{Api, PostParams};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::runtime::edges::Leading;
+
 /// The Lease of the Go operator, so that a mixed rollout still elects one leader.
 pub const DEFAULT_LEASE_NAME: &str = "addon-operator-leader-election";
 
@@ -317,5 +319,10 @@ impl LeaderElection {
             lease_transitions: Some(transitions),
             ..LeaseSpec::default()
         }
+    }
+}
+impl Leading for Leadership {
+    fn is_leading(&self) -> bool {
+        Leadership::is_leading(self)
     }
 }

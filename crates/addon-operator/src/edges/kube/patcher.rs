@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::discovery::{DiscoveryError, KindResolver};
 use crate::edges::jq::JqRunner;
+use crate::runtime::edges::ObjectsError;
 
 /// Timing and retry knobs (upstream: Delete waits up to 20 s, polling every second).
 #[derive(Debug, Clone)]
@@ -121,6 +122,12 @@ impl PatchError {
         self.failures
             .first()
             .map_or("kube_patch", |f| f.source.category())
+    }
+}
+
+impl From<PatchError> for ObjectsError {
+    fn from(error: PatchError) -> Self {
+        Self::Apply(Box::new(error))
     }
 }
 

@@ -19,8 +19,8 @@ use super::discovery::DiscoveryError;
 use super::known::{KnownObjects, Listing, Observed};
 use super::shared::{SharedHub, lock};
 
-use crate::edges::metrics::Metrics;
 use crate::runtime::edges::{KubeEvent, Listed, MonitorKey};
+use crate::runtime::metrics::Metrics;
 
 /// A binding's watch that could not be started.
 #[derive(Debug, thiserror::Error)]

@@ -10,7 +10,6 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -19,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::accept::{Accepted, Limits, accept_loop};
 use super::tls::{TlsError, TlsFiles, server_config};
+pub use crate::runtime::edges::webhook::{Answerer, Reply};
 
 /// The largest request body read (a ConversionReview may carry many objects).
 pub const MAX_BODY_BYTES: usize = 32 << 20;
@@ -29,23 +29,6 @@ const TURN_TIMEOUT: Duration = Duration::from_secs(10);
 /// A request whose body has not fully arrived by then is answered 408 (a client trickling bytes
 /// must not hold a review turn or its connection for ever).
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// What the server answers a review with.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    /// `200` with this JSON (the review with its response).
-    Review(Value),
-    /// `400` with this text (the body is not a review).
-    BadRequest(String),
-    /// `500` with this text: no answer in time, so the API server applies the webhook's
-    /// `failurePolicy` (as it does when the server cannot be reached).
-    Unavailable(String),
-}
-
-/// Answers the reviews posted to one server.
-pub trait Answerer: Send + Sync + 'static {
-    fn answer(&self, path: String, review: Value) -> BoxFuture<'static, Reply>;
-}
 
 /// A server that failed to start.
 #[derive(Debug, thiserror::Error)]

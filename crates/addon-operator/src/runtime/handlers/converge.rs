@@ -5,10 +5,10 @@ use addon_core::enablement::{self, Candidate, EnablementPass, Step};
 use addon_core::lifecycle::{self, ConvergeFacts, Discovered};
 use addon_core::names::ModuleName;
 
-use crate::edges::metrics::ModuleInfo;
 use crate::runtime::Shared;
 use crate::runtime::decisions;
 use crate::runtime::error::{DiscoveryError, TaskError};
+use crate::runtime::metrics::ModuleInfo;
 use crate::runtime::state::State;
 use crate::runtime::task::Outcome;
 
@@ -40,7 +40,7 @@ pub async fn discover(shared: &Shared) -> Outcome {
     };
     // a staged start: the module hooks' configs load beside global hooks and the `enabled`
     // scripts; no module run is planned without them
-    if !crate::runtime::module_hooks::known(shared, &shared.stopping).await {
+    if !shared.module_hooks_known(&shared.stopping).await {
         return Outcome::done();
     }
     let st = shared.lock();

@@ -13,13 +13,13 @@ use addon_core::names::{ModuleName, QueueName};
 use addon_core::values::patch::Scope;
 
 use super::global::start_monitor;
-use crate::edges::helm::{UpgradeRequest, chart_files};
-use crate::edges::metrics::HelmOperation;
 use crate::runtime::Shared;
 use crate::runtime::decisions;
 use crate::runtime::edges::MonitorKey;
+use crate::runtime::edges::helm::UpgradeRequest;
 use crate::runtime::error::{HookError, ModuleError, TaskError};
 use crate::runtime::hooks::{self, RunContext};
+use crate::runtime::metrics::HelmOperation;
 use crate::runtime::state::{
     HookDef, ModuleState, PendingHooks, hooks_by_order, hooks_with_kubernetes,
 };
@@ -229,7 +229,8 @@ async fn ensure_crds(
 ) -> Result<(), ModuleError> {
     let dir = dir.to_path_buf();
     let filters = shared.lock().crd_filters.clone();
-    let read = tokio::task::spawn_blocking(move || crate::edges::kube::crds::read(&dir, &filters));
+    let files = shared.edges.files.clone();
+    let read = tokio::task::spawn_blocking(move || files.read_crds(&dir, &filters));
     let crds = read.await.map_err(ModuleError::ReadCrdsTask)??;
     let Some(crds) = crds else {
         return Ok(());
@@ -280,7 +281,7 @@ fn with_labels(
         return crd;
     }
     let labels = labels.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-    crate::edges::helm::post_render::overlay_labels(&mut crd, labels);
+    addon_core::labels::overlay_labels(&mut crd, labels);
     crd
 }
 
@@ -456,7 +457,7 @@ pub async fn upgrade_request(
 ) -> Result<UpgradeRequest, ModuleError> {
     let values = shared.lock().store.helm_values(module)?;
     let values_yaml = addon_core::yaml::to_string(&values)?;
-    let checksum = chart_checksum(chart.to_path_buf(), values_yaml.clone()).await?;
+    let checksum = chart_checksum(shared, chart.to_path_buf(), values_yaml.clone()).await?;
     Ok(UpgradeRequest {
         release: module.to_string(),
         chart_dir: chart.to_path_buf(),
@@ -465,11 +466,18 @@ pub async fn upgrade_request(
     })
 }
 
-/// [`chart_files::checksum`] of the values and the chart, on the blocking pool.
-async fn chart_checksum(chart: PathBuf, values_yaml: String) -> Result<String, ModuleError> {
+/// [`Files::chart_checksum`](crate::runtime::edges::Files::chart_checksum) of the values and
+/// the chart, on the blocking pool.
+async fn chart_checksum(
+    shared: &Shared,
+    chart: PathBuf,
+    values_yaml: String,
+) -> Result<String, ModuleError> {
+    let files = shared.edges.files.clone();
     let digest =
-        tokio::task::spawn_blocking(move || chart_files::checksum(&chart, values_yaml.as_bytes()));
-    Ok(digest.await.map_err(ModuleError::ChartChecksumTask)??)
+        tokio::task::spawn_blocking(move || files.chart_checksum(&chart, values_yaml.as_bytes()));
+    let digest = digest.await.map_err(ModuleError::ChartChecksumTask)?;
+    digest.map_err(ModuleError::ChartChecksum)
 }
 
 fn unknown(module: &ModuleName) -> TaskError {

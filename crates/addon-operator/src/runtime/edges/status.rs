@@ -1,9 +1,13 @@
-//! [`StatusSource`]: what the HTTP server and the debug API ask the runtime (readiness, queues, values).
+//! [`StatusSource`]: what the HTTP server and the debug API ask the runtime (readiness, queues,
+//! values). The runtime implements it; the HTTP edge serves it.
 
 use addon_core::queue::QueueListDump;
 
-use super::snapshots::BindingItems;
+use addon_core::binding_context::ObjectAndFilterResult;
 use serde_json::{Value, json};
+
+/// The objects of one binding, as its cache holds them.
+pub type BindingItems = (String, Vec<ObjectAndFilterResult>);
 
 /// Progress of the first converge after start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, TimeZone, Timelike, Utc};
 
-use super::builtins::describe;
-use super::eval::{Flow, err};
-use super::value::Val;
+use super::super::{Flow, err};
+use super::describe;
+use crate::jq::value::Val;
 
 pub fn now() -> f64 {
     let t = Utc::now();

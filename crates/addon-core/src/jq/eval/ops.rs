@@ -3,10 +3,10 @@
 use num_bigint::BigInt;
 use num_traits::{Signed, Zero};
 
-use super::ast::BinOp;
-use super::builtins::describe;
-use super::eval::{Flow, Out, Res, err};
-use super::value::{Map, Val, big_to_f64, compare, float_to_int};
+use super::{Flow, Out, Res, err};
+use crate::jq::ast::BinOp;
+use crate::jq::encode::describe;
+use crate::jq::value::{Map, Val, big_to_f64, compare, float_to_int};
 
 fn type_error(what: &str, l: &Val, r: &Val) -> Flow {
     err(format!(

@@ -1,10 +1,10 @@
 //! Path expressions: `path(f)`, and the updates built on it (`|=`, `+=`, `del`), where missing parents read as `null` and are created on write.
 
-use super::ast::{Ast, Target};
-use super::builtins;
-use super::eval::{Callee, Ctx, Env, Flow, Frame, Out, Res, err, push_defs};
 use super::ops;
-use super::value::Val;
+use super::{Callee, Ctx, Env, Flow, Frame, Out, Res, err, native_paths, push_defs};
+use crate::jq::ast::{Ast, Target};
+use crate::jq::encode::describe;
+use crate::jq::value::Val;
 
 /// A path with the value found at it.
 pub type PathVal = (Vec<Val>, Val);
@@ -80,7 +80,7 @@ pub fn not_a_path(run: ValueRun) -> Res {
 }
 
 fn invalid_path(v: &Val) -> Flow {
-    err(format!("invalid path against: {}", builtins::describe(v)))
+    err(format!("invalid path against: {}", describe(v)))
 }
 
 fn extend(p: &[Val], key: Val) -> Vec<Val> {
@@ -118,7 +118,7 @@ fn paths_inner<'p>(ctx: &Ctx<'p>, ast: &'p Ast, env: &Env<'p>, cur: PathVal, out
         Ast::Slice(t, from, to) => ctx.slice_bounds(from, to, env, &value, &mut |ctx, s, e| {
             eval_paths(ctx, t, env, (path.clone(), value.clone()), &mut |(p, v)| {
                 let next = ops::slice(&v, &s, &e)?;
-                let mut bounds = super::value::Map::new();
+                let mut bounds = crate::jq::value::Map::new();
                 bounds.insert("start".into(), s.clone());
                 bounds.insert("end".into(), e.clone());
                 out((extend(&p, Val::obj(bounds)), next))
@@ -132,10 +132,7 @@ fn paths_inner<'p>(ctx: &Ctx<'p>, ast: &'p Ast, env: &Env<'p>, cur: PathVal, out
             Val::Obj(m) => m
                 .iter()
                 .try_for_each(|(k, x)| out((extend(&p, Val::Str(k.clone())), x.clone()))),
-            other => Err(err(format!(
-                "cannot iterate over: {}",
-                builtins::describe(other)
-            ))),
+            other => Err(err(format!("cannot iterate over: {}", describe(other)))),
         }),
         Ast::Optional(t) => try_paths(ctx, t, None, env, (path, value), out),
         Ast::Try(t, c) => try_paths(ctx, t, c.as_deref(), env, (path, value), out),
@@ -194,7 +191,7 @@ fn paths_inner<'p>(ctx: &Ctx<'p>, ast: &'p Ast, env: &Env<'p>, cur: PathVal, out
         Ast::Call(name, args, target) => {
             call_paths(ctx, name, args, *target, env, (path, value), out)
         }
-        Ast::Lit(super::ast::Lit::Null) => out((path, Val::Null)),
+        Ast::Lit(crate::jq::ast::Lit::Null) => out((path, Val::Null)),
         _ => not_a_path(&mut |out| ctx.eval(ast, env, value.clone(), out)),
     }
 }
@@ -246,7 +243,7 @@ fn call_paths<'p>(
     out: PathOut,
 ) -> Res {
     if let Target::Native(n) = target {
-        return builtins::call_paths(ctx, n, args, env, cur, out);
+        return native_paths(ctx, n, args, env, cur, out);
     }
     match ctx.callee(name, args.len(), target, env)? {
         Callee::Def(def, defenv) => {

@@ -1,5 +1,6 @@
-//! The `check` stages after discovery: build the values store, read and validate the config file,
-//! and compute the enabled modules by running `enabled` scripts in module order.
+//! The values stages of `check` (also used by `test` and `hook run`) after discovery: build the
+//! values store, read and validate the config file, and compute the enabled modules by running
+//! `enabled` scripts in module order.
 
 use std::path::Path;
 

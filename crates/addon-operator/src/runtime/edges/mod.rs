@@ -1,7 +1,10 @@
-//! The runtime's view of the outside world: hook processes, Kubernetes watches and the config
-//! store, each a small object-safe trait (the ports). The implementations live in `edges/`: hook
-//! processes (`exec::hooks`), no cluster (`kube::no_cluster`), the config file and the in-memory
-//! config (`config::backend`, `config::memory`); Helm and the kube-rs watches in their folders.
+//! The runtime's view of the outside world: hook processes, Kubernetes watches, the config
+//! store, Helm, the files it reads, jq evaluation, the leader lease, and what the HTTP and
+//! webhook servers ask of it; each a small object-safe trait (the ports) with its data types,
+//! owned here. The implementations live in `edges/`, which imports this module, never the
+//! reverse: hook processes (`exec::hooks`), no cluster (`kube::no_cluster`), the config file and
+//! the in-memory config (`config::backend`, `config::memory`), `files::DiskFiles`; Helm, the jq
+//! sandbox and the kube-rs watches in their folders.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,12 +20,44 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::edges::exec::hook_run::HookOutputs;
-use crate::edges::exec::process::ResourceUsage;
-use crate::edges::helm::Helm;
-use crate::edges::kube::crds::CrdWaitError;
-use crate::edges::kube::patcher::PatchError;
+pub mod files;
+pub mod helm;
+pub mod jq;
+pub mod status;
+pub mod webhook;
+
 pub use addon_core::config_change::ConfigKeyChange;
+pub use files::Files;
+pub use helm::Helm;
+pub use status::StatusSource;
+pub use webhook::{Answerer, Reply};
+
+/// The raw text of the files the hook wrote; parsing belongs to the core.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookOutputs {
+    pub config_values_patch: String,
+    pub values_patch: String,
+    pub metrics: String,
+    pub kubernetes_patch: String,
+    /// The response file of a webhook run (empty for other runs).
+    pub webhook_response: String,
+}
+
+/// CPU and memory used by one process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ResourceUsage {
+    pub user: std::time::Duration,
+    pub sys: std::time::Duration,
+    /// `ru_maxrss`: the peak resident memory of the process or of the largest child it waited
+    /// for, in KiB; 0 when unknown, and the metrics leave their gauge alone.
+    pub max_rss_kb: u64,
+}
+
+/// Whether this replica holds the leader lease (`edges/kube/leader`): a follower's workers take
+/// no task.
+pub trait Leading: Send + Sync + std::fmt::Debug {
+    fn is_leading(&self) -> bool;
+}
 
 /// One hook run to make.
 #[derive(Debug, Clone)]
@@ -188,13 +223,14 @@ pub trait KubeEvents: Send + Sync {
     fn stop(&self, key: &MonitorKey);
 }
 
-/// Object operations the cluster did not accept, or CRDs it did not establish.
+/// Object operations the cluster did not accept, or CRDs it did not establish (the kube
+/// edge's `PatchError` and `CrdWaitError`).
 #[derive(Debug, thiserror::Error)]
 pub enum ObjectsError {
     #[error(transparent)]
-    Apply(#[from] PatchError),
+    Apply(Box<dyn std::error::Error + Send + Sync>),
     #[error(transparent)]
-    WaitCrds(#[from] CrdWaitError),
+    WaitCrds(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Applies hooks' `$KUBERNETES_PATCH_PATH` operations to the cluster.
@@ -290,4 +326,5 @@ pub struct Edges {
     pub kube: Arc<dyn KubeEvents>,
     pub objects: Arc<dyn ObjectPatches>,
     pub config: Arc<dyn ConfigBackend>,
+    pub files: Arc<dyn Files>,
 }

@@ -5,11 +5,11 @@ use std::rc::Rc;
 use base64::Engine as _;
 use regex::Regex;
 
-use super::builtins::{Kind, describe, tostring};
-use super::encode;
-use super::eval::{Flow, err};
-use super::ops;
-use super::value::{Map, Val};
+use super::super::ops;
+use super::super::{Flow, err};
+use super::{Kind, describe, tostring};
+use crate::jq::encode;
+use crate::jq::value::{Map, Val};
 
 pub(super) static TABLE: &[(&str, usize, Kind)] = &[
     (

@@ -4,10 +4,13 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use super::ast::{AssignOp, Ast, FuncDef, Lit, ObjKey, Pattern, StrPiece, Target};
-use super::builtins;
-use super::ops;
-use super::path;
+pub(super) mod builtins;
+mod ops;
+mod path;
+
 use super::value::{Map, Val};
+use builtins::call_paths as native_paths;
+use path::{PathOut, PathVal, eval_paths, not_a_path, recurse_paths};
 
 /// Why evaluation stopped early.
 #[derive(Debug, Clone)]
