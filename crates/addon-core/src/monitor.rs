@@ -213,13 +213,14 @@ impl MonitorCache {
     }
 
     fn copy_of(&self, key: &Key, kept: &KeptObject) -> Option<FilteredObject> {
-        let entry = self.entries.get(key)?;
+        let (key, entry) = self.entries.get_key_value(key)?;
         if !entry.object.as_ref()?.is_same_copy(kept) {
             return None;
         }
         Some(FilteredObject {
             filter_result: entry.filter_result.clone(),
             checksum: u128::from_be_bytes(entry.checksum),
+            name: Arc::clone(&key.name),
         })
     }
 
@@ -247,9 +248,15 @@ impl MonitorCache {
             namespace: id.namespace,
             kind: id.kind,
         };
+        // the name as the filter result carries it: one copy for the caches that share the result
+        let name = if *filtered.name == *id.name {
+            Arc::clone(&filtered.name)
+        } else {
+            id.name
+        };
         let key = Key {
             place: self.places.share(place),
-            name: id.name,
+            name,
         };
         let entry = Entry {
             object: self
@@ -413,6 +420,25 @@ mod tests {
         assert!(copy_of(&[&lean_cache], &object, &kept).is_none());
         // the first cache holding the copy answers
         assert!(copy_of(&[&lean_cache, &cache], &object, &kept).is_some());
+    }
+
+    #[test]
+    fn caches_sharing_a_filter_result_share_one_copy_of_the_object_name() {
+        let b = binding("  jqFilter: .metadata.labels\n");
+        let object = pod("a", "x", "1");
+        let filtered = b.filter_object(&object).unwrap();
+        let caches: Vec<MonitorCache> = (0..2)
+            .map(|_| {
+                let mut listing = MonitorCache::listing(&b);
+                listing.push(&object, None, &filtered);
+                listing.done()
+            })
+            .collect();
+        let names: Vec<Arc<str>> = (caches.iter())
+            .filter_map(|c| c.entries.keys().next().map(|k| Arc::clone(&k.name)))
+            .collect();
+        assert!(Arc::ptr_eq(&names[0], &names[1]) && Arc::ptr_eq(&names[0], &filtered.name));
+        assert_eq!(caches[0].items()[0].id, ObjectId::of(&object));
     }
 
     #[test]

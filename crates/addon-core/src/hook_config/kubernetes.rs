@@ -1,5 +1,7 @@
 //! `kubernetes` (v1) and `onKubernetesEvent` (v0) bindings: parsing, defaults and checks into [`KubernetesBinding`].
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -115,6 +117,10 @@ pub struct FilteredObject {
     pub filter_result: Option<KeptObject>,
     /// Of the filter result, or of the whole object without a filter ([`jq::checksum`]).
     pub checksum: u128,
+    /// The object's `metadata.name`, made once with the filter result: the caches of bindings
+    /// sharing this result (the same jqFilter over the same watch) key the object by this one
+    /// copy instead of a copy each.
+    pub name: Arc<str>,
 }
 
 impl FilteredObject {
@@ -125,6 +131,7 @@ impl FilteredObject {
         Self {
             filter_result: filter_result.as_ref().map(KeptObject::new),
             checksum,
+            name: Arc::from(object["metadata"]["name"].as_str().unwrap_or_default()),
         }
     }
 }
