@@ -39,14 +39,25 @@ impl Key {
     }
 }
 
-/// One object, without its key (48 bytes): the full object only when the binding keeps it, the
+/// One object, without its key (40 bytes): the full object only when the binding keeps it, the
 /// filter result as its JSON text (a parsed `Value` costs 3–4 times more for a short result),
-/// and the checksum that tells whether an event changed what the hook sees.
+/// and the checksum that tells whether an event changed what the hook sees: its low 64 bits
+/// (a change goes unseen with a chance of 2⁻⁶⁴), which with the key make a B-tree leaf of
+/// 716 bytes, in the allocator's 768-byte class (with 128 bits: 804, in the 896-byte class; a
+/// watch of 100,000 objects served by 7 bindings keeps 8 MB less).
 #[derive(Debug, Clone)]
 struct Entry {
     object: Option<KeptObject>,
     filter_result: Option<KeptObject>,
-    checksum: [u8; 16],
+    checksum: [u8; 8],
+}
+
+/// The part of a checksum an [`Entry`] keeps.
+fn kept_checksum(checksum: u128) -> [u8; 8] {
+    let bytes = checksum.to_be_bytes();
+    let mut low = [0; 8];
+    low.copy_from_slice(&bytes[8..]);
+    low
 }
 
 impl Entry {
@@ -219,7 +230,7 @@ impl MonitorCache {
         }
         Some(FilteredObject {
             filter_result: entry.filter_result.clone(),
-            checksum: u128::from_be_bytes(entry.checksum),
+            checksum: u128::from(u64::from_be_bytes(entry.checksum)),
             name: Arc::clone(&key.name),
         })
     }
@@ -264,7 +275,7 @@ impl MonitorCache {
                 .keep_full_objects_in_memory
                 .then(|| kept.unwrap_or_else(|| KeptObject::new(object))),
             filter_result: filtered.filter_result.clone(),
-            checksum: filtered.checksum.to_be_bytes(),
+            checksum: kept_checksum(filtered.checksum),
         };
         (key, entry)
     }
@@ -401,7 +412,14 @@ mod tests {
             filtered.clone(),
         );
         let copy = MonitorCache::filtered_copy(&[&cache], &ObjectId::of(&object), &kept).unwrap();
-        assert_eq!(copy, filtered);
+        assert_eq!(
+            (&copy.filter_result, &copy.name),
+            (&filtered.filter_result, &filtered.name)
+        );
+        assert_eq!(
+            kept_checksum(copy.checksum),
+            kept_checksum(filtered.checksum)
+        );
         let (held, taken) = (filtered.filter_result.unwrap(), copy.filter_result.unwrap());
         assert!(
             held.is_same_copy(&taken),
@@ -521,9 +539,9 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_costs_72_bytes_plus_its_name_and_filter_result() {
+    fn an_entry_costs_64_bytes_plus_its_name_and_filter_result() {
         // the map's entries, without the B-tree's slack and the texts they point to
-        assert!(size_of::<Key>() + size_of::<Entry>() <= 72);
+        assert!(size_of::<Key>() + size_of::<Entry>() <= 64);
         let mut cache = MonitorCache::new(&binding(
             "  jqFilter: .metadata.name
 ",
