@@ -83,7 +83,10 @@ impl Meter {
         println!(
             "{what:<58} {grown:>7.0} B/object{}",
             if per_object_times > 1.0 {
-                format!(" ({:.0} each of {per_object_times})", grown / per_object_times)
+                format!(
+                    " ({:.0} each of {per_object_times})",
+                    grown / per_object_times
+                )
             } else {
                 String::new()
             }
@@ -100,9 +103,9 @@ fn main() -> anyhow::Result<()> {
     let shards = env("SHARDS", 10).max(1);
     let per_shard = (env("MODULES", 60) / shards).max(1);
     let pad = "x".repeat(env("SIZE", 1024).saturating_sub(250));
-    let full = binding(&format!(
-        "configVersion: v1\nkubernetes:\n- name: shard\n  kind: ConfigMap\n  labelSelector: {{matchLabels: {{shard: '0'}}}}\n  jqFilter: '{{name: .metadata.name, ts: .data.ts}}'\n"
-    ))?;
+    let full = binding(
+        "configVersion: v1\nkubernetes:\n- name: shard\n  kind: ConfigMap\n  labelSelector: {matchLabels: {shard: '0'}}\n  jqFilter: '{name: .metadata.name, ts: .data.ts}'\n",
+    )?;
     let lean = binding(
         "configVersion: v1\nkubernetes:\n- name: all\n  kind: ConfigMap\n  jqFilter: .metadata.name\n  keepFullObjectsInMemory: false\n",
     )?;

@@ -83,7 +83,9 @@ impl KeptObject {
     /// invariant, as [`KeptObject::to_value`]).
     pub fn text(&self) -> Cow<'_, str> {
         let text = match self.0.first() {
-            Some(&DEFLATED) => inflate(&self.0).and_then(|t| String::from_utf8(t).ok()).map(Cow::Owned),
+            Some(&DEFLATED) => inflate(&self.0)
+                .and_then(|t| String::from_utf8(t).ok())
+                .map(Cow::Owned),
             _ => std::str::from_utf8(&self.0).ok().map(Cow::Borrowed),
         };
         text.unwrap_or(Cow::Borrowed("null"))
@@ -141,7 +143,9 @@ fn inflate(held: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(len);
     let status = INFLATER.with_borrow_mut(|inflater| {
         inflater.reset(false);
-        inflater.decompress_vec(held.get(5..)?, &mut out, FlushDecompress::Finish).ok()
+        inflater
+            .decompress_vec(held.get(5..)?, &mut out, FlushDecompress::Finish)
+            .ok()
     });
     (matches!(status, Some(Status::StreamEnd)) && out.len() == len).then_some(out)
 }

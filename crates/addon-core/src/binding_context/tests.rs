@@ -773,13 +773,20 @@ fn a_large_object_is_kept_deflated_and_reads_back_as_its_text() {
     write_item(&item(object.clone(), Some(json!("a"))), &mut written).unwrap();
     let written: Value = serde_json::from_slice(&written).unwrap();
     assert_eq!(written, json!({"object": object, "filterResult": "a"}));
-    assert_eq!(KeptObject::new(&object), kept, "the same text deflates alike");
+    assert_eq!(
+        KeptObject::new(&object),
+        kept,
+        "the same text deflates alike"
+    );
 }
 
 #[test]
 fn a_short_text_is_kept_as_it_is() {
     let result = json!({"name": "cm-00001", "ts": "0"});
     let kept = KeptObject::new(&result);
-    assert_eq!((kept.held(), kept.len()), (result.to_string().len(), result.to_string().len()));
+    assert_eq!(
+        (kept.held(), kept.len()),
+        (result.to_string().len(), result.to_string().len())
+    );
     assert!(matches!(kept.text(), Cow::Borrowed(_)));
 }

@@ -546,8 +546,10 @@ mod tests {
         known.observe(Observed::Apply(obj("a", "2")));
         let latest = known.body(&obj("a", "2")).map(|b| b.to_value());
         assert_eq!(latest, Some(obj("a", "2")));
-        let listed: Vec<(&str, &str, Value)> =
-            known.bodies().map(|(ns, n, stub, _)| (ns, n, stub)).collect();
+        let listed: Vec<(&str, &str, Value)> = known
+            .bodies()
+            .map(|(ns, n, stub, _)| (ns, n, stub))
+            .collect();
         assert_eq!(listed, [("ns", "n-a", obj("a", "2"))]);
         known.observe(Observed::Init);
         known.observe(Observed::InitApply(obj("a", "2")));

@@ -169,7 +169,10 @@ mod tests {
             .map(|(_, k)| k.to_value()["metadata"]["name"].clone())
             .collect();
         assert_eq!(names, [json!("a"), json!("b")]);
-        assert!(listing.iter().all(|(stub, k)| *stub == k.to_value()), "{listing:?}");
+        assert!(
+            listing.iter().all(|(stub, k)| *stub == k.to_value()),
+            "{listing:?}"
+        );
         let (events, keys) = h.observe(&None, Observed::Apply(obj("a", "2")));
         assert_eq!(keys, [key("a"), key("b")]);
         let (event, object, kept) = &events[0];
