@@ -7,8 +7,13 @@
 # merge-patches of `data.ts`; after each round the bench waits until every queue is empty and
 # prints RSS, the queue length seen right after the writes, and the objects the monitors hold.
 # A control run (CONTROL=1) keeps only the global hook's watch.
+# Printed at the end, each goal of issue 39 with its figure: ready (≤ 15 s), the listing (from the
+# operator's start until its monitors hold every object, polled every 0.1 s; beside it the same
+# lists made alone by a client, the floor), RSS after ready (≤ 150 MB) and after 3,000 and 50,000
+# updates (within 10 % of ready; a figure is printed once the updates so far reach it).
 # Usage: bench/watch-memory/tree.sh [N=10000] [ROUNDS=5] [UPDATES=3000]
 # Env: MODULES=60 SHARDS=10 SIZE=1024 CHARTS=20 (charts need helm in .tools/bin) CONTROL=0,
+# STEPS="3000 47000" (the updates of each round, instead of ROUNDS × UPDATES),
 # SERVER=emulator|real (real: kube-apiserver and etcd from .tools/bin, bench/real-cluster.sh).
 # Build first: cargo build --release -p addon-operator -p kube-emulator (or set
 # ADDON_OPERATOR_BIN / KUBE_EMULATOR_BIN).
@@ -26,7 +31,7 @@ bin=${ADDON_OPERATOR_BIN:-$root/target/release/addon-operator}
 emu=${KUBE_EMULATOR_BIN:-$root/target/release/kube-emulator}
 export PATH="$root/.tools/bin:$PATH"
 work=$(mktemp -d)
-trap 'kill ${cluster_pids:-} ${pid:+"$pid"} 2>/dev/null || true; sleep 0.5; rm -rf "$work"' EXIT
+trap 'kill ${cluster_pids:-} ${pid:+"$pid"} ${poller:-} 2>/dev/null || true; sleep 0.5; rm -rf "$work"' EXIT
 
 . "$root/bench/lib.sh"
 . "$root/bench/real-cluster.sh"
@@ -37,7 +42,11 @@ post /api/v1/namespaces '{"apiVersion":"v1","kind":"Namespace","metadata":{"name
 post /api/v1/namespaces '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ops"}}'
 post /api/v1/namespaces/ops/configmaps \
   '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"addon-operator"},"data":{"global":"{}"}}'
+created=$(date +%s%N)
 json_bytes=$(python3 "$root/bench/watch-memory/shards.py" create "$url" bench "$n" "$size" "$shards")
+create_s=$(echo "scale=1; ($(date +%s%N) - $created) / 1000000000" | bc)
+# the floor of the listing: the lists the operator's watches make, by a client alone
+lists_s=$(python3 "$root/bench/watch-memory/shards.py" lists "$url" bench "$shards")
 
 tree="$work/tree"
 mkdir -p "$tree/global-hooks" "$tree/modules"
@@ -68,8 +77,28 @@ port=$(free_port)
 metric() { metric_sum "$port" "$1"; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
 # RSS split into heap and stacks (anonymous) and the binary's pages (file)
+# CPU seconds (user + system) of the operator and its live children (the jq sandbox, hooks
+# running): a figure the machine's load changes far less than wall times
+cpu_s() {
+  local tick p total=0
+  tick=$(getconf CLK_TCK)
+  for p in "$pid" $(pgrep -P "$pid"); do
+    [ -r "/proc/$p/stat" ] || continue
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+  done
+  echo "scale=1; $total / $tick" | bc
+}
 rss_parts() { awk '/RssAnon/ {a = $2} /RssFile/ {f = $2} END {printf "anon %d kB, file %d kB", a, f}' "/proc/$pid/status"; }
+# samples of the objects the monitors hold, until ready: the listing's end
+poll_objects() {
+  while [ ! -e "$work/ready" ]; do
+    echo "$(date +%s%N) $(metric addon_operator_kube_snapshot_objects 2> /dev/null || true)" >> "$work/objects"
+    sleep 0.1
+  done
+}
 started=$(date +%s%N)
+poll_objects &
+poller=$!
 ${WRAP:-} "$bin" start --working-dir "$tree" --kube-config "$cluster_kubeconfig" "${unthrottled[@]}" --namespace ops \
   --tmp-dir "$work/tmp" --prometheus-listen-address 127.0.0.1 --prometheus-listen-port "$port" \
   --debug-unix-socket "$work/debug.socket" --log-level warn > "$work/log" 2>&1 &
@@ -78,14 +107,42 @@ wait_ready "$port" "$pid" "$work/log" || exit 1
 # with a WRAP (a profiler), the operator is the wrapper's descendant
 [ -z "${WRAP:-}" ] || pid=$(pgrep -n -f -- "--debug-unix-socket $work/debug.socket")
 ready_s=$(echo "scale=1; ($(date +%s%N) - $started) / 1000000000" | bc)
+ready_cpu=$(cpu_s)
+touch "$work/ready"
+wait "$poller"
+held=$(metric addon_operator_kube_snapshot_objects)
+# the first sample holding every object the monitors hold once ready
+listing_s=$(awk -v held="$held" -v t0="$started" '$2 == held {printf "%.1f", ($1 - t0) / 1e9; exit}' "$work/objects")
 idle() { wait_idle "$port" 2; }
 idle
-echo "server: ${SERVER:-emulator}; objects: $n ConfigMaps of ~$size B (listing $json_bytes B); modules: $([ "$control" = 0 ] && echo "$modules watching $shards shards" || echo "none (control)"), $charts charts"
-echo "ready in ${ready_s}s: RSS $(rss) kB ($(rss_parts)), snapshot objects $(metric addon_operator_kube_snapshot_objects)"
-for r in $(seq "$rounds"); do
-  python3 "$root/bench/watch-memory/shards.py" update "$url" bench "$n" "$updates" "$r"
+ready_kb=$(rss)
+echo "server: ${SERVER:-emulator}; objects: $n ConfigMaps of ~$size B (listing $json_bytes B, created in ${create_s}s); modules: $([ "$control" = 0 ] && echo "$modules watching $shards shards" || echo "none (control)"), $charts charts"
+echo "ready in ${ready_s}s (operator and jq sandbox CPU ${ready_cpu}s; load $(cut -d' ' -f1-3 /proc/loadavg)): RSS $ready_kb kB ($(rss_parts)), snapshot objects $held (all held ${listing_s:-?}s after the start; the same lists alone: ${lists_s}s)"
+steps=${STEPS:-$(for _ in $(seq "$rounds"); do printf '%s ' "$updates"; done)}
+done_updates=0 r=0 after_3k='' after_50k=''
+for step in $steps; do
+  r=$((r + 1))
+  python3 "$root/bench/watch-memory/shards.py" update "$url" bench "$n" "$step" "$r"
   backlog=$(metric addon_operator_tasks_queue_length)
   idle
-  echo "after round $r ($updates updates): RSS $(rss) kB (queued right after the writes: $backlog)," \
+  done_updates=$((done_updates + step))
+  now_kb=$(rss)
+  echo "after round $r ($step updates, $done_updates in all): RSS $now_kb kB (queued right after the writes: $backlog)," \
     "hook runs $(metric "addon_operator_(global|module)_hook_run_seconds_count")"
+  [ -n "$after_3k" ] || [ "$done_updates" -lt 3000 ] || after_3k="$now_kb $done_updates"
+  [ -n "$after_50k" ] || [ "$done_updates" -lt 50000 ] || after_50k="$now_kb $done_updates"
 done
+# goal FIGURE LIMIT: "met" when FIGURE ≤ LIMIT
+verdict() { awk -v f="$1" -v l="$2" 'BEGIN {print (f <= l ? "met" : "not met")}'; }
+after() { # "KB UPDATES": the RSS after that many updates against the ready figure
+  [ -n "$1" ] || { echo "not measured (fewer updates)"; return; }
+  set -- $1
+  local pct
+  pct=$(awk -v a="$1" -v r="$ready_kb" 'BEGIN {printf "%+.1f", (a - r) * 100 / r}')
+  echo "$(awk -v a="$1" 'BEGIN {printf "%.1f", a / 1024}') MB after $2 updates ($pct %): $(verdict "${pct#+}" 10)"
+}
+echo "goal ready ≤ 15 s: ${ready_s} s (CPU ${ready_cpu} s): $(verdict "$ready_s" 15)"
+echo "goal listing of $n objects (linear in N: compare sizes): ${listing_s:-?} s; the same lists alone ${lists_s} s"
+echo "goal RSS after ready ≤ 150 MB: $(awk -v k="$ready_kb" 'BEGIN {printf "%.1f", k / 1024}') MB: $(verdict "$ready_kb" $((150 * 1024)))"
+echo "goal RSS within 10 % after 3,000 updates: $(after "$after_3k")"
+echo "goal RSS within 10 % after 50,000 updates: $(after "$after_50k")"

@@ -3,6 +3,7 @@
 use super::*;
 use crate::hook_config::{HookScope, parse};
 use crate::names::HookName;
+use std::borrow::Cow;
 
 fn config(scope: HookScope, yaml: &str) -> HookConfig {
     parse(&HookName::new("hooks/test.sh").unwrap(), scope, yaml).unwrap()
@@ -756,4 +757,37 @@ fn streamed_items_are_the_items_as_json() {
         .map(ObjectAndFilterResult::to_json)
         .collect();
     assert_eq!(out, serde_json::to_vec(&expected).unwrap());
+}
+
+#[test]
+fn a_large_object_is_kept_deflated_and_reads_back_as_its_text() {
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a",
+        "labels": {"shard": "1"}}, "data": {"ts": "0", "payload": "x".repeat(2048)}});
+    let text = object.to_string();
+    let kept = KeptObject::new(&object);
+    assert!(kept.held() < 200, "held {} bytes", kept.held());
+    assert_eq!(kept.len(), text.len());
+    assert_eq!(kept.text(), text);
+    assert_eq!(kept.to_value(), object);
+    assert_eq!(format!("{kept:?}"), text);
+    let mut written = Vec::new();
+    write_item(&item(object.clone(), Some(json!("a"))), &mut written).unwrap();
+    let written: Value = serde_json::from_slice(&written).unwrap();
+    assert_eq!(written, json!({"object": object, "filterResult": "a"}));
+    assert_eq!(
+        KeptObject::new(&object),
+        kept,
+        "the same text deflates alike"
+    );
+}
+
+#[test]
+fn a_short_text_is_kept_as_it_is() {
+    let result = json!({"name": "cm-00001", "ts": "0"});
+    let kept = KeptObject::new(&result);
+    assert_eq!(
+        (kept.held(), kept.len()),
+        (result.to_string().len(), result.to_string().len())
+    );
+    assert!(matches!(kept.text(), Cow::Borrowed(_)));
 }

@@ -166,11 +166,11 @@ fn write_item_fields<W: Write + ?Sized>(
         map.key("object")?;
         // the kept text is the compact serialization of the object: what serializing it again
         // would write
-        map.out.write_all(object.as_str().as_bytes())?;
+        map.out.write_all(object.text().as_bytes())?;
     }
     if let Some(result) = &item.filter_result {
         map.key("filterResult")?;
-        map.out.write_all(result.as_str().as_bytes())?;
+        map.out.write_all(result.text().as_bytes())?;
     }
     Ok(())
 }

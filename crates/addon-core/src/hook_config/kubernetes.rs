@@ -14,49 +14,7 @@ use super::selector::{
 use crate::jq::{self, JqError, JqFilter};
 use crate::names::QueueName;
 
-/// A full object a binding keeps (`keepFullObjectsInMemory: true`), or a jqFilter result, shared
-/// by the binding's cache and every snapshot and event taken from it. Held as its compact JSON
-/// text, about a third of the memory of a parsed [`Value`] (a short filter result: a sixth), and
-/// written to binding context files as it is.
-#[derive(Clone, PartialEq, Eq)]
-pub struct KeptObject(Arc<str>);
-
-impl KeptObject {
-    pub fn new(object: &Value) -> Self {
-        Self(Arc::from(object.to_string()))
-    }
-
-    /// The object as JSON. (The text was written from a `Value` that serde_json itself parsed,
-    /// so it parses again; `null` would only show a broken invariant.)
-    pub fn to_value(&self) -> Value {
-        serde_json::from_str(&self.0).unwrap_or(Value::Null)
-    }
-
-    /// The object's compact JSON text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// Whether both are the same shared copy (not only equal).
-    pub fn is_same_copy(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-
-    /// Bytes held (the JSON text).
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl std::fmt::Debug for KeptObject {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+pub use super::kept::KeptObject;
 
 /// The default binding name of v1 kubernetes bindings.
 pub const DEFAULT_KUBERNETES_NAME: &str = "kubernetes";
@@ -160,6 +118,10 @@ pub struct FilteredObject {
     pub filter_result: Option<KeptObject>,
     /// Of the filter result, or of the whole object without a filter ([`jq::checksum`]).
     pub checksum: u128,
+    /// The object's `metadata.name`, made once with the filter result: the caches of bindings
+    /// sharing this result (the same jqFilter over the same watch) key the object by this one
+    /// copy instead of a copy each.
+    pub name: Arc<str>,
 }
 
 impl FilteredObject {
@@ -170,6 +132,7 @@ impl FilteredObject {
         Self {
             filter_result: filter_result.as_ref().map(KeptObject::new),
             checksum,
+            name: Arc::from(object["metadata"]["name"].as_str().unwrap_or_default()),
         }
     }
 }

@@ -5,6 +5,7 @@ mod duration;
 pub use duration::{DurationError, parse_go_duration};
 mod error;
 mod groups;
+mod kept;
 mod kubernetes;
 mod reader;
 mod schedule;

@@ -99,7 +99,12 @@ struct Running {
 
 impl Registry {
     /// Adds `key` to a running watch of `id` that can hand it a listing.
-    fn join(&mut self, key: &MonitorKey, id: &WatchId, full: bool) -> Option<Vec<KeptObject>> {
+    fn join(
+        &mut self,
+        key: &MonitorKey,
+        id: &WatchId,
+        full: bool,
+    ) -> Option<Vec<(Value, KeptObject)>> {
         let (number, listing) = self
             .watches
             .iter()
@@ -354,22 +359,24 @@ fn start_error(binding: &KubernetesBinding, e: &WatchError) -> KubeError {
 }
 
 /// A joining binding's listing, from the bodies its watch keeps: sent to `pages` a page at a time
-/// (each parsed once for the binding's filter) when given, else returned.
+/// (each object's identity, and its body, parsed only when the binding's filter needs it) when
+/// given, else returned parsed.
 async fn hand_over(
-    listing: Vec<KeptObject>,
+    listing: Vec<(Value, KeptObject)>,
     pages: Option<&mpsc::Sender<Vec<Listed>>>,
 ) -> Vec<Value> {
     let Some(pages) = pages else {
-        return listing.iter().map(KeptObject::to_value).collect();
+        return listing.iter().map(|(_, kept)| kept.to_value()).collect();
     };
     let mut listing = listing.into_iter().peekable();
     while listing.peek().is_some() {
         let page = listing
             .by_ref()
             .take(PAGE)
-            .map(|kept| Listed {
-                object: kept.to_value(),
+            .map(|(stub, kept)| Listed {
+                object: stub,
                 kept: Some(kept),
+                stub: true,
             })
             .collect();
         if pages.send(page).await.is_err() {

@@ -257,13 +257,15 @@ impl KnownObjects {
         self.bodies.as_ref()?.get(&Id::of(object)).cloned()
     }
 
-    /// Every kept body with the object's namespace and name.
-    pub fn bodies(&self) -> impl Iterator<Item = (&str, &str, &KeptObject)> {
+    /// Every kept body with the object's namespace and name, and its identity as
+    /// [`Observed`] objects hold it (`apiVersion`, `kind`, `metadata` name, namespace, uid,
+    /// resourceVersion).
+    pub fn bodies(&self) -> impl Iterator<Item = (&str, &str, Value, &KeptObject)> {
         self.bodies.iter().flatten().filter_map(|(id, body)| {
             let seen = self.objects.get(id)?;
             let namespace = seen.place.namespace.as_deref().unwrap_or_default();
             let name = seen.name.as_deref().unwrap_or_default();
-            Some((namespace, name, body))
+            Some((namespace, name, seen.stub(id), body))
         })
     }
 
@@ -544,8 +546,11 @@ mod tests {
         known.observe(Observed::Apply(obj("a", "2")));
         let latest = known.body(&obj("a", "2")).map(|b| b.to_value());
         assert_eq!(latest, Some(obj("a", "2")));
-        let listed: Vec<(&str, &str)> = known.bodies().map(|(ns, n, _)| (ns, n)).collect();
-        assert_eq!(listed, [("ns", "n-a")]);
+        let listed: Vec<(&str, &str, Value)> = known
+            .bodies()
+            .map(|(ns, n, stub, _)| (ns, n, stub))
+            .collect();
+        assert_eq!(listed, [("ns", "n-a", obj("a", "2"))]);
         known.observe(Observed::Init);
         known.observe(Observed::InitApply(obj("a", "2")));
         known.observe(Observed::InitDone);

@@ -59,18 +59,21 @@ impl Hub {
     }
 
     /// Adds `key` as a sharer, when the watch can hand it a listing: the kept bodies of every
-    /// scope, by namespace and name. `None` when the watch keeps no bodies.
-    pub(super) fn join(&mut self, key: MonitorKey, full: bool) -> Option<Vec<KeptObject>> {
+    /// scope, by namespace and name, each with the object's identity. `None` when the watch
+    /// keeps no bodies.
+    pub(super) fn join(&mut self, key: MonitorKey, full: bool) -> Option<Vec<(Value, KeptObject)>> {
         if !self.bodies {
             return None;
         }
-        let mut listing: Vec<(&str, &str, &KeptObject)> = self
+        let mut listing: Vec<(&str, &str, Value, &KeptObject)> = self
             .scopes
             .values()
             .flat_map(KnownObjects::bodies)
             .collect();
         listing.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        let listing = listing.into_iter().map(|(_, _, b)| b.clone()).collect();
+        let listing = (listing.into_iter())
+            .map(|(_, _, stub, body)| (stub, body.clone()))
+            .collect();
         self.sharers.retain(|s| s.key != key);
         self.sharers.push(Sharer { key, full });
         Some(listing)
@@ -163,9 +166,13 @@ mod tests {
         let listing = h.join(key("b"), false).unwrap();
         let names: Vec<Value> = listing
             .iter()
-            .map(|k| k.to_value()["metadata"]["name"].clone())
+            .map(|(_, k)| k.to_value()["metadata"]["name"].clone())
             .collect();
         assert_eq!(names, [json!("a"), json!("b")]);
+        assert!(
+            listing.iter().all(|(stub, k)| *stub == k.to_value()),
+            "{listing:?}"
+        );
         let (events, keys) = h.observe(&None, Observed::Apply(obj("a", "2")));
         assert_eq!(keys, [key("a"), key("b")]);
         let (event, object, kept) = &events[0];

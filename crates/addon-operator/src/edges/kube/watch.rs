@@ -259,7 +259,11 @@ impl Watch {
                 let page = std::mem::take(&mut objects)
                     .into_iter()
                     .zip(kept)
-                    .map(|(object, kept)| Listed { object, kept })
+                    .map(|(object, kept)| Listed {
+                        object,
+                        kept,
+                        stub: false,
+                    })
                     .collect();
                 // a closed receiver means the caller gave up on the listing
                 let _ = pages.send(page).await;

@@ -174,13 +174,33 @@ pub struct KubeEvent {
 /// once; a binding that keeps full objects holds the same copy instead of making its own.
 #[derive(Debug, Clone)]
 pub struct Listed {
+    /// The object, or only its identity (`apiVersion`, `kind`, `metadata` name, namespace, uid,
+    /// resourceVersion) when `stub` is set.
     pub object: Value,
     pub kept: Option<KeptObject>,
+    /// `object` is the identity only and `kept` the whole object: a binding joining a running
+    /// watch is listed from the bodies the watch keeps, and a body is parsed only for an object
+    /// whose filter result no binding of the same filter holds already.
+    pub stub: bool,
+}
+
+impl Listed {
+    /// The whole object (parsed from the kept text when `object` is a stub).
+    pub fn whole(&self) -> std::borrow::Cow<'_, Value> {
+        match (&self.kept, self.stub) {
+            (Some(kept), true) => std::borrow::Cow::Owned(kept.to_value()),
+            _ => std::borrow::Cow::Borrowed(&self.object),
+        }
+    }
 }
 
 impl From<Value> for Listed {
     fn from(object: Value) -> Self {
-        Self { object, kept: None }
+        Self {
+            object,
+            kept: None,
+            stub: false,
+        }
     }
 }
 

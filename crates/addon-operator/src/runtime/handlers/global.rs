@@ -123,10 +123,10 @@ async fn filter_page(
     cache: &mut Listing,
 ) -> Result<(), MonitorError> {
     let taken = peer_results(shared, binding, &page);
-    let missing: Vec<&serde_json::Value> = (page.iter())
+    let missing: Vec<std::borrow::Cow<'_, serde_json::Value>> = (page.iter())
         .zip(&taken)
         .filter(|(_, f)| f.is_none())
-        .map(|(l, _)| &l.object)
+        .map(|(l, _)| l.whole())
         .collect();
     let filtered = shared.jq.filter_objects(binding, &missing).await;
     let mut filtered = filtered
@@ -136,6 +136,7 @@ async fn filter_page(
             source,
         })?
         .into_iter();
+    drop(missing);
     for (listed, taken) in page.into_iter().zip(taken) {
         if let Some(result) = taken.or_else(|| filtered.next()) {
             cache.push(&listed.object, listed.kept, &result);
