@@ -203,6 +203,7 @@ async fn start_with(
         objects: Arc::new(kube.clone()),
         config: config.clone(),
         files: Arc::new(addon_operator::edges::files::DiskFiles),
+        report: Arc::new(addon_operator::runtime::edges::NoReports),
     };
     let settings = RuntimeSettings {
         backoff: Backoff {

@@ -124,6 +124,7 @@ fn local_edges(args: &RenderArgs, tmp: &Path) -> anyhow::Result<(Edges, Arc<Temp
         objects: Arc::new(NoCluster),
         config: Arc::new(MemoryConfig::new(read_config(args)?)),
         files: Arc::new(crate::edges::files::DiskFiles),
+        report: Arc::new(crate::runtime::edges::NoReports),
     };
     Ok((edges, helm))
 }

@@ -374,6 +374,7 @@ async fn edges(
             objects: Arc::new(NoCluster),
             config,
             files: Arc::new(crate::edges::files::DiskFiles),
+            report: Arc::new(crate::runtime::edges::NoReports),
         };
         return Ok((edges, None));
     }
@@ -427,6 +428,7 @@ async fn edges(
         )),
         config,
         files: Arc::new(crate::edges::files::DiskFiles),
+        report: Arc::new(crate::runtime::edges::NoReports),
     };
     Ok((edges, Some(clients.lease)))
 }

@@ -23,12 +23,14 @@ use tokio::sync::mpsc;
 pub mod files;
 pub mod helm;
 pub mod jq;
+pub mod report;
 pub mod status;
 pub mod webhook;
 
 pub use addon_core::config_change::ConfigKeyChange;
 pub use files::Files;
 pub use helm::Helm;
+pub use report::{AdminEvent, NoReports, Reporter, Severity, Subject};
 pub use status::StatusSource;
 pub use webhook::{Answerer, Reply};
 
@@ -347,4 +349,6 @@ pub struct Edges {
     pub objects: Arc<dyn ObjectPatches>,
     pub config: Arc<dyn ConfigBackend>,
     pub files: Arc<dyn Files>,
+    /// Events and module status for admins ([`NoReports`] without a cluster).
+    pub report: Arc<dyn Reporter>,
 }
