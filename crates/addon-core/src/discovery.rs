@@ -75,6 +75,8 @@ pub struct ModuleSource {
     /// `Chart.yaml` or `templates/` exists: the module has a Helm part.
     pub has_chart: bool,
     pub hooks: Vec<HookFile>,
+    /// What the module's `module.yaml` says (its requirements; empty without the file).
+    pub definition: crate::module_definition::ModuleDefinition,
 }
 
 /// Everything discovery found.
@@ -149,6 +151,7 @@ mod tests {
             values_yaml: None,
             enabled_script: None,
             openapi: OpenApiFiles::default(),
+            definition: Default::default(),
             has_chart: false,
             hooks: vec![],
         }

@@ -12,6 +12,7 @@ pub mod hook_output;
 pub mod jq;
 pub mod labels;
 pub mod lifecycle;
+pub mod module_definition;
 pub mod monitor;
 pub mod names;
 pub mod queue;

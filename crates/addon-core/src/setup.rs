@@ -109,6 +109,7 @@ mod tests {
             values_yaml: values,
             enabled_script: None,
             openapi,
+            definition: Default::default(),
             has_chart: false,
             hooks: vec![],
         }

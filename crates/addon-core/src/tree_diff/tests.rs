@@ -62,6 +62,7 @@ fn module(name: &str, order: u32) -> ModuleSource {
         values_yaml: None,
         enabled_script: None,
         openapi: Default::default(),
+        definition: Default::default(),
         has_chart: true,
         hooks: vec![hook(&format!("{path}/hooks"), "startup")],
     }

@@ -204,6 +204,7 @@ mod tests {
             values_yaml: None,
             enabled_script: None,
             openapi: Default::default(),
+            definition: Default::default(),
             has_chart: false,
             hooks: vec![policy, plain],
         };

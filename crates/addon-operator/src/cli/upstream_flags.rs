@@ -361,6 +361,7 @@ mod tests {
             }),
             enabled_script: None,
             openapi: Default::default(),
+            definition: Default::default(),
             has_chart: false,
             hooks: vec![],
         };

@@ -432,6 +432,7 @@ mod tests {
                 values_yaml: None,
                 enabled_script: None,
                 openapi: Default::default(),
+                definition: Default::default(),
                 has_chart: false,
                 hooks: Vec::new(),
             });

@@ -226,6 +226,7 @@ mod tests {
             values_yaml: None,
             enabled_script: None,
             openapi: Default::default(),
+            definition: Default::default(),
             has_chart: false,
             hooks: vec![hook.clone()],
         };
@@ -258,6 +259,7 @@ mod tests {
             values_yaml: None,
             enabled_script: None,
             openapi: Default::default(),
+            definition: Default::default(),
             has_chart: false,
             hooks: Vec::new(),
         };
@@ -284,6 +286,7 @@ mod tests {
                 values_yaml: None,
                 enabled_script: None,
                 openapi: Default::default(),
+                definition: Default::default(),
                 has_chart: true,
                 hooks: vec![addon_core::discovery::HookFile {
                     name: addon_core::names::HookName::new("hooks/h").unwrap(),
