@@ -3,6 +3,7 @@
 
 pub mod batch_hooks;
 pub mod configs;
+mod definition;
 pub mod dirs;
 pub mod hook_configs;
 mod inotify;
@@ -75,6 +76,14 @@ pub enum LoadError {
     },
     #[error("none of the directories exists: {}", dirs.join(", "))]
     NoDirectories { dirs: Vec<String> },
+    #[error("{}", path.display())]
+    ModuleDefinition {
+        path: PathBuf,
+        #[source]
+        source: addon_core::module_definition::DefinitionError,
+    },
+    #[error(transparent)]
+    ModuleCycle(#[from] addon_core::module_definition::graph::Cycle),
 }
 
 impl LoadError {
@@ -86,6 +95,8 @@ impl LoadError {
                 "invalid_name"
             }
             Self::NoDirectories { .. } => "io",
+            Self::ModuleDefinition { .. } => "module_definition",
+            Self::ModuleCycle(_) => "module_cycle",
         }
     }
 }
@@ -145,6 +156,7 @@ pub fn load(config: &LoaderConfig) -> (Discovered, Vec<LoadError>) {
         }
     }
     let (modules, collisions) = arrange_modules(found, &mut warnings);
+    errors.extend(addon_core::module_definition::graph::find_cycle(&modules).map(LoadError::from));
     errors.extend(
         collisions
             .into_iter()
@@ -215,9 +227,10 @@ fn load_module(
         }
         Err(_) => None,
     };
+    let definition = definition::load(path, errors, warnings);
     Some(ModuleSource {
-        name: parsed.name,
-        order: parsed.order,
+        name: definition.name.clone().unwrap_or(parsed.name),
+        order: definition.weight.unwrap_or(parsed.order),
         path: path.to_path_buf(),
         modules_dir: None,
         values_yaml: read_optional(&path.join("values.yaml"), errors),
@@ -225,6 +238,7 @@ fn load_module(
         openapi: load_openapi(path, errors),
         has_chart: path.join("Chart.yaml").is_file() || path.join("templates").is_dir(),
         hooks,
+        definition,
     })
 }
 
