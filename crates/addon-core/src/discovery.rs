@@ -79,6 +79,12 @@ pub struct ModuleSource {
     pub definition: crate::module_definition::ModuleDefinition,
 }
 
+impl AsRef<ModuleSource> for ModuleSource {
+    fn as_ref(&self) -> &ModuleSource {
+        self
+    }
+}
+
 /// Everything discovery found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Discovered {

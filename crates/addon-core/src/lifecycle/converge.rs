@@ -45,8 +45,11 @@ pub struct Discovered<'a> {
     pub module_order: &'a [ModuleName],
     /// The ORDER of each module of `module_order`, index by index.
     pub orders: &'a [u32],
-    /// The modules enabled now (flags and `enabled` scripts), in order.
+    /// The modules enabled now (flags, `enabled` scripts and requirements), in the order they
+    /// run (a module after the modules it requires).
     pub enabled: &'a [ModuleName],
+    /// The modules each module of `module_order` requires, index by index (missing: none).
+    pub requires: &'a [Vec<ModuleName>],
     /// The Helm releases that exist.
     pub releases: &'a [String],
     /// Releases never purged (`--helm-ignore-release`, the operator's own release).
@@ -95,9 +98,17 @@ pub fn discovered(
             .copied()
             .unwrap_or(0)
     };
+    let requires_of = |module: &ModuleName| {
+        let index = found.module_order.iter().position(|m| m == module);
+        index
+            .and_then(|i| found.requires.get(i))
+            .cloned()
+            .unwrap_or_default()
+    };
     let runs = plan.to_run.into_iter().map(|module| PlannedRun {
         startup: plan.newly_enabled.contains(&module) || !facts.started.contains(&module),
         order: order_of(&module),
+        requires: requires_of(&module),
         module,
     });
     let runs = runs_by_order(runs.collect(), facts.parallel_module_runs, "converge");

@@ -16,19 +16,26 @@ pub struct PlannedRun {
     pub order: u32,
     /// The run starts the module (onStartup, Synchronization).
     pub startup: bool,
+    /// The modules it requires (`module.yaml`): it never runs side by side with them.
+    pub requires: Vec<ModuleName>,
 }
 
 /// Step 5 by order groups, for `runs` in module order: with two lanes or more, the runs of an
 /// ORDER that holds two modules or more are one `ModuleGroup` (its members run side by side;
 /// the next task of `main` starts when all are done); every other run is a `ModuleRun` in
 /// `main`. With one lane (`--parallel-module-runs 1`) this is the one-by-one plan of the seeds.
+/// A run that requires a module of the group being formed starts the next group (it runs when
+/// the group is done).
 pub fn runs_by_order(runs: Vec<PlannedRun>, lanes: usize, reason: &'static str) -> Vec<Task> {
     let mut tasks = Vec::new();
     let mut runs = runs.into_iter().peekable();
     while let Some(first) = runs.next() {
         let order = first.order;
         let mut members = vec![first];
-        while let Some(next) = runs.next_if(|r| r.order == order && lanes > 1) {
+        let joins = |r: &PlannedRun, members: &[PlannedRun]| {
+            r.order == order && lanes > 1 && !members.iter().any(|m| r.requires.contains(&m.module))
+        };
+        while let Some(next) = runs.next_if(|r| joins(r, &members)) {
             members.push(next);
         }
         if members.len() == 1 {

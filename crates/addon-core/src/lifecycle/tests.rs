@@ -321,6 +321,7 @@ fn discover_in_lanes(
         module_order: &order,
         orders,
         enabled: &enabled,
+        requires: &[],
         releases: &releases,
         kept_releases: &kept,
     };
@@ -1067,4 +1068,31 @@ fn a_group_that_has_not_started_counts_as_a_queued_run_of_its_members() {
     );
     assert!(QueueEdit::DropConvergeSteps.removes(&group));
     assert!(!QueueEdit::DropRunsOf(mods(&["a"])).removes(&group));
+}
+
+#[test]
+fn a_module_never_runs_side_by_side_with_a_module_it_requires_step_5() {
+    let run = |name: &str, requires: &[&str]| PlannedRun {
+        module: m(name),
+        order: 1,
+        startup: false,
+        requires: requires.iter().map(|r| m(r)).collect(),
+    };
+    let runs = vec![
+        run("a", &[]),
+        run("b", &[]),
+        run("c", &["a"]),
+        run("d", &[]),
+    ];
+    let tasks: Vec<String> = runs_by_order(runs, 4, "converge")
+        .iter()
+        .map(Task::description)
+        .collect();
+    assert_eq!(
+        tasks,
+        [
+            "ParallelModuleRun:order 1:a,b:converge",
+            "ParallelModuleRun:order 1:c,d:converge"
+        ]
+    );
 }

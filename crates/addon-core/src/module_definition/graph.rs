@@ -28,12 +28,13 @@ fn present<'a>(
 
 /// The first cycle of requirements among `modules`, if any (modules in their order, each one's
 /// requirements in the file's order, so the answer is the same every time).
-pub fn find_cycle(modules: &[ModuleSource]) -> Option<Cycle> {
+pub fn find_cycle<M: AsRef<ModuleSource>>(modules: &[M]) -> Option<Cycle> {
+    let modules: Vec<&ModuleSource> = modules.iter().map(AsRef::as_ref).collect();
     let by_name: BTreeMap<&ModuleName, &ModuleSource> =
-        modules.iter().map(|m| (&m.name, m)).collect();
+        modules.iter().map(|m| (&m.name, *m)).collect();
     let names: BTreeSet<&ModuleName> = by_name.keys().copied().collect();
     let mut done: BTreeSet<&ModuleName> = BTreeSet::new();
-    for start in modules {
+    for start in modules.iter().copied() {
         if done.contains(&start.name) {
             continue;
         }
@@ -66,11 +67,12 @@ pub fn find_cycle(modules: &[ModuleSource]) -> Option<Cycle> {
 /// The modules in the order they run: module order (weight, then name), except that a module
 /// comes after every module of the tree it requires. Without requirements this is module order
 /// itself. Expects a tree without cycles (a module in a cycle keeps its place).
-pub fn run_order(modules: &[ModuleSource]) -> Vec<ModuleName> {
+pub fn run_order<M: AsRef<ModuleSource>>(modules: &[M]) -> Vec<ModuleName> {
+    let modules: Vec<&ModuleSource> = modules.iter().map(AsRef::as_ref).collect();
     let names: BTreeSet<&ModuleName> = modules.iter().map(|m| &m.name).collect();
     let mut placed: BTreeSet<&ModuleName> = BTreeSet::new();
     let mut order = Vec::with_capacity(modules.len());
-    let mut left: Vec<&ModuleSource> = modules.iter().collect();
+    let mut left: Vec<&ModuleSource> = modules.clone();
     while !left.is_empty() {
         let ready = left
             .iter()
@@ -153,13 +155,14 @@ impl std::fmt::Display for Unmet {
 /// The enabled modules whose requirements hold, and why the others do not run. A module that
 /// loses its place can take others with it (they require it), so this repeats until nothing
 /// changes. `kubernetes`: the cluster's version (`None`: not known, not checked).
-pub fn check_requirements(
-    modules: &[ModuleSource],
+pub fn check_requirements<M: AsRef<ModuleSource>>(
+    modules: &[M],
     enabled: &[ModuleName],
     kubernetes: Option<&Version>,
 ) -> (Vec<ModuleName>, Vec<Unmet>) {
-    let by_name: BTreeMap<&ModuleName, &ModuleSource> =
-        modules.iter().map(|m| (&m.name, m)).collect();
+    let by_name: BTreeMap<&ModuleName, &ModuleSource> = (modules.iter().map(AsRef::as_ref))
+        .map(|m| (&m.name, m))
+        .collect();
     let mut running: Vec<ModuleName> = enabled.to_vec();
     let mut unmet = Vec::new();
     loop {
@@ -213,7 +216,8 @@ fn first_unmet(
 /// The graph as Graphviz DOT, drawn as upstream draws its scheduler's graph: a chain of weight
 /// nodes (blue) in ascending order, each pointing to its modules (green) that require no
 /// module of the tree; a module that requires others hangs below them instead.
-pub fn to_dot(modules: &[ModuleSource]) -> String {
+pub fn to_dot<M: AsRef<ModuleSource>>(modules: &[M]) -> String {
+    let modules: Vec<&ModuleSource> = modules.iter().map(AsRef::as_ref).collect();
     let names: BTreeSet<&ModuleName> = modules.iter().map(|m| &m.name).collect();
     let weights: BTreeSet<u32> = modules.iter().map(|m| m.order).collect();
     let mut dot = String::from("strict digraph {\n\tlabel=\"Module Scheduler's Graph\";\n\n");
@@ -223,7 +227,7 @@ pub fn to_dot(modules: &[ModuleSource]) -> String {
             "\t\"{weight}\" [ colorscheme=\"blues3\", style=\"filled\", color=\"2\", fillcolor=\"1\", type=\"weight\", weight={weight} ];"
         );
     }
-    for module in modules {
+    for module in &modules {
         let _ = writeln!(
             dot,
             "\t\"{}\" [ colorscheme=\"greens3\", style=\"filled\", color=\"2\", fillcolor=\"1\", type=\"module\" ];",
@@ -235,7 +239,7 @@ pub fn to_dot(modules: &[ModuleSource]) -> String {
     for pair in chain.windows(2) {
         let _ = writeln!(dot, "\t\"{}\" -> \"{}\";", pair[0], pair[1]);
     }
-    for module in modules {
+    for module in &modules {
         let mut parents = present(module, &names).peekable();
         if parents.peek().is_none() {
             let _ = writeln!(dot, "\t\"{}\" -> \"{}\";", module.order, module.name);

@@ -7,6 +7,7 @@ use std::path::Path;
 use addon_core::config::Config;
 use addon_core::discovery::Discovered;
 use addon_core::enablement::{self, EnablementPass, Step};
+use addon_core::module_definition::graph::{Unmet, check_requirements};
 use addon_core::names::ModuleName;
 use addon_core::setup::build_store;
 use addon_core::values::store::ValuesStore;
@@ -19,6 +20,8 @@ use addon_core::error::error_chain;
 pub struct ValuesStage {
     pub store: ValuesStore,
     pub enabled: Vec<ModuleName>,
+    /// Enabled modules that do not run: a requirement of their `module.yaml` does not hold.
+    pub unmet: Vec<Unmet>,
     pub errors: Vec<String>,
     pub warnings: Vec<String>,
 }
@@ -43,10 +46,12 @@ pub async fn evaluate(
     let mut stage = ValuesStage {
         store,
         enabled: Vec::new(),
+        unmet: Vec::new(),
         errors,
         warnings: Vec::new(),
     };
-    stage.enabled = stage.run_enablement(found, settings).await;
+    let enabled = stage.run_enablement(found, settings).await;
+    stage.apply_requirements(found, enabled);
     stage
 }
 
@@ -69,6 +74,27 @@ fn read_config(path: &Path, errors: &mut Vec<String>) -> Config {
 }
 
 impl ValuesStage {
+    /// Keeps the enabled modules whose `module.yaml` requirements hold; without a cluster the
+    /// Kubernetes version is not checked (a note says so).
+    fn apply_requirements(&mut self, found: &Discovered, enabled: Vec<ModuleName>) {
+        let (running, unmet) = check_requirements(&found.modules, &enabled, None);
+        self.warnings
+            .extend(unmet.iter().map(|u| format!("{u}: it does not run")));
+        let kube = found
+            .modules
+            .iter()
+            .filter(|m| m.definition.kubernetes.is_some());
+        let kube: Vec<&str> = kube.map(|m| m.name.as_str()).collect();
+        if !kube.is_empty() {
+            self.warnings.push(format!(
+                "requirements.kubernetes of {} not checked: no cluster here",
+                kube.join(", ")
+            ));
+        }
+        self.enabled = running;
+        self.unmet = unmet;
+    }
+
     async fn run_enablement(
         &mut self,
         found: &Discovered,

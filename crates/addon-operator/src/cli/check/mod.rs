@@ -100,6 +100,10 @@ async fn run_showing(args: &CheckArgs, progress: &crate::cli::progress::Progress
             values_key: m.name.values_key(),
             enabled: stage.enabled.contains(&m.name),
             helm: m.has_chart,
+            requires: m.definition.requires.iter().map(requirement_text).collect(),
+            not_running: (stage.unmet.iter())
+                .find(|u| u.module() == &m.name)
+                .map(ToString::to_string),
             hooks: m
                 .hooks
                 .iter()
@@ -108,6 +112,12 @@ async fn run_showing(args: &CheckArgs, progress: &crate::cli::progress::Progress
         })
         .collect();
     report
+}
+
+/// A requirement as `check` shows it: `db >= 1.0`, `db >= 1.0 !optional`.
+pub fn requirement_text(r: &addon_core::module_definition::ModuleRequirement) -> String {
+    let optional = if r.optional { " !optional" } else { "" };
+    format!("{} {}{optional}", r.module, r.constraint)
 }
 
 #[derive(Debug, Clone, clap::Args)]

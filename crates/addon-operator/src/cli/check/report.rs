@@ -35,6 +35,12 @@ pub struct ModuleReport {
     pub enabled: bool,
     pub helm: bool,
     pub hooks: Vec<HookReport>,
+    /// The modules it requires (`module.yaml`), each with its constraint: `db >= 1.0`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
+    /// Why an enabled module does not run (a requirement does not hold).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_running: Option<String>,
 }
 
 /// Everything `check` found; valid when `errors` is empty.
@@ -64,13 +70,23 @@ impl CheckReport {
         let enabled = self.modules.iter().filter(|m| m.enabled).count();
         let _ = writeln!(out, "Modules: {} ({} enabled)", self.modules.len(), enabled);
         for m in &self.modules {
-            let state = if m.enabled { "enabled" } else { "disabled" };
+            let state = match (&m.not_running, m.enabled) {
+                (Some(_), _) => "not running",
+                (None, true) => "enabled",
+                (None, false) => "disabled",
+            };
             let helm = if m.helm { "chart" } else { "no chart" };
             let _ = writeln!(
                 out,
                 "  {:>3} {} [{state}, {helm}, values key {}] {}",
                 m.order, m.name, m.values_key, m.path
             );
+            if !m.requires.is_empty() {
+                let _ = writeln!(out, "      requires: {}", m.requires.join(", "));
+            }
+            if let Some(reason) = &m.not_running {
+                let _ = writeln!(out, "      not running: {reason}");
+            }
             for hook in &m.hooks {
                 write_hook(&mut out, hook, "      ");
             }
@@ -113,6 +129,8 @@ mod tests {
                 enabled: true,
                 helm: true,
                 hooks: vec![],
+                requires: vec![],
+                not_running: None,
             }],
             ..Default::default()
         };

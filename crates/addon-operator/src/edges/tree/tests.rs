@@ -268,7 +268,11 @@ fn module_yaml_weight_and_name_win_over_the_directory_and_unused_keys_are_a_note
         "name: frontend\nweight: 30\nstage: Preview\nrequirements:\n  deckhouse: '>= 1.61'\n  modules:\n    db: '>= 1.0'\n",
         false,
     );
-    write(&root.join("modules/010-web/Chart.yaml"), "name: web\nversion: 0.3.1\n", false);
+    write(
+        &root.join("modules/010-web/Chart.yaml"),
+        "name: web\nversion: 0.3.1\n",
+        false,
+    );
     write(&root.join("modules/020-db/templates/a.yaml"), "", false);
     let (found, errors) = load(&config(root));
     assert!(errors.is_empty(), "{errors:?}");
@@ -294,8 +298,16 @@ fn modules_requiring_each_other_in_a_cycle_are_a_tree_error_naming_them() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let requires = |other: &str| format!("requirements:\n  modules:\n    {other}: '>= 0.0.0'\n");
-    write(&root.join("modules/001-a/module.yaml"), &requires("b"), false);
-    write(&root.join("modules/002-b/module.yaml"), &requires("a"), false);
+    write(
+        &root.join("modules/001-a/module.yaml"),
+        &requires("b"),
+        false,
+    );
+    write(
+        &root.join("modules/002-b/module.yaml"),
+        &requires("a"),
+        false,
+    );
     let (_, errors) = load(&config(root));
     let text: Vec<String> = errors.iter().map(|e| error_chain(e)).collect();
     assert_eq!(text, ["modules require each other in a cycle: a -> b -> a"]);
@@ -306,9 +318,16 @@ fn modules_requiring_each_other_in_a_cycle_are_a_tree_error_naming_them() {
 fn a_module_yaml_that_cannot_be_read_is_a_tree_error_naming_the_file() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    write(&root.join("modules/001-a/module.yaml"), "weight: heavy\n", false);
+    write(
+        &root.join("modules/001-a/module.yaml"),
+        "weight: heavy\n",
+        false,
+    );
     let (_, errors) = load(&config(root));
     let text = error_chain(&errors[0]);
     assert!(text.contains("001-a/module.yaml"), "{text}");
-    assert!(text.contains("key 'weight' must be a whole number"), "{text}");
+    assert!(
+        text.contains("key 'weight' must be a whole number"),
+        "{text}"
+    );
 }
