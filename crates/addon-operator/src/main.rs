@@ -52,6 +52,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Module(args) => match &args.command {
             ModuleCommand::Render(render) => addon_operator::cli::render::run_cli(render),
             ModuleCommand::New(new) => addon_operator::cli::scaffold::module_new_cli(new),
+            ModuleCommand::Graph(graph) => addon_operator::cli::graph::run_cli(graph),
             _ => debug::run_cli(&args.socket.debug_unix_socket, &args.route()),
         },
         Command::Raw(args) => debug::run_cli(&args.socket.debug_unix_socket, &args.path),

@@ -136,6 +136,9 @@ pub enum ModuleCommand {
     /// Write a new module directory (chart, values, schemas, a hook with its tests, optionally an
     /// enabled script) that passes `check` and `test` as written; does not need a running operator
     New(Box<crate::cli::scaffold::ModuleNewArgs>),
+    /// Print the module graph (weights, and the modules each module requires in its
+    /// module.yaml) as Graphviz DOT, from the tree alone; does not need a running operator
+    Graph(Box<crate::cli::graph::GraphArgs>),
     /// Names of the enabled modules
     List(OutputArg),
     /// Effective values of a module
@@ -315,7 +318,9 @@ impl ModuleArgs {
     /// The route this command asks for (empty for `render`, which runs locally).
     pub fn route(&self) -> String {
         match &self.command {
-            ModuleCommand::Render(_) | ModuleCommand::New(_) => String::new(),
+            ModuleCommand::Render(_) | ModuleCommand::New(_) | ModuleCommand::Graph(_) => {
+                String::new()
+            }
             ModuleCommand::List(o) => format!("/module/list.{}", o.output.extension()),
             ModuleCommand::ResourceMonitor(o) => {
                 format!("/module/resource-monitor.{}", o.output.extension())

@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod debug;
+pub mod graph;
 pub mod hook_run;
 pub mod progress;
 pub mod reload;

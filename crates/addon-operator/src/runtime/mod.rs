@@ -82,6 +82,9 @@ pub struct RuntimeSettings {
     /// adds later: global hooks and `enabled` scripts run meanwhile, and the first discovery
     /// waits for them before it plans any module run.
     pub module_hooks_later: bool,
+    /// The cluster's Kubernetes version (its `/version`), checked against the modules'
+    /// `requirements.kubernetes`; `None`: no cluster, not checked.
+    pub kubernetes_version: Option<addon_core::module_definition::Version>,
 }
 
 /// `--parallel-module-runs` by default: see docs/running.md for the measurements behind it.
@@ -108,6 +111,7 @@ impl Default for RuntimeSettings {
             parallel_module_runs: DEFAULT_PARALLEL_MODULE_RUNS,
             webhook_objects: None,
             module_hooks_later: false,
+            kubernetes_version: None,
         }
     }
 }
@@ -599,6 +603,8 @@ fn initial_state(
         lanes,
         group_pending: None,
         module_hooks_known: !settings.module_hooks_later,
+        kubernetes_version: settings.kubernetes_version.clone(),
+        not_running: BTreeMap::new(),
     }
 }
 

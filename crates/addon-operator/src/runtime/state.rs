@@ -174,6 +174,11 @@ pub struct State {
     pub group_pending: Option<std::collections::VecDeque<addon_core::lifecycle::GroupMember>>,
     /// The modules' hooks are known (see `RuntimeSettings::module_hooks_later`).
     pub module_hooks_known: bool,
+    /// The cluster's Kubernetes version (`RuntimeSettings::kubernetes_version`).
+    pub kubernetes_version: Option<addon_core::module_definition::Version>,
+    /// Enabled modules that do not run, with the reason: a requirement of their `module.yaml`
+    /// does not hold (the last discovery's finding).
+    pub not_running: BTreeMap<ModuleName, String>,
 }
 
 impl State {

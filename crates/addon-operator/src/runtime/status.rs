@@ -91,6 +91,23 @@ impl StatusSource for RuntimeHandle {
         st.enabled.iter().map(ToString::to_string).collect()
     }
 
+    fn modules_not_running(&self) -> Vec<(String, String)> {
+        let st = self.shared.lock();
+        (st.not_running.iter())
+            .map(|(module, reason)| (module.to_string(), reason.clone()))
+            .collect()
+    }
+
+    fn module_graph(&self) -> Option<String> {
+        let st = self.shared.lock();
+        let sources: Vec<&addon_core::discovery::ModuleSource> = (st.module_order.iter())
+            .filter_map(|m| st.module(m))
+            .filter(|m| !m.removed)
+            .map(|m| &m.source)
+            .collect();
+        Some(addon_core::module_definition::graph::to_dot(&sources))
+    }
+
     fn module_values(&self, module: &str) -> Option<Value> {
         let module = self.module_name(module)?;
         self.shared.lock().store.module_values(&module).ok()

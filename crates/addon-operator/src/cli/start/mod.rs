@@ -118,6 +118,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     }
     let mut settings = settings(args, &metrics);
     settings.kept_releases = kept_releases(args, client.as_ref()).await;
+    settings.kubernetes_version = kubernetes_version(client.as_ref(), &tree.found).await;
     // written only when a hook has a webhook binding (known once the module hooks are)
     let webhooks = webhook_settings(args, &cluster)?;
     if client.is_some() {
@@ -254,6 +255,7 @@ fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
         parallel_module_runs: usize::try_from(args.parallel_module_runs).unwrap_or(1),
         webhook_objects: None,
         module_hooks_later: true,
+        kubernetes_version: None,
     }
 }
 
@@ -286,6 +288,47 @@ async fn kept_releases(args: &StartArgs, client: Option<&kube::Client>) -> Vec<S
         kept.extend(own.await);
     }
     kept
+}
+
+/// How long the start waits for the API server's `/version`.
+const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The cluster's Kubernetes version for the modules' `requirements.kubernetes`: read only when
+/// a module has one; without a cluster (or when `/version` does not answer) it is not checked,
+/// and the log says so.
+async fn kubernetes_version(
+    client: Option<&kube::Client>,
+    found: &addon_core::discovery::Discovered,
+) -> Option<addon_core::module_definition::Version> {
+    let wanted = found
+        .modules
+        .iter()
+        .filter(|m| m.definition.kubernetes.is_some());
+    let wanted: Vec<&str> = wanted.map(|m| m.name.as_str()).collect();
+    if wanted.is_empty() {
+        return None;
+    }
+    let modules = wanted.join(", ");
+    let Some(client) = client else {
+        tracing::info!(%modules, "requirements.kubernetes not checked: no cluster");
+        return None;
+    };
+    let info = tokio::time::timeout(VERSION_TIMEOUT, client.apiserver_version()).await;
+    let version = match info {
+        Ok(Ok(info)) => addon_core::module_definition::Version::parse(&info.git_version),
+        Ok(Err(e)) => {
+            tracing::warn!(%modules, error = %e, "requirements.kubernetes not checked: /version failed");
+            None
+        }
+        Err(_) => {
+            tracing::warn!(%modules, "requirements.kubernetes not checked: /version did not answer");
+            None
+        }
+    };
+    if let Some(version) = &version {
+        tracing::info!(%version, %modules, "Kubernetes version for requirements.kubernetes");
+    }
+    version
 }
 
 fn leader_settings(args: &StartArgs) -> LeaderSettings {

@@ -35,6 +35,7 @@ pub const ROUTES: &[&str] = &[
     "/hook/{name}/snapshots.{json|yaml|text}?module={module}",
     "/config/list.{json|yaml|text}",
     "/tree/reload.{json|yaml|text}",
+    "/graph?format=text (PNG without format=text; needs Graphviz's dot)",
     "POST /config/set?name=log.level&value={error|warn|info|debug|trace}[&duration=10m]",
 ];
 
@@ -43,7 +44,7 @@ pub const ROUTES: &[&str] = &[
 pub struct Reply {
     pub status: u16,
     pub content_type: &'static str,
-    pub body: String,
+    pub body: Vec<u8>,
 }
 
 impl Reply {
@@ -51,11 +52,25 @@ impl Reply {
         Self {
             status: 200,
             content_type: format.content_type(),
+            body: body.into_bytes(),
+        }
+    }
+
+    /// A PNG image.
+    pub(super) fn png(body: Vec<u8>) -> Self {
+        Self {
+            status: 200,
+            content_type: "image/png",
             body,
         }
     }
 
-    fn text(status: u16, body: impl Into<String>) -> Self {
+    /// The body as text (a PNG comes out lossily).
+    pub fn body_text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub(super) fn text(status: u16, body: impl Into<String>) -> Self {
         let mut body = body.into();
         if !body.ends_with('\n') {
             body.push('\n');
@@ -63,7 +78,7 @@ impl Reply {
         Self {
             status,
             content_type: Format::Text.content_type(),
-            body,
+            body: body.into_bytes(),
         }
     }
 
@@ -286,10 +301,21 @@ fn module_wide(status: &dyn StatusSource, name: &str, format: Format) -> Option<
             let mut modules = status.enabled_modules();
             modules.sort();
             if format == Format::Text {
-                let lines: String = modules.iter().map(|m| format!("{m}\n")).collect();
+                let mut lines: String = modules.iter().map(|m| format!("{m}\n")).collect();
+                for (module, reason) in status.modules_not_running() {
+                    lines.push_str(&format!("{module} (not running: {reason})\n"));
+                }
                 return Some(Reply::ok(format, lines));
             }
-            let doc = json!({ "enabledModules": modules });
+            let not_running = status.modules_not_running();
+            if not_running.is_empty() {
+                let doc = json!({ "enabledModules": modules });
+                return Some(Reply::ok(format, format.render(&doc)));
+            }
+            let reasons: serde_json::Map<String, Value> = (not_running.into_iter())
+                .map(|(module, reason)| (module, Value::String(reason)))
+                .collect();
+            let doc = json!({ "enabledModules": modules, "notRunning": reasons });
             Some(Reply::ok(format, format.render(&doc)))
         }
         "resource-monitor" => Some(optional(
@@ -371,6 +397,8 @@ async fn serve_route(
 ) -> Response {
     let reply = if method == Method::POST {
         handle_post(uri.path(), &query)
+    } else if uri.path().trim_end_matches('/') == "/graph" {
+        super::graph::reply(status.as_ref(), &query).await
     } else {
         handle(status.as_ref(), uri.path(), &query)
     };

@@ -4,6 +4,7 @@
 mod args;
 pub mod debug;
 mod format;
+mod graph;
 mod server;
 mod snapshots;
 mod startup;

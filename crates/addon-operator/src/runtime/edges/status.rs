@@ -153,6 +153,18 @@ pub trait StatusSource: Send + Sync {
     fn tree_reload(&self) -> Option<Value> {
         None
     }
+
+    /// Enabled modules that do not run, each with the reason (a `module.yaml` requirement that
+    /// does not hold), as the last discovery found them.
+    fn modules_not_running(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// The module graph (order and requirements) as Graphviz DOT; `None` when the source
+    /// cannot tell.
+    fn module_graph(&self) -> Option<String> {
+        None
+    }
 }
 
 #[cfg(test)]

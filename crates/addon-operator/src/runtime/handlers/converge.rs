@@ -1,8 +1,10 @@
 //! 'Reload all modules': beforeAll hooks, module discovery (enabled scripts, run / delete / purge
 //! lists), afterAll hooks, and the check that afterAll did not change global values.
 
+use addon_core::discovery::ModuleSource;
 use addon_core::enablement::{self, Candidate, EnablementPass, Step};
 use addon_core::lifecycle::{self, ConvergeFacts, Discovered};
+use addon_core::module_definition::graph;
 use addon_core::names::ModuleName;
 
 use crate::runtime::Shared;
@@ -43,7 +45,8 @@ pub async fn discover(shared: &Shared) -> Outcome {
     if !shared.module_hooks_known(&shared.stopping).await {
         return Outcome::done();
     }
-    let st = shared.lock();
+    let mut st = shared.lock();
+    let enabled = apply_requirements(&mut st, enabled);
     record_modules_info(shared, &st, &enabled);
     let started: Vec<ModuleName> = (st.modules.iter())
         .filter(|(_, m)| m.startup_done)
@@ -53,10 +56,17 @@ pub async fn discover(shared: &Shared) -> Outcome {
     let orders: Vec<u32> = (st.module_order.iter())
         .map(|m| st.module(m).map_or(0, |s| s.source.order))
         .collect();
+    let requires: Vec<Vec<ModuleName>> = (st.module_order.iter())
+        .map(|m| {
+            st.module(m)
+                .map_or_else(Vec::new, |s| required_modules(&s.source))
+        })
+        .collect();
     let found = Discovered {
         module_order: &st.module_order,
         orders: &orders,
         enabled: &enabled,
+        requires: &requires,
         releases: &releases,
         kept_releases: &st.kept_releases,
     };
@@ -71,6 +81,33 @@ pub async fn discover(shared: &Shared) -> Outcome {
     decisions::outcome(shared, st, decision)
 }
 
+/// The enabled modules whose `module.yaml` requirements hold, in the order they run (a module
+/// after the modules it requires); each one that does not run is logged with its reason and
+/// kept in the state for the debug API.
+fn apply_requirements(st: &mut State, enabled: Vec<ModuleName>) -> Vec<ModuleName> {
+    let sources: Vec<&ModuleSource> = (st.module_order.iter())
+        .filter_map(|m| st.module(m))
+        .map(|m| &m.source)
+        .collect();
+    let (running, unmet) =
+        graph::check_requirements(&sources, &enabled, st.kubernetes_version.as_ref());
+    for reason in &unmet {
+        tracing::warn!(module = %reason.module(), "{reason}: the module does not run");
+    }
+    let order = graph::run_order(&sources);
+    st.not_running = (unmet.iter())
+        .map(|u| (u.module().clone(), u.to_string()))
+        .collect();
+    order.into_iter().filter(|m| running.contains(m)).collect()
+}
+
+/// The modules `source` requires.
+fn required_modules(source: &ModuleSource) -> Vec<ModuleName> {
+    (source.definition.requires.iter())
+        .map(|r| r.module.clone())
+        .collect()
+}
+
 fn record_modules_info(shared: &Shared, st: &State, enabled: &[ModuleName]) {
     let info: Vec<ModuleInfo> = st
         .module_order
@@ -78,7 +115,9 @@ fn record_modules_info(shared: &Shared, st: &State, enabled: &[ModuleName]) {
         .map(|m| ModuleInfo {
             module: m.to_string(),
             enabled: enabled.contains(m),
-            critical: false,
+            critical: (st.module(m))
+                .and_then(|s| s.source.definition.critical)
+                .unwrap_or(false),
         })
         .collect();
     shared.metrics.modules_info(&info);
