@@ -151,6 +151,16 @@ impl StatusSource for StartupStatus {
         self.source()?.hooks()
     }
 
+    fn modules_not_running(&self) -> Vec<(String, String)> {
+        self.source()
+            .map(|s| s.modules_not_running())
+            .unwrap_or_default()
+    }
+
+    fn module_graph(&self) -> Option<String> {
+        self.source()?.module_graph()
+    }
+
     fn tree_reload(&self) -> Option<Value> {
         self.reload
             .read()
