@@ -140,7 +140,8 @@ fn module_changes(
     let enablement = was.values_yaml != now.values_yaml
         || was.enabled_script != now.enabled_script
         || was.order != now.order
-        || was.modules_dir != now.modules_dir;
+        || was.modules_dir != now.modules_dir
+        || was.definition != now.definition;
     let files = was.openapi != now.openapi
         || was.has_chart != now.has_chart
         || was.path != now.path

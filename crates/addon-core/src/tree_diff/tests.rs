@@ -153,6 +153,20 @@ fn each_edit_of_a_tree_is_named_by_module_and_hook_and_decides_converge_or_runs(
             runs: &[],
         },
         Case {
+            what: "a module.yaml's requirements changed",
+            edit: |f| {
+                let text = "requirements:\n  modules:\n    beta: '>= 1'\n";
+                f.module("alpha").definition = crate::module_definition::parse(text).unwrap();
+            },
+            added: &[],
+            removed: &[],
+            changed: vec![("alpha", true, false, NONE)],
+            global_hooks: NONE,
+            global_values: false,
+            converges: true,
+            runs: &[],
+        },
+        Case {
             what: "a template edited",
             edit: |f| {
                 let path = PathBuf::from("/modules/001-alpha");

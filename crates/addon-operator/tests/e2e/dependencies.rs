@@ -231,3 +231,35 @@ fn a_cycle_of_requirements_refuses_the_tree_in_check_start_and_graph() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains(cycle), "{text}");
 }
+
+#[test]
+fn check_shows_requirements_and_why_an_enabled_module_does_not_run() {
+    let root = dependency_tree();
+    let out = run(&[
+        "check",
+        "--working-dir",
+        root.path().to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let modules = report["modules"].as_array().unwrap();
+    let ui = modules.iter().find(|m| m["name"] == "ui").unwrap();
+    assert_eq!(ui["enabled"], false, "{report:#}");
+    assert_eq!(ui["requires"], serde_json::json!(["search >= 1.2"]));
+    let reason = ui["notRunning"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("module 'ui' requires module 'search' (>= 1.2)"),
+        "{report:#}"
+    );
+    let names: Vec<&str> = modules
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["app", "db", "ui", "web", "search"],
+        "module order stays by weight"
+    );
+}

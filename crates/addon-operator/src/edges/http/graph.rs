@@ -27,7 +27,12 @@ pub async fn reply(status: &dyn StatusSource, query: &HashMap<String, String>) -
     if query.get("format").map(String::as_str) == Some("text") {
         return Reply::text(200, dot);
     }
-    match render_png(&dot).await {
+    png_reply(render_png(&dot).await)
+}
+
+/// The answer for a drawing of the graph.
+fn png_reply(drawn: Result<Vec<u8>, PngError>) -> Reply {
+    match drawn {
         Ok(png) => Reply::png(png),
         Err(PngError::NoDot) => Reply::text(
             501,
@@ -88,5 +93,23 @@ async fn render_png(source: &str) -> Result<Vec<u8>, PngError> {
         Ok(Err(e)) => Err(PngError::Failed(e.to_string())),
         Ok(Ok(exit)) if exit.success() => Ok(png),
         Ok(Ok(exit)) => Err(PngError::Failed(format!("{exit}: {}", errors.trim()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_dot_the_answer_is_501_pointing_to_format_text() {
+        let reply = png_reply(Err(PngError::NoDot));
+        assert_eq!(reply.status, 501);
+        assert!(
+            reply.body_text().contains("GET /graph?format=text"),
+            "{}",
+            reply.body_text()
+        );
+        let reply = png_reply(Ok(b"\x89PNG".to_vec()));
+        assert_eq!((reply.status, reply.content_type), (200, "image/png"));
     }
 }
