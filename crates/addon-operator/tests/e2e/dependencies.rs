@@ -59,13 +59,14 @@ struct Operator {
 
 impl Operator {
     /// Starts the operator on `root` with `extra_path` first on PATH (for a fake `dot`).
-    fn start(root: tempfile::TempDir, extra_path: &Path) -> Self {
+    fn start(root: tempfile::TempDir, extra_path: &Path, args: &[&str]) -> Self {
         let r = root.path();
         let mut cmd = start_command(r.join("tmp"), r.join("debug.socket"));
         cmd.arg("--working-dir")
             .arg(r)
             .arg("--config-file")
             .arg(r.join("config.yaml"))
+            .args(args)
             .env(
                 "PATH",
                 format!("{}:{}", extra_path.display(), path_with_tools()),
@@ -126,7 +127,7 @@ fn a_module_runs_after_the_module_it_requires_and_one_whose_requirement_is_disab
         "#!/bin/sh\n[ \"$1\" = \"-Tpng\" ] || exit 2\nsize=$(wc -c)\nprintf '\\211PNG\\r\\n\\032\\n%s' \"$size\"\n",
         true,
     );
-    let op = Operator::start(dependency_tree(), fake_bin.path());
+    let op = Operator::start(dependency_tree(), fake_bin.path(), &[]);
     op.wait_until("the first converge", || {
         op.read("operator.log").contains(" ready modules=")
     });
@@ -261,5 +262,65 @@ fn check_shows_requirements_and_why_an_enabled_module_does_not_run() {
         names,
         ["app", "db", "ui", "web", "search"],
         "module order stays by weight"
+    );
+}
+
+/// `requirements.kubernetes` against the embedded cluster's `/version` (v1.35.0); without a
+/// cluster the same tree runs both modules and says the requirement was not checked.
+#[test]
+fn a_kubernetes_requirement_is_checked_against_the_cluster_and_skipped_without_one() {
+    let tree = || {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        write(
+            &r.join("modules/values.yaml"),
+            "futureEnabled: true
+todayEnabled: true
+",
+            false,
+        );
+        module_with_hook(r, "010-future", "future");
+        module_with_hook(r, "020-today", "today");
+        let kube = |at: &str| format!("requirements:\n  kubernetes: '{at}'\n");
+        write(
+            &r.join("modules/010-future/module.yaml"),
+            &kube(">= 1.99"),
+            false,
+        );
+        write(
+            &r.join("modules/020-today/module.yaml"),
+            &kube(">= 1.20"),
+            false,
+        );
+        write(&r.join("config.yaml"), "", false);
+        root
+    };
+    let no_extra = tempfile::tempdir().unwrap();
+    let op = Operator::start(tree(), no_extra.path(), &["--embedded-cluster"]);
+    op.wait_until("the first converge", || {
+        op.read("operator.log").contains(" ready modules=")
+    });
+    assert_eq!(
+        op.read("hooks.log"),
+        "today ran\n",
+        "{}",
+        op.read("operator.log")
+    );
+    let log = op.read("operator.log");
+    assert!(
+        log.contains("module 'future' requires Kubernetes >= 1.99, but the cluster runs 1.35.0"),
+        "{log}"
+    );
+    drop(op);
+
+    let op = Operator::start(tree(), no_extra.path(), &[]);
+    op.wait_until("the first converge", || {
+        op.read("operator.log").contains(" ready modules=")
+    });
+    assert_eq!(op.read("hooks.log"), "future ran\ntoday ran\n");
+    let log = op.read("operator.log");
+    assert!(
+        log.contains("requirements.kubernetes not checked: no cluster"),
+        "{log}"
     );
 }
