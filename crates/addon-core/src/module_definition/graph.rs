@@ -54,10 +54,10 @@ pub fn find_cycle<M: AsRef<ModuleSource>>(modules: &[M]) -> Option<Cycle> {
                 ring.push(required.module.clone());
                 return Some(Cycle { path: ring });
             }
-            if !done.contains(&required.module) {
-                if let Some(next_module) = by_name.get(&required.module) {
-                    path.push((next_module, 0));
-                }
+            if let Some(next_module) = by_name.get(&required.module)
+                && !done.contains(&required.module)
+            {
+                path.push((next_module, 0));
             }
         }
     }
@@ -185,14 +185,14 @@ fn first_unmet(
     kubernetes: Option<&Version>,
 ) -> Option<Unmet> {
     let def = &module.definition;
-    if let (Some(constraint), Some(version)) = (&def.kubernetes, kubernetes) {
-        if !constraint.matches(version) {
-            return Some(Unmet::Kubernetes {
-                module: module.name.clone(),
-                constraint: constraint.to_string(),
-                version: version.clone(),
-            });
-        }
+    if let (Some(constraint), Some(version)) = (&def.kubernetes, kubernetes)
+        && !constraint.matches(version)
+    {
+        return Some(Unmet::Kubernetes {
+            module: module.name.clone(),
+            constraint: constraint.to_string(),
+            version: version.clone(),
+        });
     }
     def.requires.iter().find_map(|r| {
         let enabled = running.contains(&r.module);
