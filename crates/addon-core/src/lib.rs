@@ -13,6 +13,7 @@ pub mod jq;
 pub mod labels;
 pub mod lifecycle;
 pub mod module_definition;
+pub mod module_graph;
 pub mod monitor;
 pub mod names;
 pub mod queue;

@@ -3,7 +3,6 @@
 //! version). Keys this operator does not act on are accepted and listed in a note.
 
 pub mod constraint;
-pub mod graph;
 
 use serde_json::{Map, Value};
 

@@ -26,7 +26,7 @@ pub fn graph(args: &GraphArgs) -> Result<String, Vec<String>> {
     if !errors.is_empty() {
         return Err(errors.iter().map(|e| error_chain(e)).collect());
     }
-    Ok(addon_core::module_definition::graph::to_dot(&found.modules))
+    Ok(addon_core::module_graph::to_dot(&found.modules))
 }
 
 /// Prints the graph; exit 1 with the problems when the tree is invalid.

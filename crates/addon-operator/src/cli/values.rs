@@ -7,7 +7,7 @@ use std::path::Path;
 use addon_core::config::Config;
 use addon_core::discovery::Discovered;
 use addon_core::enablement::{self, EnablementPass, Step};
-use addon_core::module_definition::graph::{Unmet, check_requirements};
+use addon_core::module_graph::{Unmet, check_requirements};
 use addon_core::names::ModuleName;
 use addon_core::setup::build_store;
 use addon_core::values::store::ValuesStore;

@@ -105,7 +105,7 @@ impl StatusSource for RuntimeHandle {
             .filter(|m| !m.removed)
             .map(|m| &m.source)
             .collect();
-        Some(addon_core::module_definition::graph::to_dot(&sources))
+        Some(addon_core::module_graph::to_dot(&sources))
     }
 
     fn module_values(&self, module: &str) -> Option<Value> {

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::format::Format;
+pub use super::reply::Reply;
 use crate::runtime::edges::status::StatusSource;
 
 /// Routes of the debug API, as `/discovery` lists them.
@@ -38,54 +39,6 @@ pub const ROUTES: &[&str] = &[
     "/graph?format=text (PNG without format=text; needs Graphviz's dot)",
     "POST /config/set?name=log.level&value={error|warn|info|debug|trace}[&duration=10m]",
 ];
-
-/// An answer of the debug API.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    pub status: u16,
-    pub content_type: &'static str,
-    pub body: Vec<u8>,
-}
-
-impl Reply {
-    fn ok(format: Format, body: String) -> Self {
-        Self {
-            status: 200,
-            content_type: format.content_type(),
-            body: body.into_bytes(),
-        }
-    }
-
-    /// A PNG image.
-    pub(super) fn png(body: Vec<u8>) -> Self {
-        Self {
-            status: 200,
-            content_type: "image/png",
-            body,
-        }
-    }
-
-    /// The body as text (a PNG comes out lossily).
-    pub fn body_text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    pub(super) fn text(status: u16, body: impl Into<String>) -> Self {
-        let mut body = body.into();
-        if !body.ends_with('\n') {
-            body.push('\n');
-        }
-        Self {
-            status,
-            content_type: Format::Text.content_type(),
-            body: body.into_bytes(),
-        }
-    }
-
-    fn not_found(what: impl std::fmt::Display) -> Self {
-        Self::text(404, format!("Error: {what}"))
-    }
-}
 
 /// Answers `GET path?query`.
 pub fn handle(status: &dyn StatusSource, path: &str, query: &HashMap<String, String>) -> Reply {

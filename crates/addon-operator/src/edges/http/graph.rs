@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::debug::Reply;
+use super::reply::Reply;
 use crate::runtime::edges::status::StatusSource;
 
 /// How long `dot` may take to draw the graph.

@@ -5,6 +5,7 @@ mod args;
 pub mod debug;
 mod format;
 mod graph;
+mod reply;
 mod server;
 mod snapshots;
 mod startup;

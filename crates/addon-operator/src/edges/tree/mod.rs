@@ -83,7 +83,7 @@ pub enum LoadError {
         source: addon_core::module_definition::DefinitionError,
     },
     #[error(transparent)]
-    ModuleCycle(#[from] addon_core::module_definition::graph::Cycle),
+    ModuleCycle(#[from] addon_core::module_graph::Cycle),
 }
 
 impl LoadError {
@@ -156,7 +156,7 @@ pub fn load(config: &LoaderConfig) -> (Discovered, Vec<LoadError>) {
         }
     }
     let (modules, collisions) = arrange_modules(found, &mut warnings);
-    errors.extend(addon_core::module_definition::graph::find_cycle(&modules).map(LoadError::from));
+    errors.extend(addon_core::module_graph::find_cycle(&modules).map(LoadError::from));
     errors.extend(
         collisions
             .into_iter()

@@ -4,7 +4,7 @@
 use addon_core::discovery::ModuleSource;
 use addon_core::enablement::{self, Candidate, EnablementPass, Step};
 use addon_core::lifecycle::{self, ConvergeFacts, Discovered};
-use addon_core::module_definition::graph;
+use addon_core::module_graph as graph;
 use addon_core::names::ModuleName;
 
 use crate::runtime::Shared;

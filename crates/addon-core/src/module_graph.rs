@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use crate::discovery::ModuleSource;
 use crate::names::ModuleName;
 
-use super::{ModuleRequirement, Version};
+use crate::module_definition::{ModuleRequirement, Version};
 
 /// Modules that require each other in a ring, in the order of the ring, the first one again
 /// at the end (`a → b → a`).
