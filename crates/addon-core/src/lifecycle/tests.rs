@@ -1096,3 +1096,33 @@ fn a_module_never_runs_side_by_side_with_a_module_it_requires_step_5() {
         ]
     );
 }
+
+#[test]
+fn discovery_passes_each_modules_requirements_to_the_groups_step_5() {
+    let order = mods(&["a", "b", "c"]);
+    let requires = vec![vec![], vec![], vec![m("a")]];
+    let found = Discovered {
+        module_order: &order,
+        orders: &[1, 1, 1],
+        enabled: &order,
+        requires: &requires,
+        releases: &[],
+        kept_releases: &[],
+    };
+    let facts = ConvergeFacts {
+        previously_enabled: &order,
+        started: &order,
+        startup_purge_done: true,
+        global_checksum: "sum",
+        parallel_module_runs: 4,
+    };
+    let decision = discovered(found, facts, &[]);
+    let tasks: Vec<String> = decision.head.iter().map(Task::description).collect();
+    assert_eq!(
+        tasks[..2],
+        [
+            "ParallelModuleRun:order 1:a,b:converge",
+            "ModuleRun:c:converge"
+        ]
+    );
+}
