@@ -1,6 +1,7 @@
 //! OpenAPI schemas of a scope (global or a module): `openapi/config-values.yaml` and
 //! `openapi/values.yaml` loaded into Draft 4 validators, with defaults and Helm-only requirements.
 
+pub mod cel_rules;
 pub mod defaults;
 pub mod issue;
 pub mod re2;
