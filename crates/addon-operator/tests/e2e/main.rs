@@ -4,6 +4,7 @@
 
 mod batch;
 mod chart_state;
+mod cel_rules;
 mod check;
 mod cluster;
 mod cluster_flags;
