@@ -295,6 +295,13 @@ mod tests {
     }
 
     #[test]
+    fn time_functions_are_not_available_and_fail_the_rule() {
+        let got = rule("timestamp('2020-01-01T00:00:00Z') == timestamp('2020-01-01T00:00:00Z')")
+            .evaluate(&json!(1), None);
+        assert!(matches!(&got, Verdict::Error(m) if m.contains("timestamp")), "{got:?}");
+    }
+
+    #[test]
     fn a_rule_that_is_not_boolean_is_an_error() {
         let got = rule("self.a").evaluate(&json!({"a": "x"}), None);
         assert!(matches!(&got, Verdict::Error(m) if m.contains("boolean")), "{got:?}");
