@@ -19,7 +19,8 @@ pub const MAX_NESTING: usize = 32;
 /// of nesting in a debug build, so [`MAX_NESTING`] levels fit with room to spare.
 pub const PARSE_STACK_BYTES: usize = 32 << 20;
 /// The highest estimated cost of one evaluation: AST nodes times the longest list or map to the
-/// power of the comprehension nesting.
+/// power of the comprehension nesting plus one (one more because a single step may itself be
+/// linear: `x in list`, list concatenation, list equality).
 pub const MAX_COST: u128 = 10_000_000;
 
 const SELF: &str = "self";
@@ -120,7 +121,7 @@ impl Rule {
             .max(self.longest_literal);
         let base = (longest as u128).max(2);
         let cost = base
-            .checked_pow(self.loop_depth)
+            .checked_pow(self.loop_depth + 1)
             .and_then(|p| p.checked_mul(self.nodes))
             .unwrap_or(u128::MAX);
         if cost > MAX_COST {
@@ -338,5 +339,15 @@ mod tests {
         let got = r.evaluate(&json!(long), None);
         assert!(matches!(&got, Verdict::Error(m) if m.contains("too costly")), "{got:?}");
         assert_eq!(r.evaluate(&json!([1, 2]), None), Verdict::Pass);
+    }
+
+    #[test]
+    fn a_linear_step_inside_one_comprehension_counts_as_a_second_level() {
+        let r = rule("self.all(x, x in oldSelf)");
+        let long: Vec<i32> = (0..2000).collect();
+        let got = r.evaluate(&json!(long), Some(&json!(long)));
+        assert!(matches!(&got, Verdict::Error(m) if m.contains("too costly")), "{got:?}");
+        let short: Vec<i32> = (0..200).collect();
+        assert_eq!(r.evaluate(&json!(short), Some(&json!(short))), Verdict::Pass);
     }
 }
