@@ -33,7 +33,14 @@ const FILE: &str = "modules/010-module-name/openapi/config-values.yaml";
 
 fn load(schema: &str) -> Result<ScopeSchemas, SchemaError> {
     let scope = Scope::Module(ModuleName::new("module-name").unwrap());
-    ScopeSchemas::load(&scope, Some(SchemaFile { file: FILE, text: schema }), None)
+    ScopeSchemas::load(
+        &scope,
+        Some(SchemaFile {
+            file: FILE,
+            text: schema,
+        }),
+        None,
+    )
 }
 
 /// The section of `moduleName` when the YAML has one (validator_test's inputs), else all of it.
@@ -69,7 +76,9 @@ fn run(case: &Case) -> Result<(), String> {
             let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
             want.sort();
             let got = messages(&e);
-            (got == want).then_some(()).ok_or(format!("messages {got:?}, want {want:?}"))
+            (got == want)
+                .then_some(())
+                .ok_or(format!("messages {got:?}, want {want:?}"))
         }
         (Expect::Contains(parts), Err(e)) => {
             let text = e.to_string();
@@ -449,7 +458,11 @@ properties:
 #[test]
 fn upstream_cel_cases_give_upstream_verdicts_and_messages() {
     let cases: Vec<&Case> = CEL_TEST_GO.iter().chain(VALIDATOR_TEST_GO).collect();
-    assert_eq!(cases.len(), 24, "14 from cel_test.go, 10 from validator_test.go");
+    assert_eq!(
+        cases.len(),
+        24,
+        "14 from cel_test.go, 10 from validator_test.go"
+    );
     let failed: Vec<String> = cases
         .iter()
         .filter_map(|c| run(c).err().map(|e| format!("{}: {e}", c.name)))
@@ -470,7 +483,10 @@ fn a_failed_rule_names_the_module_the_file_and_the_value_path() {
         .to_string();
     assert!(err.contains("module 'module-name'"), "{err}");
     assert!(err.contains(FILE), "{err}");
-    assert!(err.contains("/moduleName/registry: registry.mode is immutable"), "{err}");
+    assert!(
+        err.contains("/moduleName/registry: registry.mode is immutable"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -478,7 +494,10 @@ fn a_rule_that_does_not_compile_is_a_schema_error_naming_the_file_and_node() {
     let schema = "type: object\nproperties:\n  a:\n    type: string\n    x-deckhouse-validations:\n      - {expression: 'self ==', message: m}\n";
     let err = load(schema).unwrap_err().to_string();
     assert!(err.contains(FILE), "{err}");
-    assert!(err.contains("/properties/a/x-deckhouse-validations/0"), "{err}");
+    assert!(
+        err.contains("/properties/a/x-deckhouse-validations/0"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -487,12 +506,22 @@ fn values_patches_compare_with_the_values_before_them() {
     let scope = Scope::Module(ModuleName::new("module-name").unwrap());
     let schemas = ScopeSchemas::load(
         &scope,
-        Some(SchemaFile { file: FILE, text: DOMAIN_RULE }),
-        Some(SchemaFile { file: "values.yaml", text: values }),
+        Some(SchemaFile {
+            file: FILE,
+            text: DOMAIN_RULE,
+        }),
+        Some(SchemaFile {
+            file: "values.yaml",
+            text: values,
+        }),
     )
     .unwrap();
     let new = json!({"clusterDomain": "a.local"});
     schemas.validate_values_transition(&new, None).unwrap();
     let old = json!({"clusterDomain": "b.local"});
-    assert!(schemas.validate_values_transition(&new, Some(&old)).is_err());
+    assert!(
+        schemas
+            .validate_values_transition(&new, Some(&old))
+            .is_err()
+    );
 }

@@ -80,11 +80,17 @@ fn values_patch(store: &mut ValuesStore, text: &str) -> Result<(), ValuesError> 
 #[test]
 fn a_config_edit_failing_a_rule_is_refused_with_module_path_and_message() {
     let s = store();
-    let err = s.check_config(&config(json!({"replicas": 0})), &[m()]).unwrap_err();
+    let err = s
+        .check_config(&config(json!({"replicas": 0})), &[m()])
+        .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("module 'echo'"), "{text}");
-    assert!(text.contains("/echo: replicas must be at least 1"), "{text}");
-    s.check_config(&config(json!({"replicas": 2})), &[m()]).unwrap();
+    assert!(
+        text.contains("/echo: replicas must be at least 1"),
+        "{text}"
+    );
+    s.check_config(&config(json!({"replicas": 2})), &[m()])
+        .unwrap();
 }
 
 #[test]
@@ -121,14 +127,21 @@ fn a_config_patch_changing_an_immutable_field_leaves_the_config_as_it_was() {
 fn a_values_patch_compares_with_the_values_before_it() {
     let mut s = store();
     s.set_config(config(json!({"replicas": 1})));
-    values_patch(&mut s, r#"[{"op":"add","path":"/echo/internal","value":{"token":"a"}}]"#)
-        .unwrap();
+    values_patch(
+        &mut s,
+        r#"[{"op":"add","path":"/echo/internal","value":{"token":"a"}}]"#,
+    )
+    .unwrap();
     let before = s.module_values(&m()).unwrap();
     let err = values_patch(
         &mut s,
         r#"[{"op":"replace","path":"/echo/internal/token","value":"b"}]"#,
     )
     .unwrap_err();
-    assert!(err.to_string().contains("/echo/internal/token: the token is set once"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("/echo/internal/token: the token is set once"),
+        "{err}"
+    );
     assert_eq!(s.module_values(&m()).unwrap(), before);
 }

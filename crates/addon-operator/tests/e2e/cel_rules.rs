@@ -41,7 +41,11 @@ fn cel_rules_refuse_a_broken_edit_and_a_changed_immutable_field() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let module = root.join("modules/010-echo");
-    write(&module.join("openapi/config-values.yaml"), CONFIG_SCHEMA, false);
+    write(
+        &module.join("openapi/config-values.yaml"),
+        CONFIG_SCHEMA,
+        false,
+    );
     write(&module.join("hooks/record"), RECORDING_HOOK, true);
     let config_file = root.join("config.yaml");
     write(&config_file, &config("  replicas: 1\n"), false);
@@ -84,6 +88,12 @@ fn cel_rules_refuse_a_broken_edit_and_a_changed_immutable_field() {
         runs_text().contains(r#"{"replicas":2,"mode":"Direct"}"#)
     });
     let seen = runs_text();
-    assert!(!seen.contains("Proxy"), "a refused value reached a hook:\n{seen}");
-    assert!(!seen.contains(r#""replicas":0"#), "a refused value reached a hook:\n{seen}");
+    assert!(
+        !seen.contains("Proxy"),
+        "a refused value reached a hook:\n{seen}"
+    );
+    assert!(
+        !seen.contains(r#""replicas":0"#),
+        "a refused value reached a hook:\n{seen}"
+    );
 }

@@ -217,8 +217,10 @@ fn a_cel_rule_that_does_not_compile_and_config_failing_a_rule_are_errors() {
         .map(|e| e.as_str().unwrap())
         .collect();
     assert!(
-        errors.iter().any(|e| e.contains("010-web/openapi/config-values.yaml")
-            && e.contains("/properties/port/x-deckhouse-validations/0")),
+        errors
+            .iter()
+            .any(|e| e.contains("010-web/openapi/config-values.yaml")
+                && e.contains("/properties/port/x-deckhouse-validations/0")),
         "{errors:?}"
     );
     assert!(

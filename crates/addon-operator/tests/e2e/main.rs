@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod batch;
-mod chart_state;
 mod cel_rules;
+mod chart_state;
 mod check;
 mod cluster;
 mod cluster_flags;

@@ -105,7 +105,10 @@ fn compile_list(list: &Value, at: &str, count: &mut usize) -> Result<Vec<Rule>, 
         let node = format!("{at}/{i}");
         *count += 1;
         if *count > MAX_RULES {
-            return Err(fail(node, &format!("more than {MAX_RULES} rules in the schema")));
+            return Err(fail(
+                node,
+                &format!("more than {MAX_RULES} rules in the schema"),
+            ));
         }
         let text = |key: &str| {
             entry
@@ -124,7 +127,13 @@ fn compile_list(list: &Value, at: &str, count: &mut usize) -> Result<Vec<Rule>, 
     Ok(rules)
 }
 
-fn check_node(node: &Node, value: &Value, old: Option<&Value>, path: &str, out: &mut Vec<CelIssue>) {
+fn check_node(
+    node: &Node,
+    value: &Value,
+    old: Option<&Value>,
+    path: &str,
+    out: &mut Vec<CelIssue>,
+) {
     if let Value::Object(map) = value {
         let old_map = old.and_then(Value::as_object);
         for (name, child) in &node.properties {
@@ -161,7 +170,13 @@ mod tests {
             "x-deckhouse-validations": [{"expression": "self > 1", "message": "b too small"}]}}}}});
         let rules = CelRules::compile(&schema).unwrap();
         let got = rules.check(&json!({"a": {"b": 1}}), None);
-        assert_eq!(got, [CelIssue { path: "/a/b".into(), message: "b too small".into() }]);
+        assert_eq!(
+            got,
+            [CelIssue {
+                path: "/a/b".into(),
+                message: "b too small".into()
+            }]
+        );
         assert!(rules.check(&json!({"a": {}}), None).is_empty());
     }
 
@@ -172,7 +187,10 @@ mod tests {
         let err = CelRules::compile(&schema).unwrap_err();
         assert_eq!(err.node, "/properties/a/x-deckhouse-validations/0");
         let schema = json!({"x-deckhouse-validations": [{"expression": "self"}]});
-        assert_eq!(CelRules::compile(&schema).unwrap_err().message, "missing message");
+        assert_eq!(
+            CelRules::compile(&schema).unwrap_err().message,
+            "missing message"
+        );
     }
 
     #[test]

@@ -272,20 +272,32 @@ mod tests {
 
     #[test]
     fn a_false_rule_gives_its_message_and_a_true_one_passes() {
-        assert_eq!(rule("self.a == 1").evaluate(&json!({"a": 2}), None), Verdict::Fail("msg".into()));
-        assert_eq!(rule("self.a == 1").evaluate(&json!({"a": 1}), None), Verdict::Pass);
+        assert_eq!(
+            rule("self.a == 1").evaluate(&json!({"a": 2}), None),
+            Verdict::Fail("msg".into())
+        );
+        assert_eq!(
+            rule("self.a == 1").evaluate(&json!({"a": 1}), None),
+            Verdict::Pass
+        );
     }
 
     #[test]
     fn a_missing_key_skips_the_rule() {
-        assert_eq!(rule("self.b == 1").evaluate(&json!({"a": 1}), None), Verdict::Skipped);
+        assert_eq!(
+            rule("self.b == 1").evaluate(&json!({"a": 1}), None),
+            Verdict::Skipped
+        );
     }
 
     #[test]
     fn a_transition_rule_without_an_old_value_is_skipped() {
         let r = rule("self == oldSelf");
         assert_eq!(r.evaluate(&json!(1), None), Verdict::Skipped);
-        assert_eq!(r.evaluate(&json!(1), Some(&json!(2))), Verdict::Fail("msg".into()));
+        assert_eq!(
+            r.evaluate(&json!(1), Some(&json!(2))),
+            Verdict::Fail("msg".into())
+        );
     }
 
     #[test]
@@ -299,13 +311,19 @@ mod tests {
     fn time_functions_are_not_available_and_fail_the_rule() {
         let got = rule("timestamp('2020-01-01T00:00:00Z') == timestamp('2020-01-01T00:00:00Z')")
             .evaluate(&json!(1), None);
-        assert!(matches!(&got, Verdict::Error(m) if m.contains("timestamp")), "{got:?}");
+        assert!(
+            matches!(&got, Verdict::Error(m) if m.contains("timestamp")),
+            "{got:?}"
+        );
     }
 
     #[test]
     fn a_rule_that_is_not_boolean_is_an_error() {
         let got = rule("self.a").evaluate(&json!({"a": "x"}), None);
-        assert!(matches!(&got, Verdict::Error(m) if m.contains("boolean")), "{got:?}");
+        assert!(
+            matches!(&got, Verdict::Error(m) if m.contains("boolean")),
+            "{got:?}"
+        );
     }
 
     #[test]
@@ -327,8 +345,17 @@ mod tests {
         let at_limit = format!("{}self{}", "(".repeat(MAX_NESTING), ")".repeat(MAX_NESTING));
         let r = Rule::compile(&at_limit, "m").unwrap();
         assert!(matches!(r.evaluate(&json!(1), None), Verdict::Error(_)));
-        let deep_true = format!("{}true{}", "[".repeat(MAX_NESTING / 2), "][0]".repeat(MAX_NESTING / 2));
-        assert_eq!(Rule::compile(&deep_true, "m").unwrap().evaluate(&json!(1), None), Verdict::Pass);
+        let deep_true = format!(
+            "{}true{}",
+            "[".repeat(MAX_NESTING / 2),
+            "][0]".repeat(MAX_NESTING / 2)
+        );
+        assert_eq!(
+            Rule::compile(&deep_true, "m")
+                .unwrap()
+                .evaluate(&json!(1), None),
+            Verdict::Pass
+        );
         assert!(Rule::compile("'((((((((((((((((((((((((((((((((((' != self", "m").is_ok());
     }
 
@@ -337,7 +364,10 @@ mod tests {
         let r = rule("self.all(a, self.all(b, self.all(c, self.all(d, a + b + c + d >= 0.0))))");
         let long: Vec<i32> = (0..200).collect();
         let got = r.evaluate(&json!(long), None);
-        assert!(matches!(&got, Verdict::Error(m) if m.contains("too costly")), "{got:?}");
+        assert!(
+            matches!(&got, Verdict::Error(m) if m.contains("too costly")),
+            "{got:?}"
+        );
         assert_eq!(r.evaluate(&json!([1, 2]), None), Verdict::Pass);
     }
 
@@ -346,8 +376,14 @@ mod tests {
         let r = rule("self.all(x, x in oldSelf)");
         let long: Vec<i32> = (0..2000).collect();
         let got = r.evaluate(&json!(long), Some(&json!(long)));
-        assert!(matches!(&got, Verdict::Error(m) if m.contains("too costly")), "{got:?}");
+        assert!(
+            matches!(&got, Verdict::Error(m) if m.contains("too costly")),
+            "{got:?}"
+        );
         let short: Vec<i32> = (0..200).collect();
-        assert_eq!(r.evaluate(&json!(short), Some(&json!(short))), Verdict::Pass);
+        assert_eq!(
+            r.evaluate(&json!(short), Some(&json!(short))),
+            Verdict::Pass
+        );
     }
 }
