@@ -492,7 +492,7 @@ fn a_failed_rule_names_the_module_the_file_and_the_value_path() {
 #[test]
 fn a_rule_that_does_not_compile_is_a_schema_error_naming_the_file_and_node() {
     let schema = "type: object\nproperties:\n  a:\n    type: string\n    x-deckhouse-validations:\n      - {expression: 'self ==', message: m}\n";
-    let err = load(schema).unwrap_err().to_string();
+    let err = addon_core::error::error_chain(&load(schema).unwrap_err());
     assert!(err.contains(FILE), "{err}");
     assert!(
         err.contains("/properties/a/x-deckhouse-validations/0"),

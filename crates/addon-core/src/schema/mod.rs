@@ -53,7 +53,7 @@ pub enum SchemaError {
         file: String,
         message: String,
     },
-    #[error("{scope}: schema {file}: {source}")]
+    #[error("{scope}: schema {file}")]
     CelRule {
         scope: String,
         file: String,

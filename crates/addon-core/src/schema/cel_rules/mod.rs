@@ -7,7 +7,7 @@ pub mod value;
 
 use serde_json::Value;
 
-pub use rule::{Rule, Verdict};
+pub use rule::{Rule, RuleError, Verdict};
 
 /// The schema keyword that holds the rules.
 pub const KEYWORD: &str = "x-deckhouse-validations";
@@ -16,10 +16,11 @@ pub const MAX_RULES: usize = 1024;
 
 /// A rule list that cannot be used; `node` is a JSON pointer into the schema document.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{KEYWORD} at '{node}': {message}")]
+#[error("{KEYWORD} at '{node}'")]
 pub struct CelRuleError {
     pub node: String,
-    pub message: String,
+    #[source]
+    pub problem: RuleError,
 }
 
 /// A value that fails a rule (or a rule that could not be evaluated on it); `path` is a JSON
@@ -93,22 +94,16 @@ fn compile_node(
 
 /// A list of `{expression, message}`, both non-empty strings.
 fn compile_list(list: &Value, at: &str, count: &mut usize) -> Result<Vec<Rule>, CelRuleError> {
-    let fail = |node: String, message: &str| CelRuleError {
-        node,
-        message: message.to_string(),
-    };
+    let fail = |node: String, problem: RuleError| CelRuleError { node, problem };
     let Value::Array(entries) = list else {
-        return Err(fail(at.into(), "not a list of {expression, message}"));
+        return Err(fail(at.into(), RuleError::NotAList));
     };
     let mut rules = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         let node = format!("{at}/{i}");
         *count += 1;
         if *count > MAX_RULES {
-            return Err(fail(
-                node,
-                &format!("more than {MAX_RULES} rules in the schema"),
-            ));
+            return Err(fail(node, RuleError::TooMany));
         }
         let text = |key: &str| {
             entry
@@ -117,12 +112,12 @@ fn compile_list(list: &Value, at: &str, count: &mut usize) -> Result<Vec<Rule>, 
                 .filter(|s| !s.is_empty())
         };
         let Some(expression) = text("expression") else {
-            return Err(fail(node, "missing expression"));
+            return Err(fail(node, RuleError::MissingExpression));
         };
         let Some(message) = text("message") else {
-            return Err(fail(node, "missing message"));
+            return Err(fail(node, RuleError::MissingMessage));
         };
-        rules.push(Rule::compile(expression, message).map_err(|m| fail(node, &m))?);
+        rules.push(Rule::compile(expression, message).map_err(|p| fail(node, p))?);
     }
     Ok(rules)
 }
@@ -188,8 +183,18 @@ mod tests {
         assert_eq!(err.node, "/properties/a/x-deckhouse-validations/0");
         let schema = json!({"x-deckhouse-validations": [{"expression": "self"}]});
         assert_eq!(
-            CelRules::compile(&schema).unwrap_err().message,
-            "missing message"
+            CelRules::compile(&schema).unwrap_err().problem,
+            RuleError::MissingMessage
+        );
+    }
+
+    #[test]
+    fn a_schema_may_hold_at_most_max_rules() {
+        let rule = json!({"expression": "true", "message": "m"});
+        let schema = json!({KEYWORD: vec![rule; MAX_RULES + 1]});
+        assert_eq!(
+            CelRules::compile(&schema).unwrap_err().problem,
+            RuleError::TooMany
         );
     }
 

@@ -40,6 +40,31 @@ const TYPE_NAMES: [&str; 11] = [
     "dyn",
 ];
 
+/// Why a rule list or a rule cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("not a list of {{expression, message}}")]
+    NotAList,
+    #[error("missing expression")]
+    MissingExpression,
+    #[error("missing message")]
+    MissingMessage,
+    #[error("more than {} rules in the schema", super::MAX_RULES)]
+    TooMany,
+    #[error("the expression is {len} bytes long, more than {MAX_EXPRESSION_BYTES}")]
+    TooLong { len: usize },
+    #[error("the expression nests {nesting} levels deep, more than {MAX_NESTING}")]
+    TooDeep { nesting: usize },
+    #[error("compile the '{expression}' rule: {message}")]
+    Compile { expression: String, message: String },
+    #[error("compile the '{expression}' rule: undeclared reference to '{name}'")]
+    Undeclared { expression: String, name: String },
+    #[error("start the thread that parses '{expression}': {message}")]
+    Thread { expression: String, message: String },
+    #[error("the expression '{expression}' crashed the parser")]
+    Crashed { expression: String },
+}
+
 /// A rule ready to evaluate.
 pub struct Rule {
     expression: String,
@@ -74,18 +99,14 @@ pub enum Verdict {
 
 impl Rule {
     /// Parses `expression`; the error says why it cannot be used.
-    pub fn compile(expression: &str, message: &str) -> Result<Self, String> {
+    pub fn compile(expression: &str, message: &str) -> Result<Self, RuleError> {
         if expression.len() > MAX_EXPRESSION_BYTES {
-            return Err(format!(
-                "the expression is {} bytes long, more than {MAX_EXPRESSION_BYTES}",
-                expression.len()
-            ));
+            let len = expression.len();
+            return Err(RuleError::TooLong { len });
         }
         let nesting = nesting(expression);
         if nesting > MAX_NESTING {
-            return Err(format!(
-                "the expression nests {nesting} levels deep, more than {MAX_NESTING}"
-            ));
+            return Err(RuleError::TooDeep { nesting });
         }
         let program = parse_on_big_stack(expression)?;
         let mut shape = Shape::default();
@@ -96,9 +117,10 @@ impl Rule {
             .filter(|name| !TYPE_NAMES.contains(&name.as_str()))
             .collect();
         if let Some(name) = unknown.first() {
-            return Err(format!(
-                "compile the '{expression}' rule: undeclared reference to '{name}'"
-            ));
+            return Err(RuleError::Undeclared {
+                expression: expression.to_string(),
+                name: name.to_string(),
+            });
         }
         Ok(Self {
             expression: expression.to_string(),
@@ -152,16 +174,24 @@ impl Rule {
 }
 
 /// Parses on a scoped thread with a [`PARSE_STACK_BYTES`] stack; a panic is an error.
-fn parse_on_big_stack(expression: &str) -> Result<Program, String> {
-    let crashed = || format!("the expression '{expression}' cannot be parsed");
+fn parse_on_big_stack(expression: &str) -> Result<Program, RuleError> {
+    let expression_text = || expression.to_string();
     std::thread::scope(|scope| {
         let handle = std::thread::Builder::new()
             .name("cel-parse".to_string())
             .stack_size(PARSE_STACK_BYTES)
             .spawn_scoped(scope, || Program::compile(expression))
-            .map_err(|e| format!("start the thread that parses '{expression}': {e}"))?;
-        let parsed = handle.join().map_err(|_| crashed())?;
-        parsed.map_err(|e| format!("compile the '{expression}' rule: {e}"))
+            .map_err(|e| RuleError::Thread {
+                expression: expression_text(),
+                message: e.to_string(),
+            })?;
+        let parsed = handle.join().map_err(|_| RuleError::Crashed {
+            expression: expression_text(),
+        })?;
+        parsed.map_err(|e| RuleError::Compile {
+            expression: expression_text(),
+            message: e.to_string(),
+        })
     })
 }
 
@@ -329,7 +359,7 @@ mod tests {
     #[test]
     fn unparsable_or_unknown_names_or_long_expressions_do_not_compile() {
         assert!(Rule::compile("self.a ==", "m").is_err());
-        let err = Rule::compile("other == 1", "m").unwrap_err();
+        let err = Rule::compile("other == 1", "m").unwrap_err().to_string();
         assert!(err.contains("undeclared reference to 'other'"), "{err}");
         assert!(Rule::compile(&"1 + ".repeat(2000), "m").is_err());
         assert!(Rule::compile("self.all(k, [k].exists(x, x == k))", "m").is_ok());
