@@ -58,7 +58,7 @@ pub enum SchemaError {
         scope: String,
         file: String,
         #[source]
-        source: cel_rules::CelRuleError,
+        source: Box<cel_rules::CelRuleError>,
     },
     #[error("{scope}: {what} do not match schema {file}: {}", issues.join("; "))]
     Validate {
@@ -259,7 +259,7 @@ impl ScopeSchemas {
             cel_rules::CelRules::compile(&effective).map_err(|source| SchemaError::CelRule {
                 scope: self.label.clone(),
                 file: file.to_string(),
-                source,
+                source: Box::new(source),
             })?;
         Ok(Schema {
             kind,
