@@ -164,12 +164,57 @@ impl Rule {
                 self.expression
             )),
             Ok(Err(ExecutionError::NoSuchKey(_))) => Verdict::Skipped,
-            Ok(Err(e)) => Verdict::Error(format!("evaluate the '{}' rule: {e}", self.expression)),
+            Ok(Err(e)) => Verdict::Error(format!(
+                "evaluate the '{}' rule: {}",
+                self.expression,
+                describe(&e)
+            )),
             Err(_) => Verdict::Error(format!(
                 "the '{}' rule failed while evaluating",
                 self.expression
             )),
         }
+    }
+}
+
+/// An evaluation error by the types involved, never by the values (they may hold secrets, and
+/// messages reach logs and the debug API).
+fn describe(e: &ExecutionError) -> String {
+    use ExecutionError as E;
+    match e {
+        E::NoSuchOverload(_)
+        | E::UnexpectedType { .. }
+        | E::UndeclaredReference(_)
+        | E::InvalidArgumentCount { .. }
+        | E::MissingArgumentOrTarget => e.to_string(),
+        E::UnsupportedBinaryOperator(op, a, b) => format!(
+            "no such overload for '{op}' applied to ({}, {})",
+            a.type_of(),
+            b.type_of()
+        ),
+        E::ValuesNotComparable(a, b) => {
+            format!("a {} cannot be compared to a {}", a.type_of(), b.type_of())
+        }
+        E::UnsupportedIndex(i, v) => {
+            format!("a {} cannot be indexed by a {}", v.type_of(), i.type_of())
+        }
+        E::UnsupportedTargetType { target } => {
+            format!("invalid argument type {}", target.type_of())
+        }
+        E::NotSupportedAsMethod { method, target } => {
+            format!(
+                "method '{method}' not supported on type {}",
+                target.type_of()
+            )
+        }
+        E::UnsupportedKeyType(v) => format!("a {} cannot be a map key", v.type_of()),
+        E::IndexOutOfBounds(_) => "index out of bounds".into(),
+        E::DivisionByZero(_) => "division by zero".into(),
+        E::RemainderByZero(_) => "remainder by zero".into(),
+        E::Overflow(op, _, _) => format!("overflow in '{op}'"),
+        E::DuplicateKey(_) => "repeated map key".into(),
+        E::FunctionError { function, .. } => format!("function '{function}' failed"),
+        _ => "evaluation failed".into(),
     }
 }
 
@@ -345,6 +390,28 @@ mod tests {
             matches!(&got, Verdict::Error(m) if m.contains("timestamp")),
             "{got:?}"
         );
+    }
+
+    #[test]
+    fn evaluation_errors_name_types_never_values() {
+        for expression in [
+            "self.a + 1 == 2",
+            "self.a < 's3cr3t'",
+            "self.l[5] == 1",
+            "int(self.s) == 1",
+            "self.s.matches('(')",
+        ] {
+            let got = rule(expression)
+                .evaluate(&json!({"a": 12345.5, "l": ["s3cr3t"], "s": "s3cr3t"}), None);
+            let Verdict::Error(m) = &got else {
+                panic!("{expression}: {got:?}")
+            };
+            assert!(
+                !m.replace(expression, "").contains("12345")
+                    && !m.replace(expression, "").contains("s3cr3t"),
+                "{m}"
+            );
+        }
     }
 
     #[test]
