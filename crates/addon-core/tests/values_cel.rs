@@ -145,3 +145,41 @@ fn a_values_patch_compares_with_the_values_before_it() {
     );
     assert_eq!(s.module_values(&m()).unwrap(), before);
 }
+
+/// The example of docs/values.md: mirrors may be added, never removed.
+#[test]
+fn the_documented_append_only_rule_keeps_every_old_mirror() {
+    let schema = r#"
+type: object
+properties:
+  mirrors:
+    type: array
+    items: {type: string}
+x-deckhouse-validations:
+  - expression: oldSelf.mirrors.all(m, m in self.mirrors)
+    message: a mirror cannot be removed
+"#;
+    let mut s = ValuesStore::new();
+    let schemas = ScopeSchemas::load(
+        &Scope::Module(m()),
+        Some(SchemaFile {
+            file: "config-values.yaml",
+            text: schema,
+        }),
+        None,
+    )
+    .unwrap();
+    s.add_module(m(), None, schemas).unwrap();
+    let first = config(json!({"mirrors": ["a"]}));
+    s.check_config(&first, &[m()]).unwrap();
+    s.set_config(first);
+    s.check_config(&config(json!({"mirrors": ["a", "b"]})), &[m()])
+        .unwrap();
+    let err = s
+        .check_config(&config(json!({"mirrors": ["b"]})), &[m()])
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("a mirror cannot be removed"),
+        "{err}"
+    );
+}
