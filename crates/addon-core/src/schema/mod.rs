@@ -1,6 +1,7 @@
 //! OpenAPI schemas of a scope (global or a module): `openapi/config-values.yaml` and
 //! `openapi/values.yaml` loaded into Draft 4 validators, with defaults and Helm-only requirements.
 
+pub mod cel_rules;
 pub mod defaults;
 pub mod issue;
 pub mod re2;
@@ -52,6 +53,13 @@ pub enum SchemaError {
         file: String,
         message: String,
     },
+    #[error("{scope}: schema {file}")]
+    CelRule {
+        scope: String,
+        file: String,
+        #[source]
+        source: Box<cel_rules::CelRuleError>,
+    },
     #[error("{scope}: {what} do not match schema {file}: {}", issues.join("; "))]
     Validate {
         scope: String,
@@ -99,6 +107,7 @@ pub struct Schema {
     file: String,
     effective: Value,
     validator: jsonschema::Validator,
+    rules: cel_rules::CelRules,
 }
 
 impl fmt::Debug for Schema {
@@ -246,11 +255,18 @@ impl ScopeSchemas {
                 file: file.to_string(),
                 message: e.to_string(),
             })?;
+        let rules =
+            cel_rules::CelRules::compile(&effective).map_err(|source| SchemaError::CelRule {
+                scope: self.label.clone(),
+                file: file.to_string(),
+                source: Box::new(source),
+            })?;
         Ok(Schema {
             kind,
             file: file.to_string(),
             effective,
             validator,
+            rules,
         })
     }
 
@@ -291,6 +307,16 @@ impl ScopeSchemas {
         self.validate(self.values.as_ref(), values)
     }
 
+    /// Checks merged values against `values.yaml`; `old` (the merged values before the change)
+    /// is `oldSelf` of CEL transition rules, which are skipped without it.
+    pub fn validate_values_transition(
+        &self,
+        values: &Value,
+        old: Option<&Value>,
+    ) -> Result<(), SchemaError> {
+        self.validate_filtered(self.values.as_ref(), values, old, &|_| false)
+    }
+
     /// Checks values against `values.yaml` with `x-required-for-helm`.
     pub fn validate_helm(&self, values: &Value) -> Result<(), SchemaError> {
         self.validate(self.helm.as_ref(), values)
@@ -298,27 +324,38 @@ impl ScopeSchemas {
 
     /// Checks config values against `config-values.yaml`; a missing `required` property is
     /// forgiven when `fallback` (the static `values.yaml` layers) has it at the same place.
+    /// `old` (the stored config section) is `oldSelf` of CEL transition rules.
     pub fn validate_config_with_fallback(
         &self,
         values: &Value,
         fallback: &Value,
+        old: Option<&Value>,
     ) -> Result<(), SchemaError> {
-        self.validate_filtered(self.config.as_ref(), values, &|e| {
+        self.validate_filtered(self.config.as_ref(), values, old, &|e| {
             issue::required_present_in(e, fallback)
         })
     }
 
     fn validate(&self, schema: Option<&Schema>, values: &Value) -> Result<(), SchemaError> {
-        self.validate_filtered(schema, values, &|_| false)
+        self.validate_filtered(schema, values, None, &|_| false)
     }
 
+    /// CEL rules first; when one fails, only their problems are reported (as upstream does),
+    /// otherwise the JSON Schema's.
     fn validate_filtered(
         &self,
         schema: Option<&Schema>,
         values: &Value,
+        old: Option<&Value>,
         forgiven: &dyn Fn(&jsonschema::ValidationError<'_>) -> bool,
     ) -> Result<(), SchemaError> {
         let Some(schema) = schema else { return Ok(()) };
+        let rule_issues: Vec<String> = (schema.rules.check(values, old).into_iter())
+            .map(|i| format!("/{}{}: {}", self.key, i.path, i.message))
+            .collect();
+        if !rule_issues.is_empty() {
+            return Err(self.invalid(schema, rule_issues));
+        }
         let issues: Vec<String> = schema
             .validator
             .iter_errors(values)
@@ -335,12 +372,16 @@ impl ScopeSchemas {
         if issues.is_empty() {
             return Ok(());
         }
-        Err(SchemaError::Validate {
+        Err(self.invalid(schema, issues))
+    }
+
+    fn invalid(&self, schema: &Schema, issues: Vec<String>) -> SchemaError {
+        SchemaError::Validate {
             scope: self.label.clone(),
             file: schema.file.clone(),
             what: schema.kind.what(),
             issues,
-        })
+        }
     }
 }
 

@@ -487,7 +487,8 @@ impl ValuesStore {
         }
     }
 
-    /// The config-schema problem of one scope's config section, if any.
+    /// The config-schema problem of one scope's config section, if any; the stored config
+    /// (`self.config`) is the old value of CEL transition rules.
     fn config_error(
         &self,
         config: &Config,
@@ -496,14 +497,19 @@ impl ValuesStore {
         let checked = match scope {
             Scope::Global => {
                 let cfg = self.global_config_with(config);
-                self.global_schemas
-                    .validate_config_with_fallback(&cfg, &self.common.global)
+                let old = Some(self.config.global_values()).filter(has_values);
+                (self.global_schemas).validate_config_with_fallback(
+                    &cfg,
+                    &self.common.global,
+                    old.as_ref(),
+                )
             }
             Scope::Module(name) => {
                 let m = self.module(name)?;
                 let cfg = self.module_config_with(m, config);
                 let statics = self.module_static_and_config(m, &Config::empty());
-                m.schemas.validate_config_with_fallback(&cfg, &statics)
+                let old = Some(self.config.module_values(name)).filter(has_values);
+                (m.schemas).validate_config_with_fallback(&cfg, &statics, old.as_ref())
             }
         };
         Ok(checked.err())
@@ -608,7 +614,7 @@ impl ValuesStore {
             Scope::Module(m) => &self.module(m)?.schemas,
         };
         schemas
-            .validate_values(&section)
+            .validate_values_transition(&section, Some(&before_values))
             .map_err(|e| ValuesError::Validate { errors: vec![e] })?;
         let own: Vec<PatchOperation> = patch
             .ops

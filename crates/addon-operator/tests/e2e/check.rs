@@ -177,3 +177,56 @@ fn failing_enabled_script_and_failing_config_run_are_errors_naming_the_module() 
     );
     assert_eq!(report["modules"][1]["enabled"], true);
 }
+
+#[test]
+fn a_cel_rule_that_does_not_compile_and_config_failing_a_rule_are_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
+    write(
+        &root.join("modules/values.yaml"),
+        "webEnabled: true\ndbEnabled: true\n",
+        false,
+    );
+    write(
+        &root.join("modules/010-web/openapi/config-values.yaml"),
+        "type: object\nproperties:\n  port:\n    type: integer\n    x-deckhouse-validations:\n      - {expression: 'self >', message: broken}\n",
+        false,
+    );
+    write(
+        &root.join("modules/020-db/openapi/config-values.yaml"),
+        "type: object\nproperties:\n  size: {type: integer}\nx-deckhouse-validations:\n  - {expression: 'self.size <= 10', message: size must be at most 10}\n",
+        false,
+    );
+    let config = root.join("config.yaml");
+    write(&config, "db: |\n  size: 11\n", false);
+    let (code, report) = json_report(&[
+        "check",
+        "--working-dir",
+        root.to_str().unwrap(),
+        "--config-file",
+        config.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 1, "{report:#}");
+    let errors: Vec<&str> = report["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("010-web/openapi/config-values.yaml")
+                && e.contains("/properties/port/x-deckhouse-validations/0")),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("module 'db'") && e.contains("/db: size must be at most 10")),
+        "{errors:?}"
+    );
+}

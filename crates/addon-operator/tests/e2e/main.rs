@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod batch;
+mod cel_rules;
 mod chart_state;
 mod check;
 mod cluster;
