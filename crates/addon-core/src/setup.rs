@@ -110,6 +110,7 @@ mod tests {
             enabled_script: None,
             openapi,
             has_chart: false,
+            settings_check: None,
             hooks: vec![],
         }
     }

@@ -63,6 +63,7 @@ fn module(name: &str, order: u32) -> ModuleSource {
         enabled_script: None,
         openapi: Default::default(),
         has_chart: true,
+        settings_check: None,
         hooks: vec![hook(&format!("{path}/hooks"), "startup")],
     }
 }

@@ -205,6 +205,7 @@ mod tests {
             enabled_script: None,
             openapi: Default::default(),
             has_chart: false,
+            settings_check: None,
             hooks: vec![policy, plain],
         };
         let found = Discovered {

@@ -362,6 +362,7 @@ mod tests {
             enabled_script: None,
             openapi: Default::default(),
             has_chart: false,
+            settings_check: None,
             hooks: vec![],
         };
         let mut found = Discovered {

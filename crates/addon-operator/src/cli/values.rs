@@ -19,6 +19,8 @@ use addon_core::error::error_chain;
 pub struct ValuesStage {
     pub store: ValuesStore,
     pub enabled: Vec<ModuleName>,
+    /// What the `enabled` scripts that disabled their module wrote to `$MODULE_ENABLED_REASON`.
+    pub disabled_reasons: std::collections::BTreeMap<ModuleName, String>,
     pub errors: Vec<String>,
     pub warnings: Vec<String>,
 }
@@ -43,6 +45,7 @@ pub async fn evaluate(
     let mut stage = ValuesStage {
         store,
         enabled: Vec::new(),
+        disabled_reasons: Default::default(),
         errors,
         warnings: Vec::new(),
     };
@@ -147,6 +150,11 @@ impl ValuesStage {
         match enablement::parse_script_result(module, &result, &stdout) {
             Ok(verdict) => {
                 self.warnings.extend(verdict.warning);
+                let reason = output.reason.as_deref().map(str::trim).unwrap_or_default();
+                if !verdict.enabled && !reason.is_empty() {
+                    self.disabled_reasons
+                        .insert(module.clone(), reason.to_string());
+                }
                 verdict.enabled
             }
             Err(e) => {

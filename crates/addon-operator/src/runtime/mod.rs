@@ -599,6 +599,7 @@ fn initial_state(
         lanes,
         group_pending: None,
         module_hooks_known: !settings.module_hooks_later,
+        disabled_reasons: BTreeMap::new(),
     }
 }
 
@@ -663,6 +664,14 @@ impl RuntimeHandle {
     /// Enabled modules in order.
     pub fn enabled_modules(&self) -> Vec<ModuleName> {
         self.shared.lock().enabled.clone()
+    }
+
+    /// What the `enabled` scripts that disabled their module wrote to `$MODULE_ENABLED_REASON`.
+    pub fn disabled_reasons(&self) -> BTreeMap<String, String> {
+        let st = self.shared.lock();
+        (st.disabled_reasons.iter())
+            .map(|(m, reason)| (m.to_string(), reason.clone()))
+            .collect()
     }
 
     /// The queues as text (upstream dump format).

@@ -174,6 +174,9 @@ pub struct State {
     pub group_pending: Option<std::collections::VecDeque<addon_core::lifecycle::GroupMember>>,
     /// The modules' hooks are known (see `RuntimeSettings::module_hooks_later`).
     pub module_hooks_known: bool,
+    /// What the `enabled` script of each module it disabled wrote to `$MODULE_ENABLED_REASON`
+    /// (kept until the script enables the module again or leaves the reason empty).
+    pub disabled_reasons: BTreeMap<ModuleName, String>,
 }
 
 impl State {

@@ -433,6 +433,7 @@ mod tests {
                 enabled_script: None,
                 openapi: Default::default(),
                 has_chart: false,
+                settings_check: None,
                 hooks: Vec::new(),
             });
         }

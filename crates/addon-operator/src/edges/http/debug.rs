@@ -289,7 +289,12 @@ fn module_wide(status: &dyn StatusSource, name: &str, format: Format) -> Option<
                 let lines: String = modules.iter().map(|m| format!("{m}\n")).collect();
                 return Some(Reply::ok(format, lines));
             }
-            let doc = json!({ "enabledModules": modules });
+            let reasons = status.disabled_reasons();
+            let doc = if reasons.is_empty() {
+                json!({ "enabledModules": modules })
+            } else {
+                json!({ "enabledModules": modules, "disabledReasons": reasons })
+            };
             Some(Reply::ok(format, format.render(&doc)))
         }
         "resource-monitor" => Some(optional(

@@ -227,6 +227,7 @@ mod tests {
             enabled_script: None,
             openapi: Default::default(),
             has_chart: false,
+            settings_check: None,
             hooks: vec![hook.clone()],
         };
         let configs = BTreeMap::from([(hook.path.clone(), config)]);
@@ -259,6 +260,7 @@ mod tests {
             enabled_script: None,
             openapi: Default::default(),
             has_chart: false,
+            settings_check: None,
             hooks: Vec::new(),
         };
         let kept = KeptDirs::new(tmp.path().join("kept"));
@@ -285,6 +287,7 @@ mod tests {
                 enabled_script: None,
                 openapi: Default::default(),
                 has_chart: true,
+                settings_check: None,
                 hooks: vec![addon_core::discovery::HookFile {
                     name: addon_core::names::HookName::new("hooks/h").unwrap(),
                     path: dir.join("hooks/h"),
