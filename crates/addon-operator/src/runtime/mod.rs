@@ -600,6 +600,7 @@ fn initial_state(
         group_pending: None,
         module_hooks_known: !settings.module_hooks_later,
         disabled_reasons: BTreeMap::new(),
+        maintenance_labelled: BTreeSet::new(),
     }
 }
 

@@ -102,3 +102,56 @@ async fn an_edit_that_leaves_the_section_alone_is_not_checked() {
     op.edit_config("global: {a: 1}\n").await;
     assert!(!hooks.names().iter().any(|n| n == "web/check"));
 }
+
+fn web_with_chart() -> tempfile::TempDir {
+    tree(&[
+        (
+            "modules/values.yaml",
+            "webEnabled: true\nweb: {replicas: 1}\n",
+        ),
+        ("modules/010-web/Chart.yaml", "name: web\nversion: 0.1.0\n"),
+        (
+            "modules/010-web/hooks/before",
+            "configVersion: v1\nbeforeHelm: 1\n",
+        ),
+    ])
+}
+
+#[tokio::test(start_paused = true)]
+async fn in_maintenance_the_release_is_labelled_once_then_left_alone_while_hooks_run() {
+    let config = "webMaintenance: NoResourceReconciliation\n";
+    let op = start(web_with_chart(), config, FakeHooks::new(), FakeHelm::new()).await;
+    op.settle().await;
+    assert_eq!(
+        op.helm.maintenance_of_upgrades(),
+        [true],
+        "labelled at the first run"
+    );
+
+    let runs = op
+        .edit_config("webMaintenance: NoResourceReconciliation\nweb: {replicas: 2}\n")
+        .await;
+    assert_eq!(
+        runs,
+        [
+            "run web/hooks/before beforeHelm",
+            "helm skipped web (maintenance)"
+        ]
+    );
+    assert_eq!(op.helm.maintenance_of_upgrades(), [true]);
+
+    // the resource monitor leaves a module in maintenance alone
+    op.helm.drift("web");
+    let mark = op.clear_history_marker();
+    tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+    op.settle().await;
+    assert!(op.runs_since(mark).is_empty(), "{:?}", op.runs_since(mark));
+
+    // leaving maintenance runs the module and upgrades without the label
+    let runs = op.edit_config("web: {replicas: 2}\n").await;
+    assert_eq!(
+        runs,
+        ["run web/hooks/before beforeHelm", "helm upgrade web"]
+    );
+    assert_eq!(op.helm.maintenance_of_upgrades(), [true, false]);
+}
