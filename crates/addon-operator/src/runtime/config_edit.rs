@@ -41,6 +41,7 @@ pub async fn apply_config(shared: &Shared, config: Config) {
         );
         return;
     }
+    record_maintenance(shared, &st, &config);
     let change = st.store.set_config(config);
     let disabled: Vec<ModuleName> = (st.store.all_flag_layers().into_iter())
         .filter(|(_, flags)| !flags.enabled())
@@ -48,6 +49,15 @@ pub async fn apply_config(shared: &Shared, config: Config) {
         .collect();
     let decision = lifecycle::config_edited(decisions::view(&st), &change, &disabled);
     decisions::enqueue(shared, st, decision);
+}
+
+/// `mm_module_maintenance` for the modules `config` puts in maintenance.
+pub fn record_maintenance(shared: &Shared, st: &super::state::State, config: &Config) {
+    let modules: Vec<String> = (st.module_order.iter())
+        .filter(|m| config.module_in_maintenance(m))
+        .map(ToString::to_string)
+        .collect();
+    shared.metrics.modules_in_maintenance(&modules);
 }
 
 /// One module's settings check to run: the module, its checking executable, its new section.

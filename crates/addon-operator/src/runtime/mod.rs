@@ -338,6 +338,10 @@ impl Runtime {
             jq: settings.jq.clone(),
             stopping: CancellationToken::new(),
         });
+        {
+            let st = shared.lock();
+            config_edit::record_maintenance(&shared, &st, &config);
+        }
         Ok(Self {
             shared,
             resource_monitor_interval: settings.resource_monitor_interval,

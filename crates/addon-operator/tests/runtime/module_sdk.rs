@@ -154,4 +154,10 @@ async fn in_maintenance_the_release_is_labelled_once_then_left_alone_while_hooks
         ["run web/hooks/before beforeHelm", "helm upgrade web"]
     );
     assert_eq!(op.helm.maintenance_of_upgrades(), [true, false]);
+    assert!(
+        !op.handle
+            .metrics()
+            .encode()
+            .contains("mm_module_maintenance{")
+    );
 }
