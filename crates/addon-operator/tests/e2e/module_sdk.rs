@@ -277,3 +277,128 @@ fn a_configmap_edit_the_settings_check_refuses_changes_nothing() {
     let text = operator_log(root);
     assert!(text.contains("a loud greeting"), "{text}");
 }
+
+/// A module hook with `beforeDeleteHelm` and `afterDeleteHelm` and a ConfigMap watch: it logs
+/// each run's binding, snapshot and values; `beforeDeleteHelm` patches the values, and fails
+/// while `$FAIL_MARK` exists.
+const DELETE_HOOK: &str = r#"#!/bin/bash
+if [ "$1" = --config ]; then
+  echo '{"configVersion":"v1","beforeDeleteHelm":1,"afterDeleteHelm":1,"kubernetes":[{"name":"cms","kind":"ConfigMap","namespace":{"nameSelector":{"matchNames":["default"]}},"executeHookOnEvent":[],"executeHookOnSynchronization":false,"jqFilter":".metadata.name"}]}'
+  exit 0
+fi
+binding=$(jq -r '.[0].binding' "$BINDING_CONTEXT_PATH")
+module=$(basename "$(dirname "$(dirname "$0")")")
+names=$(jq -r '[.[0].snapshots.cms[]?.filterResult] | sort | join(",")' "$BINDING_CONTEXT_PATH")
+from=$(jq -r --arg m "${module#*-}" '.[$m].fromBefore // "-"' "$VALUES_PATH")
+echo "${module#*-} $binding snapshot=$names fromBefore=$from" >> "$HOOK_LOG"
+if [ "$binding" = beforeDeleteHelm ]; then
+  [ -e "$FAIL_MARK" ] && exit 1
+  key="${module#*-}"
+  echo "[{\"op\":\"add\",\"path\":\"/$key/fromBefore\",\"value\":\"yes\"}]" > "$VALUES_JSON_PATCH_PATH"
+fi
+exit 0
+"#;
+
+#[test]
+fn before_delete_helm_sees_snapshots_its_failure_blocks_the_uninstall_and_its_patch_reaches_after_delete_helm()
+ {
+    if !require_tool("helm") || !require_tool("kubectl") || !require_tool("jq") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    chart_tree(root);
+    write(
+        &root.join("modules/values.yaml"),
+        "webEnabled: true\ntoolEnabled: true\nweb:\n  greeting: hi\n",
+        false,
+    );
+    write(
+        &root.join("modules/010-web/hooks/delete"),
+        DELETE_HOOK,
+        true,
+    );
+    // a module without a chart: no release, so no beforeDeleteHelm
+    write(
+        &root.join("modules/020-tool/hooks/delete"),
+        DELETE_HOOK,
+        true,
+    );
+    let (hook_log, fail_mark) = (root.join("hooks.log"), root.join("fail"));
+    std::fs::write(&fail_mark, "").unwrap();
+    let cluster = Cluster::start(root);
+    cluster
+        .kubectl(
+            &["create", "configmap", "addon-operator", "-n", "default"],
+            None,
+        )
+        .unwrap();
+    let child = crate::support::start_command(root.join("tmp"), root.join("debug.socket"))
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--kube-config")
+        .arg(&cluster.kubeconfig)
+        .args([
+            "--namespace",
+            "default",
+            "--retry-initial-delay",
+            "200ms",
+            "--retry-max-delay",
+            "1s",
+        ])
+        .env("HOOK_LOG", &hook_log)
+        .env("FAIL_MARK", &fail_mark)
+        .env_remove("ADDON_OPERATOR_MODULES_DIR")
+        .env_remove("MODULES_DIR")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(root.join("operator.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let _op = crate::support::Running(child);
+    let log = root.join("operator.log");
+    let lines = || std::fs::read_to_string(&hook_log).unwrap_or_default();
+    wait_for("the first install", &log, || {
+        object(&cluster)["data"]["greeting"] == "hi"
+    });
+
+    let disable = r#"{"data":{"webEnabled":"false","toolEnabled":"false"}}"#;
+    cluster
+        .kubectl(
+            &[
+                "patch",
+                "configmap",
+                "addon-operator",
+                "-n",
+                "default",
+                "--type=merge",
+                "-p",
+                disable,
+            ],
+            None,
+        )
+        .unwrap();
+    let before = "web beforeDeleteHelm snapshot=addon-operator,web-greeting fromBefore=-";
+    wait_for("two failed beforeDeleteHelm runs", &log, || {
+        lines().lines().filter(|l| *l == before).count() >= 2
+    });
+    // the failure blocks the uninstall and afterDeleteHelm
+    assert_eq!(object(&cluster)["data"]["greeting"], "hi", "{}", lines());
+    assert!(!lines().contains("web afterDeleteHelm"), "{}", lines());
+
+    std::fs::remove_file(&fail_mark).unwrap();
+    wait_for("the uninstall and afterDeleteHelm", &log, || {
+        lines()
+            .lines()
+            .any(|l| l.starts_with("web afterDeleteHelm") && l.ends_with("fromBefore=yes"))
+            && release_labels(&cluster).is_null()
+    });
+    assert!(
+        lines()
+            .lines()
+            .any(|l| l.starts_with("tool afterDeleteHelm")),
+        "{}",
+        lines()
+    );
+    assert!(!lines().contains("tool beforeDeleteHelm"), "{}", lines());
+}
