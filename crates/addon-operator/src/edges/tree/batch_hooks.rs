@@ -635,7 +635,7 @@ mod tests {
             .filter(|h| h.args == Id::Ready.args())
             .map(|h| h.path.clone())
             .collect();
-        assert_eq!(ready, [a.path.clone()]);
+        assert_eq!(ready, std::slice::from_ref(&a.path));
         assert_eq!(list.settings_check, Some(b.path.clone()));
     }
 
