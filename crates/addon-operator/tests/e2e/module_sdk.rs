@@ -402,3 +402,51 @@ fn before_delete_helm_sees_snapshots_its_failure_blocks_the_uninstall_and_its_pa
     );
     assert!(!lines().contains("tool beforeDeleteHelm"), "{}", lines());
 }
+
+#[test]
+fn the_reason_of_an_enabled_script_is_in_the_log_line_of_the_modules_deletion() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        &root.join("modules/values.yaml"),
+        "webEnabled: true\n",
+        false,
+    );
+    // enabled until $OFF exists, then disabled with a reason
+    write(
+        &root.join("modules/010-web/enabled"),
+        "#!/bin/sh\nif [ -e \"$OFF\" ]; then echo false > \"$MODULE_ENABLED_RESULT\"; echo 'switched off by the test' > \"$MODULE_ENABLED_REASON\"; else echo true > \"$MODULE_ENABLED_RESULT\"; fi\n",
+        true,
+    );
+    std::fs::create_dir_all(root.join("global-hooks")).unwrap();
+    let config = root.join("config.yaml");
+    write(&config, "global: {a: 1}\n", false);
+    let (log, off) = (root.join("operator.log"), root.join("off"));
+    let child = crate::support::start_command(root.join("tmp"), root.join("debug.socket"))
+        .arg("--working-dir")
+        .arg(root)
+        .arg("--config-file")
+        .arg(&config)
+        .env("OFF", &off)
+        .env_remove("ADDON_OPERATOR_MODULES_DIR")
+        .env_remove("MODULES_DIR")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = crate::support::Running(child);
+    let text = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for("the first converge", &log, || {
+        text().contains("ModuleRun:web")
+    });
+    std::fs::write(&off, "").unwrap();
+    // a change of the global section runs discovery again
+    write(&config, "global: {a: 2}\n", false);
+    wait_for("the deletion with its reason", &log, || {
+        text().lines().any(|l| {
+            l.contains("task done")
+                && l.contains("ModuleDelete")
+                && l.contains("reason=\"switched off by the test\"")
+        })
+    });
+}
