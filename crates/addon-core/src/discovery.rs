@@ -74,6 +74,9 @@ pub struct ModuleSource {
     pub openapi: OpenApiFiles,
     /// `Chart.yaml` or `templates/` exists: the module has a Helm part.
     pub has_chart: bool,
+    /// The batch executable among its hooks that answers `hook check` (module-sdk's settings
+    /// check, `has_settings_check` in its `hook config`); its first when several do.
+    pub settings_check: Option<PathBuf>,
     pub hooks: Vec<HookFile>,
     /// What the module's `module.yaml` says (its requirements; empty without the file).
     pub definition: crate::module_definition::ModuleDefinition,
@@ -159,6 +162,7 @@ mod tests {
             openapi: OpenApiFiles::default(),
             definition: Default::default(),
             has_chart: false,
+            settings_check: None,
             hooks: vec![],
         }
     }

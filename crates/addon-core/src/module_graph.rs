@@ -293,6 +293,7 @@ mod tests {
             openapi: OpenApiFiles::default(),
             has_chart: false,
             hooks: vec![],
+            settings_check: None,
             definition: ModuleDefinition {
                 requires,
                 ..Default::default()

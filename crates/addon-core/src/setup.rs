@@ -111,6 +111,7 @@ mod tests {
             openapi,
             definition: Default::default(),
             has_chart: false,
+            settings_check: None,
             hooks: vec![],
         }
     }

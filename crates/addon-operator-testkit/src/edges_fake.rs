@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use addon_operator::edges::exec::hook_run::HookOutputs;
 use addon_operator::runtime::edges::{
     EnabledAnswer, HookExecutor, HookFailure, HookRequest, HookSuccess, KubeError, KubeEvent,
-    KubeEvents, MonitorKey, ObjectPatches, ObjectsError,
+    KubeEvents, MonitorKey, ObjectPatches, ObjectsError, SettingsVerdict,
 };
 
 /// One recorded hook (or `enabled` script) run.
@@ -160,6 +160,30 @@ impl HookExecutor for FakeHooks {
             stdout_last_line: String::new(),
             reason: out.config_values_patch,
             usage: Default::default(),
+        });
+        Box::pin(async move { result })
+    }
+
+    /// Recorded as `<module>/check` with the settings as config values; the answer's values
+    /// patch is the verdict as JSON (empty: valid).
+    fn check_settings<'a>(
+        &'a self,
+        module: &'a ModuleName,
+        program: &'a Path,
+        settings: &'a Value,
+    ) -> BoxFuture<'a, Result<SettingsVerdict, HookFailure>> {
+        let call = HookCall {
+            name: format!("{module}/check"),
+            path: program.to_path_buf(),
+            binding_context: Value::Null,
+            config_values: settings.clone(),
+            values: Value::Null,
+        };
+        let result = self.call(call).and_then(|out| {
+            if out.values_patch.is_empty() {
+                return Ok(SettingsVerdict::valid());
+            }
+            serde_json::from_str(&out.values_patch).map_err(|e| HookFailure::new(e.to_string()))
         });
         Box::pin(async move { result })
     }

@@ -28,6 +28,8 @@ struct State {
     failures: VecDeque<String>,
     /// what the next `drift` of a release reports
     drifts: BTreeMap<String, Drift>,
+    /// `maintenance` of every upgrade, in order
+    maintenance: Vec<bool>,
 }
 
 /// A cheap-to-clone handle on shared fake state.
@@ -79,6 +81,11 @@ impl FakeHelm {
         self.lock().calls.clone()
     }
 
+    /// [`UpgradeRequest::maintenance`] of every upgrade so far, in order.
+    pub fn maintenance_of_upgrades(&self) -> Vec<bool> {
+        self.lock().maintenance.clone()
+    }
+
     pub fn release_names(&self) -> Vec<String> {
         self.lock().releases.keys().cloned().collect()
     }
@@ -121,6 +128,7 @@ impl Helm for FakeHelm {
             release: req.release.clone(),
             values_yaml: req.values_yaml.clone(),
         });
+        state.maintenance.push(req.maintenance);
         let fail = state.failures.front() == Some(&req.release);
         let result = if fail {
             state.failures.pop_front();
@@ -159,6 +167,7 @@ mod tests {
             chart_dir: PathBuf::from("/m/web"),
             values_yaml: "web: {}\n".into(),
             checksum: checksum.into(),
+            maintenance: false,
         }
     }
 

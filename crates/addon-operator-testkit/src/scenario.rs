@@ -53,7 +53,13 @@ struct LoadedTree {
 
 impl LoadedTree {
     fn load(root: &Path) -> Self {
-        let found = load(root);
+        let mut found = load(root);
+        // the fake tree's stand-in for a batch executable with `has_settings_check`: a module's
+        // `settings-check` file
+        for module in &mut found.modules {
+            let check = module.path.join("settings-check");
+            module.settings_check = check.is_file().then_some(check);
+        }
         Self {
             configs: configs(&found),
             digests: addon_operator::edges::tree::kept::digests(&found),

@@ -83,7 +83,8 @@ fn post_render() -> anyhow::Result<ExitCode> {
             post_render::MAX_MANIFEST_BYTES
         );
     }
-    let output = post_render::add_labels(&input, post_render::RELEASE_LABELS)?;
+    let extra = std::env::var(post_render::EXTRA_LABELS_ENV).unwrap_or_default();
+    let output = post_render::add_labels(&input, &post_render::labels_with(&extra))?;
     std::io::stdout()
         .write_all(output.as_bytes())
         .context("write the labelled manifests to stdout")?;

@@ -64,6 +64,7 @@ fn module(name: &str, order: u32) -> ModuleSource {
         openapi: Default::default(),
         definition: Default::default(),
         has_chart: true,
+        settings_check: None,
         hooks: vec![hook(&format!("{path}/hooks"), "startup")],
     }
 }

@@ -41,6 +41,10 @@ pub enum ConfigError {
     FileNotMapping { file: String, got: &'static str },
     #[error("config key '{key}' has a value that is not a string, mapping or boolean")]
     FileValueKind { key: String },
+    #[error(
+        "config key '{key}' can only be 'NoResourceReconciliation', 'noresourcereconciliation' or '', got {got}"
+    )]
+    MaintenanceValue { key: String, got: String },
     #[error("config key '{key}': cannot render YAML")]
     RenderSection {
         key: String,
@@ -157,6 +161,17 @@ fn classify(key: &str) -> Result<KeyKind, ConfigError> {
         })
 }
 
+/// The Go operator's values of a `<key>Maintenance` key: `Some(true)` for
+/// `NoResourceReconciliation` (either spelling), `Some(false)` for the empty string (managed),
+/// `None` for anything else.
+fn maintenance_state(text: &str) -> Option<bool> {
+    match text {
+        "NoResourceReconciliation" | "noresourcereconciliation" => Some(true),
+        "" => Some(false),
+        _ => None,
+    }
+}
+
 /// The config when there was no error, else every error.
 fn strict((config, errors): (Config, Vec<ConfigError>)) -> Result<Config, ConfigErrors> {
     if errors.is_empty() {
@@ -237,6 +252,10 @@ impl Config {
     fn add_text(&mut self, key: &str, text: &str) -> Result<(), ConfigError> {
         let kind = classify(key)?;
         if let KeyKind::Other = kind {
+            maintenance_state(text).ok_or_else(|| ConfigError::MaintenanceValue {
+                key: key.to_string(),
+                got: format!("{text:?}"),
+            })?;
             self.other.insert(key.to_string(), text.to_string());
             return Ok(());
         }
@@ -265,7 +284,18 @@ impl Config {
 
     fn add_value(&mut self, key: &str, value: Value) -> Result<(), ConfigError> {
         let kind = classify(key)?;
+        if let (KeyKind::Other, Value::Null) = (&kind, &value) {
+            // `webMaintenance:` with nothing after it in the config file: the empty state
+            return self.add_text(key, "");
+        }
         self.set_key(key, kind, value)
+    }
+
+    /// The module is in maintenance mode `NoResourceReconciliation` (its `<key>Maintenance`
+    /// config key): its hooks run, its Helm release is left alone.
+    pub fn module_in_maintenance(&self, module: &ModuleName) -> bool {
+        let key = format!("{}Maintenance", module.values_key());
+        (self.other.get(&key)).and_then(|text| maintenance_state(text)) == Some(true)
     }
 
     fn set_key(&mut self, key: &str, kind: KeyKind, value: Value) -> Result<(), ConfigError> {
@@ -415,8 +445,17 @@ impl Config {
             global_changed: self.global_values() != new.global_values(),
             ..Default::default()
         };
-        let modules: std::collections::BTreeSet<&ModuleName> =
-            self.modules.keys().chain(new.modules.keys()).collect();
+        let in_maintenance = |c: &'_ Config| -> Vec<ModuleName> {
+            (c.other.keys())
+                .filter_map(|k| ModuleName::from_values_key(k.strip_suffix("Maintenance")?).ok())
+                .collect()
+        };
+        let (old_kept, new_kept) = (in_maintenance(self), in_maintenance(new));
+        let modules: std::collections::BTreeSet<&ModuleName> = (self.modules.keys())
+            .chain(new.modules.keys())
+            .chain(old_kept.iter())
+            .chain(new_kept.iter())
+            .collect();
         for m in modules {
             let old_disabled = self.section_disabled(m);
             if self.module_enabled(m) != new.module_enabled(m)
@@ -424,7 +463,10 @@ impl Config {
             {
                 change.enabled_changed.push(m.clone());
             }
-            if self.module_values(m) != new.module_values(m) {
+            // entering or leaving maintenance runs the module again, as upstream
+            if self.module_values(m) != new.module_values(m)
+                || self.module_in_maintenance(m) != new.module_in_maintenance(m)
+            {
                 change.modules_changed.push(m.clone());
             }
         }
@@ -544,6 +586,32 @@ mod tests {
         let d = data(&[("someModuleMaintenance", "NoResourceReconciliation")]);
         let cfg = Config::from_data(&d).unwrap();
         assert_eq!(cfg.to_data().unwrap(), d);
+    }
+
+    #[test]
+    fn maintenance_takes_upstreams_values_only_and_its_change_reruns_the_module() {
+        let on =
+            Config::from_data(&data(&[("webMaintenance", "NoResourceReconciliation")])).unwrap();
+        assert!(on.module_in_maintenance(&m("web")));
+        let lower = Config::from_data(&data(&[("webMaintenance", "noresourcereconciliation")]));
+        assert!(lower.unwrap().module_in_maintenance(&m("web")));
+        let empty = Config::from_data(&data(&[("webMaintenance", "")])).unwrap();
+        assert!(!empty.module_in_maintenance(&m("web")));
+        let bad = Config::from_data(&data(&[("webMaintenance", "Off")])).unwrap_err();
+        assert!(
+            bad.to_string()
+                .contains("can only be 'NoResourceReconciliation'"),
+            "{bad}"
+        );
+        let file = Config::from_file(
+            "c.yaml",
+            "webMaintenance: NoResourceReconciliation
+",
+        );
+        assert!(file.unwrap().module_in_maintenance(&m("web")));
+        assert_eq!(Config::empty().diff(&on).modules_changed, [m("web")]);
+        assert_eq!(on.diff(&Config::empty()).modules_changed, [m("web")]);
+        assert!(on.diff(&on.clone()).is_empty());
     }
 
     #[test]

@@ -206,6 +206,7 @@ mod tests {
             openapi: Default::default(),
             definition: Default::default(),
             has_chart: false,
+            settings_check: None,
             hooks: vec![policy, plain],
         };
         let found = Discovered {

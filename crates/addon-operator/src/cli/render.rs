@@ -82,10 +82,14 @@ async fn render(args: &RenderArgs, progress: &Progress) -> anyhow::Result<ExitCo
         return Ok(fail("render", &[problem]));
     }
     if !handle.enabled_modules().contains(&module) {
+        let why = match handle.disabled_reasons().get(module.as_str()) {
+            Some(reason) => format!(" (its enabled script says: {reason})"),
+            None => String::new(),
+        };
         return Ok(fail(
             "render",
             &[format!(
-                "module '{module}' is disabled with this tree and config"
+                "module '{module}' is disabled with this tree and config{why}"
             )],
         ));
     }

@@ -363,6 +363,7 @@ mod tests {
             openapi: Default::default(),
             definition: Default::default(),
             has_chart: false,
+            settings_check: None,
             hooks: vec![],
         };
         let mut found = Discovered {

@@ -22,6 +22,8 @@ pub struct ValuesStage {
     pub enabled: Vec<ModuleName>,
     /// Enabled modules that do not run: a requirement of their `module.yaml` does not hold.
     pub unmet: Vec<Unmet>,
+    /// What the `enabled` scripts that disabled their module wrote to `$MODULE_ENABLED_REASON`.
+    pub disabled_reasons: std::collections::BTreeMap<ModuleName, String>,
     pub errors: Vec<String>,
     pub warnings: Vec<String>,
 }
@@ -47,6 +49,7 @@ pub async fn evaluate(
         store,
         enabled: Vec::new(),
         unmet: Vec::new(),
+        disabled_reasons: Default::default(),
         errors,
         warnings: Vec::new(),
     };
@@ -173,6 +176,11 @@ impl ValuesStage {
         match enablement::parse_script_result(module, &result, &stdout) {
             Ok(verdict) => {
                 self.warnings.extend(verdict.warning);
+                let reason = output.reason.as_deref().map(str::trim).unwrap_or_default();
+                if !verdict.enabled && !reason.is_empty() {
+                    self.disabled_reasons
+                        .insert(module.clone(), reason.to_string());
+                }
                 verdict.enabled
             }
             Err(e) => {

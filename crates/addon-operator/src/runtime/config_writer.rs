@@ -68,7 +68,7 @@ pub async fn save_config_patch<T>(
         then(&mut st.store, &outcome)
     };
     if let Some(SavedConfig { stored, .. }) = saved {
-        adopt_stored(shared, &new, stored);
+        adopt_stored(shared, &new, stored).await;
     }
     result
 }
@@ -89,11 +89,11 @@ fn tentative(
 
 /// After our save: when the store holds more than our change (edits by others the watch has not
 /// delivered yet, made before our write), those edits are applied as an edit by others.
-fn adopt_stored(shared: &Shared, ours: &Config, stored: Result<Config, ConfigBackendError>) {
+async fn adopt_stored(shared: &Shared, ours: &Config, stored: Result<Config, ConfigBackendError>) {
     match stored {
         Ok(stored) if &stored != ours => {
             shared.metrics.config_reload(ConfigReloadCause::External);
-            super::config_edit::apply_config(shared, stored);
+            super::config_edit::apply_config(shared, stored).await;
         }
         Ok(_) => {}
         // The edit that made them invalid was logged when it arrived; not again at every save.
@@ -136,7 +136,7 @@ pub async fn on_update(shared: &Shared, update: ConfigUpdate) {
             if shared.lock().store.config() != &config {
                 shared.metrics.config_reload(ConfigReloadCause::External);
             }
-            super::config_edit::apply_config(shared, config);
+            super::config_edit::apply_config(shared, config).await;
         }
     }
 }

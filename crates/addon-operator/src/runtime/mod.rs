@@ -342,6 +342,10 @@ impl Runtime {
             jq: settings.jq.clone(),
             stopping: CancellationToken::new(),
         });
+        {
+            let st = shared.lock();
+            config_edit::record_maintenance(&shared, &st, &config);
+        }
         Ok(Self {
             shared,
             resource_monitor_interval: settings.resource_monitor_interval,
@@ -605,6 +609,8 @@ fn initial_state(
         module_hooks_known: !settings.module_hooks_later,
         kubernetes_version: settings.kubernetes_version.clone(),
         not_running: BTreeMap::new(),
+        disabled_reasons: BTreeMap::new(),
+        maintenance_labelled: BTreeSet::new(),
     }
 }
 
@@ -669,6 +675,14 @@ impl RuntimeHandle {
     /// Enabled modules in order.
     pub fn enabled_modules(&self) -> Vec<ModuleName> {
         self.shared.lock().enabled.clone()
+    }
+
+    /// What the `enabled` scripts that disabled their module wrote to `$MODULE_ENABLED_REASON`.
+    pub fn disabled_reasons(&self) -> BTreeMap<String, String> {
+        let st = self.shared.lock();
+        (st.disabled_reasons.iter())
+            .map(|(m, reason)| (m.to_string(), reason.clone()))
+            .collect()
     }
 
     /// The queues as text (upstream dump format).

@@ -46,4 +46,12 @@ impl RuntimeHandle {
         shared.notify.notify_waiters();
         Ok(())
     }
+
+    /// The settings checks of a staged start's modules, found with their hooks.
+    pub fn set_settings_checks(&self, checks: &BTreeMap<ModuleName, PathBuf>) {
+        let mut st = self.shared.lock();
+        for (module, state) in &mut st.modules {
+            state.source.settings_check = checks.get(module).cloned();
+        }
+    }
 }

@@ -33,7 +33,8 @@ pub async fn run(
     }
 }
 
-/// Enabled modules with a chart whose run finished and that have nothing queued.
+/// Enabled modules with a chart whose run finished and that have nothing queued; a module in
+/// maintenance is left out (upstream stops its monitor: nothing of it is reinstalled).
 fn idle_chart_modules(shared: &Shared) -> Vec<ModuleName> {
     let st = shared.lock();
     if !st.first_converge_done {
@@ -45,6 +46,7 @@ fn idle_chart_modules(shared: &Shared) -> Vec<ModuleName> {
             st.module(m)
                 .is_some_and(|s| s.source.has_chart && s.startup_done)
         })
+        .filter(|m| !st.store.config().module_in_maintenance(m))
         .filter(|m| !st.module_busy(m))
         .cloned()
         .collect()

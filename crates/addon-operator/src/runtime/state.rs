@@ -179,6 +179,12 @@ pub struct State {
     /// Enabled modules that do not run, with the reason: a requirement of their `module.yaml`
     /// does not hold (the last discovery's finding).
     pub not_running: BTreeMap<ModuleName, String>,
+    /// What the `enabled` script of each module it disabled wrote to `$MODULE_ENABLED_REASON`
+    /// (kept until the script enables the module again or leaves the reason empty).
+    pub disabled_reasons: BTreeMap<ModuleName, String>,
+    /// Modules in maintenance whose release was installed with the maintenance label: their
+    /// runs skip Helm until they leave maintenance.
+    pub maintenance_labelled: BTreeSet<ModuleName>,
 }
 
 impl State {

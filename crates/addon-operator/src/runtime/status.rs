@@ -108,6 +108,10 @@ impl StatusSource for RuntimeHandle {
         Some(addon_core::module_graph::to_dot(&sources))
     }
 
+    fn disabled_reasons(&self) -> std::collections::BTreeMap<String, String> {
+        RuntimeHandle::disabled_reasons(self)
+    }
+
     fn module_values(&self, module: &str) -> Option<Value> {
         let module = self.module_name(module)?;
         self.shared.lock().store.module_values(&module).ok()

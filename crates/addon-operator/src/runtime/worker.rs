@@ -202,6 +202,14 @@ pub(super) fn hook_name(task: &Task) -> String {
     }
 }
 
+/// Why the module a ModuleDelete removed was disabled, when its `enabled` script said why.
+fn disabled_reason<'a>(st: &'a State, task: &Task) -> Option<&'a str> {
+    match task {
+        Task::ModuleDelete { module } => st.disabled_reasons.get(module).map(String::as_str),
+        _ => None,
+    }
+}
+
 fn apply(
     shared: &Shared,
     queue: &QueueName,
@@ -230,7 +238,12 @@ fn apply(
             let queued = added.into_iter().map(|id| ((queue.clone(), id), now));
             st.queued_at.extend(queued);
             let duration_ms = elapsed.as_millis() as u64;
-            tracing::info!(task = %task.description(), duration_ms, "task done");
+            match disabled_reason(&st, task) {
+                Some(reason) => {
+                    tracing::info!(task = %task.description(), duration_ms, reason, "task done")
+                }
+                None => tracing::info!(task = %task.description(), duration_ms, "task done"),
+            }
             for (name, t) in tail {
                 shared.push(&mut st, &name, t);
             }

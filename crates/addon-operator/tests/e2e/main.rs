@@ -17,6 +17,7 @@ mod hook_run;
 mod idle;
 mod logs;
 mod metrics;
+mod module_sdk;
 mod monitoring;
 mod processes;
 mod progress;

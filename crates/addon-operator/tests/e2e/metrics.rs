@@ -268,8 +268,9 @@ fn every_documented_metric_is_recorded() {
         t.contains(r#"tree_reloads_total{result="failed"} "#)
     });
 
-    // the module disabled: its delete fails once (afterDeleteHelm), then succeeds
-    let disable = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: default\ndata:\n  alphaEnabled: \"false\"\n";
+    // the module disabled (and put in maintenance: mm_module_maintenance): its delete fails
+    // once (afterDeleteHelm), then succeeds
+    let disable = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: addon-operator\n  namespace: default\ndata:\n  alphaEnabled: \"false\"\n  alphaMaintenance: NoResourceReconciliation\n";
     cluster
         .kubectl(&["apply", "--validate=false", "-f", "-"], Some(disable))
         .unwrap();

@@ -131,6 +131,7 @@ impl Env {
             release,
             chart_dir: chart_dir.to_path_buf(),
             checksum: checksum.into(),
+            maintenance: false,
         }
     }
 

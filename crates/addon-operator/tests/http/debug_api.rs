@@ -116,6 +116,20 @@ async fn module_list_shows_enabled_modules_sorted() {
 }
 
 #[tokio::test]
+async fn module_list_adds_the_reasons_enabled_scripts_gave_for_disabled_modules() {
+    let mut status = FakeStatus::new();
+    status
+        .disabled
+        .insert("module-gamma".into(), "no nodes".into());
+    let server = start_with(status);
+    assert_eq!(
+        json_of(&server, "/module/list.json").await,
+        json!({"enabledModules": ["module-alpha", "module-beta"],
+               "disabledReasons": {"module-gamma": "no nodes"}})
+    );
+}
+
+#[tokio::test]
 async fn module_values_and_config_with_and_without_the_global_section() {
     let server = start();
     assert_eq!(

@@ -21,6 +21,8 @@ pub struct FakeStatus {
     pub ready: AtomicBool,
     pub queues: Mutex<QueueSet<Desc>>,
     pub with_snapshots: bool,
+    /// What `disabled_reasons` answers (none by default).
+    pub disabled: std::collections::BTreeMap<String, String>,
 }
 
 impl FakeStatus {
@@ -41,6 +43,7 @@ impl FakeStatus {
             ready: AtomicBool::new(false),
             queues: Mutex::new(queues),
             with_snapshots: false,
+            disabled: Default::default(),
         }
     }
 
@@ -82,6 +85,10 @@ impl StatusSource for FakeStatus {
 
     fn enabled_modules(&self) -> Vec<String> {
         vec!["module-beta".into(), "module-alpha".into()]
+    }
+
+    fn disabled_reasons(&self) -> std::collections::BTreeMap<String, String> {
+        self.disabled.clone()
     }
 
     fn module_values(&self, module: &str) -> Option<Value> {

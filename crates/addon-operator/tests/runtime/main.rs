@@ -7,6 +7,7 @@
 mod config_writer;
 mod failure_kinds;
 mod metrics;
+mod module_sdk;
 mod parallel;
 mod scenarios;
 mod shared_watches;

@@ -99,6 +99,7 @@ async fn run_showing(args: &CheckArgs, progress: &crate::cli::progress::Progress
             path: m.path.display().to_string(),
             values_key: m.name.values_key(),
             enabled: stage.enabled.contains(&m.name),
+            disabled_reason: stage.disabled_reasons.get(&m.name).cloned(),
             helm: m.has_chart,
             requires: m.definition.requires.iter().map(requirement_text).collect(),
             not_running: (stage.unmet.iter())

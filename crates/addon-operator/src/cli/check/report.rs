@@ -33,6 +33,9 @@ pub struct ModuleReport {
     pub path: String,
     pub values_key: String,
     pub enabled: bool,
+    /// Why its `enabled` script disabled it (`$MODULE_ENABLED_REASON`), when it said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
     pub helm: bool,
     pub hooks: Vec<HookReport>,
     /// The modules it requires (`module.yaml`), each with its constraint: `db >= 1.0`.
@@ -70,10 +73,11 @@ impl CheckReport {
         let enabled = self.modules.iter().filter(|m| m.enabled).count();
         let _ = writeln!(out, "Modules: {} ({} enabled)", self.modules.len(), enabled);
         for m in &self.modules {
-            let state = match (&m.not_running, m.enabled) {
-                (Some(_), _) => "not running",
-                (None, true) => "enabled",
-                (None, false) => "disabled",
+            let state = match (&m.not_running, &m.disabled_reason, m.enabled) {
+                (Some(_), _, _) => "not running".to_string(),
+                (None, _, true) => "enabled".to_string(),
+                (None, Some(reason), false) => format!("disabled: {reason}"),
+                (None, None, false) => "disabled".to_string(),
             };
             let helm = if m.helm { "chart" } else { "no chart" };
             let _ = writeln!(
@@ -127,6 +131,7 @@ mod tests {
                 path: "/m/010-echo-server".into(),
                 values_key: "echoServer".into(),
                 enabled: true,
+                disabled_reason: None,
                 helm: true,
                 hooks: vec![],
                 requires: vec![],
@@ -140,6 +145,32 @@ mod tests {
         assert_eq!(v["modules"][0]["helm"], true);
         assert!(v["errors"].as_array().unwrap().is_empty());
         assert!(v["values"].is_object());
+    }
+
+    #[test]
+    fn a_module_its_script_disabled_shows_the_reason_in_text_and_json() {
+        let report = CheckReport {
+            modules: vec![ModuleReport {
+                name: "web".into(),
+                order: 10,
+                path: "/m/010-web".into(),
+                values_key: "web".into(),
+                enabled: false,
+                disabled_reason: Some("no nodes with label x".into()),
+                helm: true,
+                hooks: vec![],
+                requires: vec![],
+                not_running: None,
+            }],
+            ..Default::default()
+        };
+        assert!(
+            (report.to_text()).contains("web [disabled: no nodes with label x, chart"),
+            "{}",
+            report.to_text()
+        );
+        let v = serde_json::to_value(&report).unwrap();
+        assert_eq!(v["modules"][0]["disabledReason"], "no nodes with label x");
     }
 
     #[test]

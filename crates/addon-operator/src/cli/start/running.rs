@@ -126,6 +126,7 @@ async fn add_module_hooks(
 ) -> Result<ModuleHooks, Vec<String>> {
     let loaded = loaded?;
     handle.add_module_hooks(&loaded.hooks, &loaded.configs)?;
+    handle.set_settings_checks(&loaded.settings_checks);
     let hooks: usize = loaded.hooks.values().map(Vec::len).sum();
     tracing::info!(modules = loaded.hooks.len(), hooks, "module hooks loaded");
     crate::cli::webhook_flags::start_servers(webhooks, handle, shutdown)

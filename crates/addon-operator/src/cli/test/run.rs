@@ -434,6 +434,7 @@ mod tests {
                 openapi: Default::default(),
                 definition: Default::default(),
                 has_chart: false,
+                settings_check: None,
                 hooks: Vec::new(),
             });
         }

@@ -11,7 +11,10 @@ use tokio_util::sync::CancellationToken;
 use crate::edges::exec::hook_run::HookRunSettings;
 use crate::edges::exec::hook_run::{self, EnabledScriptInvocation, HookInvocation, HookOwner};
 
-use crate::runtime::edges::{EnabledAnswer, HookExecutor, HookFailure, HookRequest, HookSuccess};
+use crate::edges::exec::settings_check::{self, CheckInvocation};
+use crate::runtime::edges::{
+    EnabledAnswer, HookExecutor, HookFailure, HookRequest, HookSuccess, SettingsVerdict,
+};
 
 /// Hooks as child processes (the `exec` edge).
 pub struct ProcessHooks {
@@ -109,6 +112,23 @@ impl HookExecutor for ProcessHooks {
                 reason: out.reason.unwrap_or_default().trim().to_string(),
                 usage: out.process.usage,
             })
+        })
+    }
+
+    fn check_settings<'a>(
+        &'a self,
+        module: &'a ModuleName,
+        program: &'a Path,
+        settings: &'a serde_json::Value,
+    ) -> BoxFuture<'a, Result<SettingsVerdict, HookFailure>> {
+        Box::pin(async move {
+            let check = CheckInvocation {
+                module: module.as_str(),
+                program,
+                settings,
+                extra_env: &self.extra_env,
+            };
+            settings_check::run(&self.settings, &check, &self.cancel).await
         })
     }
 }

@@ -6,6 +6,7 @@ pub mod inherited_env;
 pub mod launch;
 pub mod process;
 pub mod reaper;
+pub mod settings_check;
 pub mod tmp_files;
 pub mod tmp_pool;
 pub mod usage;

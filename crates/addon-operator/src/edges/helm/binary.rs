@@ -30,7 +30,7 @@ use self::kube_cache::KubeCache;
 use self::release::{ReleaseState, is_in_progress, is_not_found, names_from_list_json};
 use self::storage::StorageWatch;
 pub use self::version::HelmVersion;
-use super::post_render::{PostRenderError, PostRenderer};
+use super::post_render::{EXTRA_LABELS_ENV, MAINTENANCE_LABEL, PostRenderError, PostRenderer};
 use super::{Drift, Helm, HelmError, UpgradeRequest};
 
 /// How to run helm; build with [`HelmSettings::new`] and adjust the public fields.
@@ -253,8 +253,20 @@ impl BinaryHelm {
         args: &[OsString],
         limit: Duration,
     ) -> Result<Output, HelmError> {
+        self.run_with_env(operation, release, args, &[], limit)
+            .await
+    }
+
+    async fn run_with_env(
+        &self,
+        operation: &'static str,
+        release: &str,
+        args: &[OsString],
+        env: &[(OsString, OsString)],
+        limit: Duration,
+    ) -> Result<Output, HelmError> {
         self.runner
-            .run(args, limit)
+            .run_with_env(args, env, limit)
             .await
             .map_err(|error| match error {
                 RunError::Spawn { binary, source } => HelmError::Spawn { binary, source },
@@ -526,12 +538,25 @@ impl BinaryHelm {
         if let Some(renderer) = &self.settings.post_renderer {
             argv.extend(argv::post_renderer(self.version, renderer));
         }
+        argv.extend(argv::maintenance_label(req.maintenance));
         if self.namespace_missing().await {
             // a namespace of its own for a local tree against a cluster (`--config-file`);
             // never asked otherwise: least-privilege RBAC cannot create namespaces
             argv.push("--create-namespace".into());
         }
-        let out = self.run("upgrade", release, &argv, self.long_limit()).await;
+        // as upstream: the objects of a release in maintenance carry the label too
+        let env: Vec<(OsString, OsString)> = req
+            .maintenance
+            .then(|| {
+                (
+                    EXTRA_LABELS_ENV.into(),
+                    format!("{MAINTENANCE_LABEL}=").into(),
+                )
+            })
+            .into_iter()
+            .collect();
+        let limit = self.long_limit();
+        let out = (self.run_with_env("upgrade", release, &argv, &env, limit)).await;
         self.refresh(release).await;
         out
     }

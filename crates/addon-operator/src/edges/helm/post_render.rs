@@ -13,6 +13,21 @@ use serde_json::{Map, Value};
 /// The labels upstream's post-renderer puts on every release object.
 pub const RELEASE_LABELS: &[(&str, &str)] = &[("heritage", "addon-operator")];
 
+/// Upstream's maintenance label: on the release (`true`/`false`) and, while the module is in
+/// maintenance (`NoResourceReconciliation`), on every object of it (empty value).
+pub const MAINTENANCE_LABEL: &str = "maintenance.deckhouse.io/no-resource-reconciliation";
+
+/// Labels the post-renderer adds for one `helm upgrade` besides [`RELEASE_LABELS`]: `key=value`
+/// lines in this variable of helm's environment, which helm hands down to its post-renderer.
+pub const EXTRA_LABELS_ENV: &str = "ADDON_OPERATOR_POST_RENDER_LABELS";
+
+/// [`RELEASE_LABELS`] and the `key=value` lines of `extra` ([`EXTRA_LABELS_ENV`]).
+pub fn labels_with(extra: &str) -> Vec<(&str, &str)> {
+    let mut labels = RELEASE_LABELS.to_vec();
+    labels.extend(extra.lines().filter_map(|line| line.split_once('=')));
+    labels
+}
+
 /// The hidden subcommand helm runs.
 pub const SUBCOMMAND: &str = "helm-post-render";
 

@@ -260,15 +260,18 @@ fn module_wide(status: &dyn StatusSource, name: &str, format: Format) -> Option<
                 }
                 return Some(Reply::ok(format, lines));
             }
+            let mut doc = json!({ "enabledModules": modules });
             let not_running = status.modules_not_running();
-            if not_running.is_empty() {
-                let doc = json!({ "enabledModules": modules });
-                return Some(Reply::ok(format, format.render(&doc)));
+            if !not_running.is_empty() {
+                let reasons: serde_json::Map<String, Value> = (not_running.into_iter())
+                    .map(|(module, reason)| (module, Value::String(reason)))
+                    .collect();
+                doc["notRunning"] = Value::Object(reasons);
             }
-            let reasons: serde_json::Map<String, Value> = (not_running.into_iter())
-                .map(|(module, reason)| (module, Value::String(reason)))
-                .collect();
-            let doc = json!({ "enabledModules": modules, "notRunning": reasons });
+            let reasons = status.disabled_reasons();
+            if !reasons.is_empty() {
+                doc["disabledReasons"] = json!(reasons);
+            }
             Some(Reply::ok(format, format.render(&doc)))
         }
         "resource-monitor" => Some(optional(

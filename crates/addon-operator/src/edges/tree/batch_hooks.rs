@@ -58,12 +58,23 @@ pub async fn expand(found: &mut Discovered, options: &ConfigRunOptions) -> Expan
     let candidates = all_hooks.filter(|hook| may_be_batch(&hook.path)).cloned();
     let batches = batch_executables(candidates.collect(), options).await;
     let global = std::mem::take(&mut found.global.hooks);
-    found.global.hooks = expand_list(global, true, &batches, options, &mut out).await;
+    found.global.hooks = expand_list(global, true, &batches, options, &mut out)
+        .await
+        .hooks;
     for module in &mut found.modules {
         let hooks = std::mem::take(&mut module.hooks);
-        module.hooks = expand_list(hooks, false, &batches, options, &mut out).await;
+        let list = expand_list(hooks, false, &batches, options, &mut out).await;
+        module.hooks = list.hooks;
+        module.settings_check = list.settings_check;
     }
     out
+}
+
+/// The hooks of one module (or the global hooks) after expansion.
+struct ExpandedList {
+    hooks: Vec<HookFile>,
+    /// The first batch executable that declared a settings check.
+    settings_check: Option<PathBuf>,
 }
 
 /// The paths of the `candidates` that answer `hook list` in the batch format, probed side by
@@ -93,21 +104,42 @@ async fn expand_list(
     batches: &BTreeSet<PathBuf>,
     options: &ConfigRunOptions,
     out: &mut Expanded,
-) -> Vec<HookFile> {
-    let mut result = Vec::with_capacity(hooks.len());
+) -> ExpandedList {
+    let mut result = ExpandedList {
+        hooks: Vec::with_capacity(hooks.len()),
+        settings_check: None,
+    };
+    let mut readiness: Option<PathBuf> = None;
     for hook in hooks {
         if !batches.contains(&hook.path) {
-            result.push(hook);
+            result.hooks.push(hook);
             continue;
         }
-        match describe(&hook, global, options).await {
-            Ok(hooks) => {
-                for (file, config) in hooks {
-                    out.configs.insert(file.config_key(), config);
-                    result.push(file);
-                }
+        let described = match describe(&hook, global, options).await {
+            Ok(described) => described,
+            Err(e) => {
+                out.errors.push(addon_core::error::error_chain(&e));
+                continue;
             }
-            Err(e) => out.errors.push(addon_core::error::error_chain(&e)),
+        };
+        if described.settings_check && result.settings_check.is_none() {
+            result.settings_check = Some(hook.path.clone());
+        }
+        for (file, config) in described.hooks {
+            if file.args == Id::Ready.args() {
+                // as upstream: one readiness hook per module (and one among global hooks)
+                if let Some(first) = &readiness {
+                    out.errors.push(format!(
+                        "batch hook {}: multiple readiness hooks found (the first is in {})",
+                        hook.path.display(),
+                        first.display()
+                    ));
+                    continue;
+                }
+                readiness = Some(hook.path.clone());
+            }
+            out.configs.insert(file.config_key(), config);
+            result.hooks.push(file);
         }
     }
     result
@@ -147,12 +179,19 @@ fn says_found(stdout: &str) -> bool {
     })
 }
 
+/// What `hook config` describes: every hook as a file and a v1 config, and whether the
+/// executable answers `hook check`.
+struct Described {
+    hooks: Vec<(HookFile, String)>,
+    settings_check: bool,
+}
+
 /// Runs `hook config` and maps every hook it describes to a file and a v1 config.
 async fn describe(
     hook: &HookFile,
     global: bool,
     options: &ConfigRunOptions,
-) -> Result<Vec<(HookFile, String)>, BatchError> {
+) -> Result<Described, BatchError> {
     let path = hook.path.clone();
     let spec = spec(hook, &["hook", "config"], options, false);
     let output = run_process(&spec, &log(hook, "hook config"), options)
@@ -168,12 +207,11 @@ async fn describe(
             message: output.failure_message(),
         });
     }
-    let entries = parse_batch_config(&output.stdout).map_err(|reason| BatchError::Parse {
+    let batch = parse_batch_config(&output.stdout).map_err(|reason| BatchError::Parse {
         path: path.clone(),
         reason,
     })?;
-    entries
-        .into_iter()
+    let hooks = (batch.entries.into_iter())
         .map(|entry| {
             let name = match &entry.id {
                 Id::Ready => format!("{}-readiness", hook.name),
@@ -190,7 +228,11 @@ async fn describe(
             };
             Ok((file, to_v1(&entry.config, global).to_string()))
         })
-        .collect()
+        .collect::<Result<_, BatchError>>()?;
+    Ok(Described {
+        hooks,
+        settings_check: batch.settings_check,
+    })
 }
 
 fn spec(
@@ -272,11 +314,20 @@ pub enum BatchConfigError {
     EntryNotObject,
 }
 
-/// Reads `hook config`: `{"version": "v1", "hooks": [...], "readiness": {...}}`, or the older
-/// plain list of hook configs.
-fn parse_batch_config(stdout: &str) -> Result<Vec<Entry>, BatchConfigError> {
+/// A parsed `hook config` answer.
+#[derive(Debug)]
+struct BatchConfig {
+    entries: Vec<Entry>,
+    /// `has_settings_check`: the executable answers `hook check`.
+    settings_check: bool,
+}
+
+/// Reads `hook config`: `{"version": "v1", "hooks": [...], "readiness": {...},
+/// "has_settings_check": true}`, or the older plain list of hook configs.
+fn parse_batch_config(stdout: &str) -> Result<BatchConfig, BatchConfigError> {
     let doc: Value =
         serde_json::from_str(stdout.trim()).map_err(|e| BatchConfigError::Json(e.to_string()))?;
+    let settings_check = doc.get("has_settings_check") == Some(&Value::Bool(true));
     let (hooks, readiness) = match doc {
         Value::Array(hooks) => (hooks, None),
         Value::Object(mut map) => {
@@ -316,7 +367,10 @@ fn parse_batch_config(stdout: &str) -> Result<Vec<Entry>, BatchConfigError> {
     if let Some(readiness) = readiness {
         entries.push(entry(Id::Ready, readiness)?);
     }
-    Ok(entries)
+    Ok(BatchConfig {
+        entries,
+        settings_check,
+    })
 }
 
 /// The shell-operator v1 config of one module-sdk hook config, as the Go operator maps it:
@@ -502,7 +556,8 @@ mod tests {
                  "kubernetes":[{"name":"pods","apiVersion":"v1","kind":"Pod","executeHookOnEvent":false,"jqFilter":".metadata.name"}]}],
                "readiness":{"configVersion":"v1","metadata":{"name":"ready"},"schedule":[{"name":"r","crontab":"*/5 * * * * *"}]}}"#,
         )
-        .unwrap();
+        .unwrap()
+        .entries;
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0].id, Id::Index(0));
         assert_eq!(entries[1].id.args(), ["hook", "ready"]);
@@ -532,15 +587,63 @@ mod tests {
             r#"{"version":"v1","hooks":[],"readiness":{"configVersion":"","metadata":{"name":""},
                "schedule":[{"name":"m-moduleReadinessSchedule","crontab":"*/15 * * * * *"}]}}"#,
         )
-        .unwrap();
+        .unwrap()
+        .entries;
         let v1 = to_v1(&entries[0].config, false);
         assert_eq!(v1["configVersion"], "v1");
         assert_eq!(v1["schedule"][0]["crontab"], "*/15 * * * * *");
     }
 
     #[test]
+    fn has_settings_check_marks_an_executable_that_answers_hook_check() {
+        let with = r#"{"version":"v1","hooks":[],"has_settings_check":true}"#;
+        assert!(parse_batch_config(with).unwrap().settings_check);
+        let without = r#"{"version":"v1","hooks":[{"onStartup":1}]}"#;
+        assert!(!parse_batch_config(without).unwrap().settings_check);
+    }
+
+    #[tokio::test]
+    async fn a_second_readiness_hook_in_one_module_is_an_error_and_the_check_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = ConfigRunOptions::new(std::time::Duration::from_secs(10));
+        let batch = |ready: bool, check: bool| {
+            let readiness = if ready {
+                r#","readiness":{"schedule":[{"name":"r","crontab":"*/15 * * * * *"}]}"#
+            } else {
+                ""
+            };
+            format!(
+                "#!/bin/sh\ncase \"$1 $2\" in\n\"hook list\") echo 'Found 1 items' ;;\n\
+                 \"hook config\") echo '{{\"version\":\"v1\",\"has_settings_check\":{check},\
+                 \"hooks\":[{{\"onStartup\":1}}]{readiness}}}' ;;\nesac\n"
+            )
+        };
+        let a = script(dir.path(), "a", &batch(true, false));
+        let b = script(dir.path(), "b", &batch(true, true));
+        let c = script(dir.path(), "c", &batch(false, true));
+        let all = vec![a.clone(), b.clone(), c];
+        let batches = batch_executables(all.clone(), &options).await;
+        let mut out = Expanded::default();
+        let list = expand_list(all, false, &batches, &options, &mut out).await;
+        assert_eq!(out.errors.len(), 1, "{:?}", out.errors);
+        assert!(
+            out.errors[0].contains("multiple readiness hooks"),
+            "{:?}",
+            out.errors
+        );
+        let ready: Vec<_> = (list.hooks.iter())
+            .filter(|h| h.args == Id::Ready.args())
+            .map(|h| h.path.clone())
+            .collect();
+        assert_eq!(ready, std::slice::from_ref(&a.path));
+        assert_eq!(list.settings_check, Some(b.path.clone()));
+    }
+
+    #[test]
     fn the_older_list_form_and_bad_answers() {
-        let entries = parse_batch_config(r#"[{"configVersion":"v1","onStartup":1}]"#).unwrap();
+        let entries = parse_batch_config(r#"[{"configVersion":"v1","onStartup":1}]"#)
+            .unwrap()
+            .entries;
         assert_eq!(entries[0].id.args(), ["hook", "run", "0"]);
         assert!(parse_batch_config(r#"{"version":"v9","hooks":[]}"#).is_err());
         assert!(parse_batch_config("not json").is_err());

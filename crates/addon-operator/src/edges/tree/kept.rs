@@ -228,6 +228,7 @@ mod tests {
             openapi: Default::default(),
             definition: Default::default(),
             has_chart: false,
+            settings_check: None,
             hooks: vec![hook.clone()],
         };
         let configs = BTreeMap::from([(hook.path.clone(), config)]);
@@ -261,6 +262,7 @@ mod tests {
             openapi: Default::default(),
             definition: Default::default(),
             has_chart: false,
+            settings_check: None,
             hooks: Vec::new(),
         };
         let kept = KeptDirs::new(tmp.path().join("kept"));
@@ -288,6 +290,7 @@ mod tests {
                 openapi: Default::default(),
                 definition: Default::default(),
                 has_chart: true,
+                settings_check: None,
                 hooks: vec![addon_core::discovery::HookFile {
                     name: addon_core::names::HookName::new("hooks/h").unwrap(),
                     path: dir.join("hooks/h"),

@@ -237,6 +237,7 @@ fn load_module(
         enabled_script,
         openapi: load_openapi(path, errors),
         has_chart: path.join("Chart.yaml").is_file() || path.join("templates").is_dir(),
+        settings_check: None,
         hooks,
         definition,
     })

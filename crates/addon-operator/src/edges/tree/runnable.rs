@@ -49,6 +49,8 @@ pub struct StagedTree {
 pub struct ModuleHooks {
     pub hooks: BTreeMap<ModuleName, Vec<HookFile>>,
     pub configs: BTreeMap<PathBuf, HookConfig>,
+    /// The settings check of each module that has one (see `ModuleSource::settings_check`).
+    pub settings_checks: BTreeMap<ModuleName, PathBuf>,
 }
 
 /// [`load`] in two stages, for `start`: the global hooks' `--config` runs are awaited, the
@@ -76,10 +78,14 @@ pub async fn load_staged(
         if !configs.errors.is_empty() {
             return Err(configs.errors);
         }
+        let settings_checks = (modules.modules.iter())
+            .filter_map(|m| Some((m.name.clone(), m.settings_check.clone()?)))
+            .collect();
         let hooks = modules.modules.into_iter().map(|m| (m.name, m.hooks));
         Ok(ModuleHooks {
             hooks: hooks.collect(),
             configs: configs.by_path,
+            settings_checks,
         })
     });
     for module in &mut found.modules {
@@ -107,6 +113,7 @@ impl Tree {
             if let Some(hooks) = loaded.hooks.remove(&module.name) {
                 module.hooks = hooks;
             }
+            module.settings_check = loaded.settings_checks.remove(&module.name);
         }
         self.configs.append(&mut loaded.configs);
     }

@@ -20,6 +20,9 @@ pub struct UpgradeRequest {
     pub values_yaml: String,
     /// Checksum of the values and chart files; stored with the release.
     pub checksum: String,
+    /// The module is in maintenance (`<key>Maintenance: NoResourceReconciliation`): the release
+    /// and its objects are labelled `maintenance.deckhouse.io/no-resource-reconciliation`.
+    pub maintenance: bool,
 }
 
 /// A Helm operation that failed.

@@ -125,6 +125,31 @@ pub struct EnabledAnswer {
     pub usage: ResourceUsage,
 }
 
+/// The answer of a module's settings check (module-sdk's `hook check`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
+pub struct SettingsVerdict {
+    pub valid: bool,
+    pub message: String,
+    #[serde(deserialize_with = "null_as_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl SettingsVerdict {
+    pub fn valid() -> Self {
+        Self {
+            valid: true,
+            ..Self::default()
+        }
+    }
+}
+
+/// Go's `null` slice is an empty list.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    use serde::Deserialize as _;
+    Ok(Option::<Vec<String>>::deserialize(d)?.unwrap_or_default())
+}
+
 /// Runs hooks and `enabled` scripts.
 pub trait HookExecutor: Send + Sync {
     fn run_hook<'a>(
@@ -137,6 +162,17 @@ pub trait HookExecutor: Send + Sync {
         script: &'a Path,
         values: &'a HookValues,
     ) -> BoxFuture<'a, Result<EnabledAnswer, HookFailure>>;
+    /// Asks `program` (a batch executable with `has_settings_check`) whether `settings` (the
+    /// module's config section) may be stored. By default every setting is valid.
+    fn check_settings<'a>(
+        &'a self,
+        module: &'a ModuleName,
+        program: &'a Path,
+        settings: &'a Value,
+    ) -> BoxFuture<'a, Result<SettingsVerdict, HookFailure>> {
+        let _ = (module, program, settings);
+        Box::pin(async { Ok(SettingsVerdict::valid()) })
+    }
 }
 
 /// Which watch a kubernetes binding owns: the hook's module (none for global hooks), the hook,

@@ -104,6 +104,11 @@ pub trait StatusSource: Send + Sync {
     /// Names of the enabled modules (any order; the API sorts them).
     fn enabled_modules(&self) -> Vec<String>;
 
+    /// Modules their `enabled` script disabled with a reason (`$MODULE_ENABLED_REASON`), by name.
+    fn disabled_reasons(&self) -> std::collections::BTreeMap<String, String> {
+        std::collections::BTreeMap::new()
+    }
+
     /// Effective values of a module (contents of its values key); `None` when no such module exists.
     fn module_values(&self, module: &str) -> Option<Value>;
 

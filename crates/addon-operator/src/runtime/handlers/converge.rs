@@ -196,7 +196,21 @@ async fn run_script(
     if !verdict.enabled && !answer.reason.is_empty() {
         tracing::info!(module = %module, reason = %answer.reason, "disabled by its enabled script");
     }
+    remember_reason(shared, module, verdict.enabled, answer.reason);
     Ok(verdict.enabled)
+}
+
+/// Keeps the `$MODULE_ENABLED_REASON` of a module its script disabled (as upstream keeps it in
+/// the module's state), for the debug API and the log line of the module's deletion.
+fn remember_reason(shared: &Shared, module: &ModuleName, enabled: bool, reason: String) {
+    let mut st = shared.lock();
+    let reason = reason.trim();
+    if enabled || reason.is_empty() {
+        st.disabled_reasons.remove(module);
+    } else {
+        st.disabled_reasons
+            .insert(module.clone(), reason.to_string());
+    }
 }
 
 /// Global values and dynamic enable flags, as one checksum.

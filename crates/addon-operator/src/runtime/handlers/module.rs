@@ -429,6 +429,13 @@ async fn helm_upgrade(
     activation: &str,
 ) -> Result<(), ModuleError> {
     let request = upgrade_request(shared, module, chart).await?;
+    if request.maintenance && shared.lock().maintenance_labelled.contains(module) {
+        tracing::info!(module = %module, "module is in maintenance (NoResourceReconciliation): helm upgrade skipped");
+        shared
+            .lock()
+            .record(|| format!("helm skipped {module} (maintenance)"));
+        return Ok(());
+    }
     let helm = &shared.edges.helm;
     let timed = |operation, started: tokio::time::Instant| {
         let elapsed = started.elapsed();
@@ -445,6 +452,13 @@ async fn helm_upgrade(
         helm.upgrade(&request).await?;
         timed(HelmOperation::Upgrade, started);
     }
+    // as upstream: once the release carries the maintenance label, later runs leave it alone
+    let mut st = shared.lock();
+    if request.maintenance {
+        st.maintenance_labelled.insert(module.clone());
+    } else {
+        st.maintenance_labelled.remove(module);
+    }
     Ok(())
 }
 
@@ -455,14 +469,23 @@ pub async fn upgrade_request(
     module: &ModuleName,
     chart: &Path,
 ) -> Result<UpgradeRequest, ModuleError> {
-    let values = shared.lock().store.helm_values(module)?;
+    let (values, maintenance) = {
+        let st = shared.lock();
+        let maintenance = st.store.config().module_in_maintenance(module);
+        (st.store.helm_values(module)?, maintenance)
+    };
     let values_yaml = addon_core::yaml::to_string(&values)?;
-    let checksum = chart_checksum(shared, chart.to_path_buf(), values_yaml.clone()).await?;
+    let mut checksum = chart_checksum(shared, chart.to_path_buf(), values_yaml.clone()).await?;
+    if maintenance {
+        // entering and leaving maintenance both change what is installed (the labels)
+        checksum.push_str("-maintenance");
+    }
     Ok(UpgradeRequest {
         release: module.to_string(),
         chart_dir: chart.to_path_buf(),
         checksum,
         values_yaml,
+        maintenance,
     })
 }
 

@@ -278,6 +278,20 @@ impl Metrics {
         }
     }
 
+    /// After each config change: one `mm_module_maintenance` series (state
+    /// `NoResourceReconciliation`) per module in maintenance, none for the others.
+    pub fn modules_in_maintenance(&self, modules: &[String]) {
+        let family = &self.families.module_maintenance;
+        family.clear();
+        for module in modules {
+            let labels = labels([
+                ("module", module.as_str()),
+                ("state", "NoResourceReconciliation"),
+            ]);
+            family.get_or_create(&labels).set(1.0);
+        }
+    }
+
     /// When a converge (startup, or one caused by `activation`) finishes.
     pub fn converge(&self, activation: &str, duration: Duration) {
         let labels = labels([("activation", activation)]);

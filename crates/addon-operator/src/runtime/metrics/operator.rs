@@ -149,6 +149,7 @@ pub struct OperatorFamilies {
     pub helm_release_redeployed: CounterFamily,
     pub absent_resources: CounterFamily,
     pub module_info: GaugeFamily,
+    pub module_maintenance: GaugeFamily,
     pub module_hooks: HookRunFamilies,
     pub global_hooks: HookRunFamilies,
     pub convergence_seconds: Family<Labels, ExactNameCounter>,
@@ -194,6 +195,7 @@ impl OperatorFamilies {
             helm_release_redeployed: CounterFamily::default(),
             absent_resources: CounterFamily::default(),
             module_info: GaugeFamily::default(),
+            module_maintenance: GaugeFamily::default(),
             module_hooks: HookRunFamilies::new(),
             global_hooks: HookRunFamilies::new(),
             convergence_seconds: Family::default(),
@@ -270,6 +272,11 @@ impl OperatorFamilies {
             "mm_module_info",
             "One series per known module: enabled and critical",
             &self.module_info,
+        );
+        r.add(
+            "mm_module_maintenance",
+            "1 for each module in maintenance mode, by state",
+            &self.module_maintenance,
         );
     }
 

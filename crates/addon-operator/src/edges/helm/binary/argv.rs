@@ -74,6 +74,13 @@ pub(crate) fn post_renderer(version: HelmVersion, renderer: &PostRenderer) -> Ve
     argv
 }
 
+/// Upstream's release label saying whether the module is in maintenance
+/// (`NoResourceReconciliation`): `true` or `false`, set at every upgrade.
+pub(crate) fn maintenance_label(maintenance: bool) -> Vec<OsString> {
+    let label = crate::edges::helm::post_render::MAINTENANCE_LABEL;
+    args(["--labels".to_string(), format!("{label}={maintenance}")])
+}
+
 /// `helm uninstall`.
 pub(crate) fn uninstall(target: Target<'_>, release: &str) -> Vec<OsString> {
     args([

@@ -77,9 +77,19 @@ impl Runner {
 
     /// Runs `helm ARGS`, killing it after `limit`.
     pub async fn run(&self, args: &[OsString], limit: Duration) -> Result<Output, RunError> {
+        self.run_with_env(args, &[], limit).await
+    }
+
+    /// [`Self::run`] with `extra` added to helm's environment.
+    pub async fn run_with_env(
+        &self,
+        args: &[OsString],
+        extra: &[(OsString, OsString)],
+        limit: Duration,
+    ) -> Result<Output, RunError> {
         let mut cmd = Command::new(&self.binary);
         cmd.args(args)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .envs(self.env.iter().chain(extra).map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .kill_on_drop(true);
         tracing::debug!(binary = %self.binary.display(), ?args, "running helm");
