@@ -81,7 +81,10 @@ impl Baseline {
     /// One JSON patch restoring `fields`: a `test` of `resource_version` first (so a write made
     /// after the copy was read is not overwritten blindly), then `replace` (or `add` for a field
     /// that is gone) of each field with its baseline value.
-    pub fn restore_patch(fields: &[DriftedField], resource_version: Option<&str>) -> Value {
+    pub fn restore_patch(
+        fields: &[DriftedField],
+        resource_version: Option<&str>,
+    ) -> Result<json_patch::Patch, serde_json::Error> {
         let mut ops = Vec::with_capacity(fields.len() + 1);
         if let Some(version) = resource_version {
             ops.push(serde_json::json!({
@@ -96,7 +99,7 @@ impl Baseline {
             };
             ops.push(serde_json::json!({ "op": op, "path": field.path, "value": field.want }));
         }
-        Value::Array(ops)
+        serde_json::from_value(Value::Array(ops))
     }
 }
 

@@ -96,9 +96,9 @@ fn a_field_gone_from_the_live_object_is_drift_restored_with_add() {
     edited["metadata"]["labels"] = json!({});
     let drifted = baseline.diff(&edited);
     assert_eq!(drifted[0].got, None);
-    let patch = Baseline::restore_patch(&drifted, Some("8"));
+    let patch = Baseline::restore_patch(&drifted, Some("8")).unwrap();
     assert_eq!(
-        patch,
+        serde_json::to_value(patch).unwrap(),
         json!([{"op": "test", "path": "/metadata/resourceVersion", "value": "8"},
             {"op": "add", "path": "/metadata/labels/app", "value": "web"}])
     );
@@ -109,13 +109,11 @@ fn the_restore_patch_replaces_each_drifted_field_with_its_baseline_value() {
     let baseline = Baseline::record(&manifest(), &live(), &IgnoreRules::default());
     let mut edited = live();
     edited["spec"]["replicas"] = json!(5);
-    let patch = Baseline::restore_patch(&baseline.diff(&edited), None);
+    let patch = Baseline::restore_patch(&baseline.diff(&edited), None).unwrap();
     assert_eq!(
-        patch,
+        serde_json::to_value(patch).unwrap(),
         json!([{"op": "replace", "path": "/spec/replicas", "value": 1}])
     );
-    let parsed: Result<json_patch::Patch, _> = serde_json::from_value(patch);
-    assert!(parsed.is_ok());
 }
 
 #[test]

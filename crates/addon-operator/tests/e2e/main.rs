@@ -9,6 +9,7 @@ mod cluster;
 mod cluster_flags;
 mod config_file;
 mod config_race;
+mod drift;
 mod embedded;
 mod ha;
 mod hook_run;
