@@ -49,7 +49,10 @@ impl Baseline {
         let fields = leaves
             .into_iter()
             .filter(|path| !ignore.ignores(path))
-            .filter_map(|path| Some((path.clone(), live.pointer(&path)?.clone())))
+            .filter_map(|path| {
+                let live = live.pointer(&path)?;
+                Some((path.clone(), baseline_value(desired.pointer(&path), live)))
+            })
             .take(MAX_FIELDS)
             .collect();
         Self { fields }
@@ -125,6 +128,17 @@ fn leaves_of(value: &Value, path: &str, depth: usize, out: &mut Vec<String>) {
             }
         }
         _ => out.push(path.to_string()),
+    }
+}
+
+/// The value to keep for a field: the live one, as the server stores it (quantities, defaults
+/// inside lists); but a number or a boolean the server never rewrites is the chart's, so a
+/// change made before the baseline was read (while the operator was away) is still drift.
+fn baseline_value(desired: Option<&Value>, live: &Value) -> Value {
+    match (desired, live) {
+        (Some(d @ Value::Number(_)), Value::Number(_))
+        | (Some(d @ Value::Bool(_)), Value::Bool(_)) => d.clone(),
+        _ => live.clone(),
     }
 }
 

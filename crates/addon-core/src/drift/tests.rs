@@ -173,3 +173,13 @@ fn restores_spread_over_more_than_the_window_never_back_off() {
         assert_eq!(guard.check("f", now), Verdict::Restore, "restore {i}");
     }
 }
+
+#[test]
+fn a_number_changed_before_the_baseline_was_read_is_still_drift() {
+    let mut scaled = live();
+    scaled["spec"]["replicas"] = json!(5);
+    let baseline = Baseline::record(&manifest(), &scaled, &IgnoreRules::default());
+    let drifted = baseline.diff(&scaled);
+    assert_eq!(drifted.len(), 1, "{drifted:?}");
+    assert_eq!(drifted[0].want, json!(1));
+}

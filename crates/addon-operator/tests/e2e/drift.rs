@@ -211,6 +211,15 @@ fn drift_is_restored_reported_ignored_and_given_up_and_health_names_the_object()
                 && l.contains("default/Deployment/web")
         })
     });
+    let socket = root.join("debug.socket");
+    let socket = socket.to_string_lossy();
+    let list =
+        crate::support::run_ok(&["raw", "--debug-unix-socket", &socket, "/module/list.json"]);
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let web = &list["releases"]["web"];
+    assert_eq!(web["health"], "progressing", "{list}");
+    assert_eq!(web["object"], "default/Deployment/web", "{list}");
+    assert!(web["restores"].as_u64().unwrap() >= 1, "{list}");
     wait_for_metrics(
         root,
         &addr,

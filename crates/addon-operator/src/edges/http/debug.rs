@@ -289,7 +289,10 @@ fn module_wide(status: &dyn StatusSource, name: &str, format: Format) -> Option<
                 let lines: String = modules.iter().map(|m| format!("{m}\n")).collect();
                 return Some(Reply::ok(format, lines));
             }
-            let doc = json!({ "enabledModules": modules });
+            let mut doc = json!({ "enabledModules": modules });
+            if let Some(releases) = status.releases() {
+                doc["releases"] = releases;
+            }
             Some(Reply::ok(format, format.render(&doc)))
         }
         "resource-monitor" => Some(optional(
