@@ -237,7 +237,15 @@ fn every_documented_metric_is_recorded() {
     });
 
     // a field of the release edited by hand: drift, written back (the object is `enforce`)
-    let edit = ["patch", "configmap", "alpha-cm", "-n", "default", "-p", r#"{"data":{"a":"2"}}"#];
+    let edit = [
+        "patch",
+        "configmap",
+        "alpha-cm",
+        "-n",
+        "default",
+        "-p",
+        r#"{"data":{"a":"2"}}"#,
+    ];
     cluster.kubectl(&edit, None).unwrap();
     wait_for_metrics(root, &addr, "a drift restored", long, |t| {
         t.contains(r#"module_drift_restores_total{module="alpha",kind="ConfigMap"} "#)
