@@ -232,7 +232,10 @@ impl Releases {
         }
         if change.deleted {
             object.health = ObjectHealth::InProgress("deleted".into());
-            tracing::warn!(module = %module, object = %object.label, "an object of the module's release was deleted: running the module");
+            // the resource monitor's counter and words: the object is absent, found sooner
+            let metrics = &ctx.shared.metrics;
+            metrics.absent_resources(module.as_str(), &object.label, 1);
+            tracing::warn!(module = %module, object = %object.label, "the module's release drifted from its chart: an object of it was deleted; running the module");
             ctx.handle.resources_absent(&module);
         } else {
             object.health = health::assess(&change.object);
