@@ -5,8 +5,10 @@
 pub mod binding_context;
 pub mod config_change;
 pub mod discovery;
+pub mod drift;
 pub mod enablement;
 pub mod error;
+pub mod health;
 pub mod hook_config;
 pub mod hook_output;
 pub mod jq;

@@ -16,7 +16,8 @@ use tokio::sync::mpsc;
 use addon_operator::edges::exec::hook_run::HookOutputs;
 use addon_operator::runtime::edges::{
     EnabledAnswer, HookExecutor, HookFailure, HookRequest, HookSuccess, KubeError, KubeEvent,
-    KubeEvents, MonitorKey, ObjectPatches, ObjectsError, SettingsVerdict,
+    KubeEvents, MonitorKey, ObjectChange, ObjectPatches, ObjectsError, SettingsVerdict,
+    WatchedKind,
 };
 
 /// One recorded hook (or `enabled` script) run.
@@ -196,6 +197,14 @@ struct KubeState {
     monitors: BTreeMap<MonitorKey, String>,
     /// operations applied by hooks, in order
     applied: Vec<KubeOperation>,
+    /// `kind/name` → the live object `get_object` reads first
+    live: BTreeMap<String, Value>,
+    /// the release guard's watches, by kind
+    watches: Vec<(WatchedKind, mpsc::Sender<ObjectChange>)>,
+}
+
+fn live_key(kind: &str, name: &str) -> String {
+    format!("{}/{name}", kind.to_lowercase())
 }
 
 /// Events a test may emit without yielding (`emit` does not wait; the operator's own channel is
@@ -226,6 +235,44 @@ impl FakeKube {
         lock(&self.state)
             .objects
             .insert(kind.to_lowercase(), objects);
+    }
+
+    /// The live copy of an object (`get_object` reads it).
+    pub fn set_live(&self, object: Value) {
+        let key = live_key(
+            object["kind"].as_str().unwrap_or_default(),
+            object["metadata"]["name"].as_str().unwrap_or_default(),
+        );
+        lock(&self.state).live.insert(key, object);
+    }
+
+    /// Changes an object as someone else would: sets its live copy and reports it to every
+    /// release watch of its kind; waits until they took it.
+    pub async fn change(&self, object: Value, deleted: bool) {
+        self.set_live(object.clone());
+        let watches: Vec<_> = lock(&self.state)
+            .watches
+            .iter()
+            .filter(|(kind, _)| Some(kind.kind.as_str()) == object["kind"].as_str())
+            .cloned()
+            .collect();
+        for (kind, sender) in watches {
+            let change = ObjectChange {
+                kind,
+                deleted,
+                object: object.clone(),
+            };
+            let _ = sender.send(change).await;
+        }
+    }
+
+    /// The kinds the release guard watches.
+    pub fn watched_kinds(&self) -> Vec<WatchedKind> {
+        lock(&self.state)
+            .watches
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 
     /// The `$KUBERNETES_PATCH_PATH` operations hooks applied, in order.
@@ -268,8 +315,13 @@ impl ObjectPatches for FakeKube {
         &'a self,
         target: &'a ObjectRef,
     ) -> BoxFuture<'a, Result<Option<Value>, ObjectsError>> {
+        let state = lock(&self.state);
+        if let Some(live) = state.live.get(&live_key(&target.kind, &target.name)) {
+            let live = live.clone();
+            return Box::pin(async move { Ok(Some(live)) });
+        }
         let mut found = None;
-        for op in &lock(&self.state).applied {
+        for op in &state.applied {
             match op {
                 KubeOperation::Create { object, .. }
                     if object["kind"] == target.kind.as_str()
@@ -286,6 +338,15 @@ impl ObjectPatches for FakeKube {
             }
         }
         Box::pin(async move { Ok(found) })
+    }
+
+    fn watch_kind<'a>(
+        &'a self,
+        kind: &'a WatchedKind,
+        changes: mpsc::Sender<ObjectChange>,
+    ) -> BoxFuture<'a, Result<(), ObjectsError>> {
+        lock(&self.state).watches.push((kind.clone(), changes));
+        Box::pin(async { Ok(()) })
     }
 }
 

@@ -30,6 +30,8 @@ struct State {
     drifts: BTreeMap<String, Drift>,
     /// `maintenance` of every upgrade, in order
     maintenance: Vec<bool>,
+    /// release → the objects of its manifest (`release_objects`)
+    manifests: BTreeMap<String, Vec<serde_json::Value>>,
 }
 
 /// A cheap-to-clone handle on shared fake state.
@@ -77,6 +79,11 @@ impl FakeHelm {
         self.lock().drifts.insert(release.to_string(), why);
     }
 
+    /// The objects `release_objects` gives for `release` (the manifest of its latest revision).
+    pub fn set_manifest(&self, release: &str, objects: Vec<serde_json::Value>) {
+        self.lock().manifests.insert(release.to_string(), objects);
+    }
+
     pub fn calls(&self) -> Vec<HelmCall> {
         self.lock().calls.clone()
     }
@@ -120,6 +127,14 @@ impl Helm for FakeHelm {
         let changed = state.releases.get(&req.release) != Some(&req.checksum);
         let drift = scripted.or(changed.then_some(Drift::Other));
         Box::pin(async move { Ok(drift) })
+    }
+
+    fn release_objects<'a>(
+        &'a self,
+        release: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<serde_json::Value>>, HelmError>> {
+        let objects = self.lock().manifests.get(release).cloned();
+        Box::pin(async move { Ok(objects) })
     }
 
     fn upgrade<'a>(&'a self, req: &'a UpgradeRequest) -> BoxFuture<'a, Result<(), HelmError>> {

@@ -185,6 +185,22 @@ pub async fn start_with_webhook_objects(
     start_with(dir, config, hooks, FakeHelm::new(), settings).await
 }
 
+/// [`start`] with the release guard's `guard` settings, its reports kept in `reports`.
+pub async fn start_with_guard(
+    dir: tempfile::TempDir,
+    config: &str,
+    hooks: FakeHooks,
+    helm: FakeHelm,
+    guard: addon_operator::runtime::GuardSettings,
+    reports: addon_operator::runtime::edges::report::KeptReports,
+) -> Op {
+    let settings = RuntimeSettings {
+        guard,
+        ..RuntimeSettings::default()
+    };
+    start_reporting(dir, config, hooks, helm, settings, Arc::new(reports)).await
+}
+
 /// [`start`] with `settings` (the retry delays, the history and the resource monitor are the
 /// scenarios' own).
 async fn start_with(
@@ -193,6 +209,18 @@ async fn start_with(
     hooks: FakeHooks,
     helm: FakeHelm,
     settings: RuntimeSettings,
+) -> Op {
+    let reports = Arc::new(addon_operator::runtime::edges::NoReports);
+    start_reporting(dir, config, hooks, helm, settings, reports).await
+}
+
+async fn start_reporting(
+    dir: tempfile::TempDir,
+    config: &str,
+    hooks: FakeHooks,
+    helm: FakeHelm,
+    settings: RuntimeSettings,
+    reports: Arc<dyn addon_operator::runtime::edges::Reporter>,
 ) -> Op {
     let loaded = LoadedTree::load(dir.path());
     let (found, configs) = (&loaded.found, &loaded.configs);
@@ -209,7 +237,7 @@ async fn start_with(
         objects: Arc::new(kube.clone()),
         config: config.clone(),
         files: Arc::new(addon_operator::edges::files::DiskFiles),
-        report: Arc::new(addon_operator::runtime::edges::NoReports),
+        report: reports,
     };
     let settings = RuntimeSettings {
         backoff: Backoff {

@@ -13,6 +13,7 @@ mod intake;
 mod kube_metrics;
 pub mod metrics;
 mod module_hooks;
+mod release_guard;
 mod reload;
 mod resource_monitor;
 pub mod schedule;
@@ -39,6 +40,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use edges::{Edges, KubeEvent, MonitorKey};
+pub use release_guard::{GuardSettings, ReleaseSummary};
 pub use reload::NewTree;
 use state::{HookDef, HookList, ModuleState, State};
 use task::Task;
@@ -57,6 +59,8 @@ pub struct RuntimeSettings {
     pub metrics_prefix: String,
     /// How often releases are checked for drift (missing objects, failed status); `None` = never.
     pub resource_monitor_interval: Option<Duration>,
+    /// Field-level drift and health of the modules' releases (`--drift-mode`, ...).
+    pub guard: GuardSettings,
     /// Keep the ordered history of task starts and hook runs (tests, debugging).
     pub record_history: bool,
     /// Helm releases never purged (`--helm-ignore-release`, the operator's own release).
@@ -96,6 +100,7 @@ impl Default for RuntimeSettings {
             backoff: Backoff::default(),
             metrics_prefix: crate::runtime::metrics::DEFAULT_PREFIX.to_string(),
             resource_monitor_interval: None,
+            guard: GuardSettings::default(),
             record_history: false,
             kept_releases: Vec::new(),
             crd_extra_labels: BTreeMap::from([(
@@ -149,6 +154,8 @@ pub struct Shared {
     pub(crate) jq: JqRunner,
     /// Fires at shutdown: a group waiting for its lanes stops waiting.
     stopping: CancellationToken,
+    /// Drift and health of the modules' releases.
+    pub(crate) guard: release_guard::Guard,
 }
 
 impl Shared {
@@ -341,6 +348,7 @@ impl Runtime {
             config_writer: config_writer::ConfigWriter::new(),
             jq: settings.jq.clone(),
             stopping: CancellationToken::new(),
+            guard: release_guard::Guard::new(settings.guard.clone()),
         });
         {
             let st = shared.lock();
@@ -408,6 +416,13 @@ impl Runtime {
                 shutdown.clone(),
             ));
         }
+        tasks.spawn(release_guard::run(
+            Arc::clone(&self.shared),
+            RuntimeHandle {
+                shared: Arc::clone(&self.shared),
+            },
+            shutdown.clone(),
+        ));
         if let Some(objects) = self.webhook_objects {
             tasks.spawn(webhook_objects::run_if_used(
                 Arc::clone(&self.shared),
@@ -630,6 +645,11 @@ impl RuntimeHandle {
         let st = self.shared.lock();
         let decision = addon_core::lifecycle::resources_absent(decisions::view(&st), module);
         decisions::enqueue(&self.shared, st, decision);
+    }
+
+    /// Drift and health of every tracked module's release.
+    pub fn release_summaries(&self) -> BTreeMap<ModuleName, ReleaseSummary> {
+        self.shared.guard.summaries()
     }
 
     /// The metrics the runtime records.

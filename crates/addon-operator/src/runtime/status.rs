@@ -144,6 +144,15 @@ impl StatusSource for RuntimeHandle {
         Some(self.snapshots_of(Some(&module)))
     }
 
+    fn releases(&self) -> Option<Value> {
+        let summaries = self.shared.guard.summaries();
+        let by_name: std::collections::BTreeMap<String, _> = summaries
+            .into_iter()
+            .map(|(module, summary)| (module.to_string(), summary))
+            .collect();
+        serde_json::to_value(by_name).ok()
+    }
+
     fn hooks(&self) -> Option<Value> {
         let st = self.shared.lock();
         let describe = |module: Option<&ModuleName>, hook: &super::state::HookDef| {

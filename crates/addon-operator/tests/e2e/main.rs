@@ -11,6 +11,7 @@ mod cluster_flags;
 mod config_file;
 mod config_race;
 mod dependencies;
+mod drift;
 mod embedded;
 mod ha;
 mod hook_run;

@@ -1,7 +1,7 @@
 //! Every metric `docs/metrics.md` lists is served on `/metrics` with a plausible value after a
 //! scenario that goes through every path that records one: hooks of every binding (failing,
-//! allowed to fail, succeeding), Helm install and upgrades, a watch error, an absent resource, a
-//! release left `failed`, a failed reload of the tree, a module delete that fails once.
+//! allowed to fail, succeeding), Helm install and upgrades, a watch error, a drifted field written
+//! back, an absent resource, a release left `failed`, a failed reload of the tree, a module delete that fails once.
 
 use std::path::Path;
 use std::time::Duration;
@@ -60,7 +60,7 @@ kubernetes:
     );
     write(
         &root.join("modules/001-alpha/templates/cm.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: alpha-cm\ndata:\n  a: \"1\"\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: alpha-cm\n  annotations: {\"drift.addon-operator.io/mode\": enforce}\ndata:\n  a: \"1\"\n",
         false,
     );
     hook(
@@ -234,6 +234,21 @@ fn every_documented_metric_is_recorded() {
     cluster.emulator.drop_watches();
     wait_for_metrics(root, &addr, "a watch error", long, |t| {
         t.contains("kubernetes_client_watch_errors_total{error_type=\"expired\"}")
+    });
+
+    // a field of the release edited by hand: drift, written back (the object is `enforce`)
+    let edit = [
+        "patch",
+        "configmap",
+        "alpha-cm",
+        "-n",
+        "default",
+        "-p",
+        r#"{"data":{"a":"2"}}"#,
+    ];
+    cluster.kubectl(&edit, None).unwrap();
+    wait_for_metrics(root, &addr, "a drift restored", long, |t| {
+        t.contains(r#"module_drift_restores_total{module="alpha",kind="ConfigMap"} "#)
     });
 
     // an object of the release deleted: counted as absent, and the module reinstalls it

@@ -9,6 +9,7 @@ mod bindings;
 mod chart;
 mod config_edits;
 mod converge;
+mod drift;
 mod lease;
 mod support;
 mod webhooks;

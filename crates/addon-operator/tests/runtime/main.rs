@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod config_writer;
+mod drift;
 mod failure_kinds;
 mod metrics;
 mod module_sdk;

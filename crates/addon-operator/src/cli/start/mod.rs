@@ -245,6 +245,11 @@ fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
         metrics_prefix: args.http.prometheus_metrics_prefix.clone(),
         resource_monitor_interval: Some(args.resources_monitor_interval)
             .filter(|interval| !interval.is_zero()),
+        guard: crate::runtime::GuardSettings {
+            mode: args.drift_mode,
+            health_timeout: args.release_health_timeout,
+            ..crate::runtime::GuardSettings::default()
+        },
         record_history: false,
         kept_releases: Vec::new(),
         crd_extra_labels: args.upstream.crd_labels(),
@@ -257,6 +262,11 @@ fn settings(args: &StartArgs, metrics: &Arc<Metrics>) -> RuntimeSettings {
         module_hooks_later: true,
         kubernetes_version: None,
     }
+}
+
+fn parse_drift_mode(text: &str) -> Result<addon_core::drift::DriftMode, String> {
+    addon_core::drift::DriftMode::parse(text)
+        .ok_or_else(|| format!("'{text}' is not a drift mode (off, warn, enforce)"))
 }
 
 /// API call limits: retries wait at most the queues' retry delay (and never over 30 s).
@@ -468,6 +478,7 @@ async fn edges(
             })
             .with_client(clients.patcher),
             kube.client.clone(),
+            Arc::clone(&kube.resolver),
         )),
         config,
         files: Arc::new(crate::edges::files::DiskFiles),
@@ -483,7 +494,11 @@ fn namespace(args: &StartArgs) -> String {
 
 /// The kube edge's object patcher (and its client, to wait for CRDs) as the runtime's
 /// `ObjectPatches`.
-struct Patcher(ObjectPatcher, kube::Client);
+struct Patcher(
+    ObjectPatcher,
+    kube::Client,
+    Arc<crate::edges::kube::KindResolver>,
+);
 
 impl ObjectPatches for Patcher {
     fn apply<'a>(&'a self, ops: &'a [KubeOperation]) -> BoxFuture<'a, Result<(), ObjectsError>> {
@@ -495,6 +510,18 @@ impl ObjectPatches for Patcher {
         target: &'a addon_core::hook_output::kube_patch::ObjectRef,
     ) -> BoxFuture<'a, Result<Option<serde_json::Value>, ObjectsError>> {
         Box::pin(async move { Ok(self.0.get(target).await?) })
+    }
+
+    fn watch_kind<'a>(
+        &'a self,
+        kind: &'a crate::runtime::edges::WatchedKind,
+        changes: tokio::sync::mpsc::Sender<crate::runtime::edges::ObjectChange>,
+    ) -> BoxFuture<'a, Result<(), ObjectsError>> {
+        Box::pin(async move {
+            crate::edges::kube::release_watch::start(&self.2, kind, changes)
+                .await
+                .map_err(|e| ObjectsError::Apply(Box::new(e)))
+        })
     }
 
     fn wait_crds_established<'a>(
@@ -636,6 +663,15 @@ pub struct StartArgs {
     /// a failed release); a drifted module runs again. 0 turns the check off
     #[arg(long, env = "ADDON_OPERATOR_RESOURCES_MONITOR_INTERVAL", default_value = "4m30s", value_parser = parse_duration)]
     pub resources_monitor_interval: std::time::Duration,
+    /// What a change to a field a module's release sets leads to: `off` (not watched), `warn`
+    /// (a Warning Event and the drift metrics) or `enforce` (the fields are written back); an
+    /// object's `drift.addon-operator.io/mode` annotation overrides it
+    #[arg(long, env = "ADDON_OPERATOR_DRIFT_MODE", default_value = "warn", value_parser = parse_drift_mode)]
+    pub drift_mode: addon_core::drift::DriftMode,
+    /// How long a module's release may take to become ready after its Helm run before the
+    /// module counts as unhealthy
+    #[arg(long, env = "ADDON_OPERATOR_RELEASE_HEALTH_TIMEOUT", default_value = "5m", value_parser = parse_duration)]
+    pub release_health_timeout: std::time::Duration,
     /// Namespace of Helm releases and of the addon-operator ConfigMap; without it, the pod's own
     /// namespace (in a cluster), else `default` [fallback env: SHELL_OPERATOR_NAMESPACE]
     #[arg(

@@ -24,7 +24,7 @@ use futures::future::BoxFuture;
 
 use self::argv::Target;
 pub use self::cluster::ClusterError;
-use self::cluster::{Kinds, ManifestObject, Storage, manifest_objects};
+use self::cluster::{Kinds, ManifestObject, Storage, manifest_objects, manifest_values};
 use self::command::{Output, RunError, Runner};
 use self::kube_cache::KubeCache;
 use self::release::{ReleaseState, is_in_progress, is_not_found, names_from_list_json};
@@ -445,6 +445,21 @@ impl BinaryHelm {
         Ok((!absent.is_empty()).then_some(Drift::AbsentResources(absent)))
     }
 
+    /// The objects of `release`'s latest manifest, from the storage (or `helm status`).
+    async fn release_objects_now(
+        &self,
+        release: &str,
+    ) -> Result<Option<Vec<serde_json::Value>>, HelmError> {
+        let manifest = match &self.storage {
+            Some(storage) => storage
+                .latest_manifest(release)
+                .await
+                .map_err(|e| read_failed(release, &e))?,
+            None => self.status(release).await?.map(|state| state.manifest),
+        };
+        Ok(manifest.map(|m| manifest_values(&m, self.namespace())))
+    }
+
     /// A revision left `pending-*` by a helm process that died blocks every later upgrade
     /// ("another operation is in progress"); like the Go operator, drop that revision from helm's
     /// storage (Secret or ConfigMap) so helm continues from the revision before it (or installs
@@ -672,6 +687,13 @@ impl Helm for BinaryHelm {
         req: &'a UpgradeRequest,
     ) -> BoxFuture<'a, Result<Option<Drift>, HelmError>> {
         Box::pin(self.drift_now(req))
+    }
+
+    fn release_objects<'a>(
+        &'a self,
+        release: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<serde_json::Value>>, HelmError>> {
+        Box::pin(self.release_objects_now(release))
     }
 
     fn upgrade<'a>(&'a self, req: &'a UpgradeRequest) -> BoxFuture<'a, Result<(), HelmError>> {

@@ -272,6 +272,9 @@ fn module_wide(status: &dyn StatusSource, name: &str, format: Format) -> Option<
             if !reasons.is_empty() {
                 doc["disabledReasons"] = json!(reasons);
             }
+            if let Some(releases) = status.releases() {
+                doc["releases"] = releases;
+            }
             Some(Reply::ok(format, format.render(&doc)))
         }
         "resource-monitor" => Some(optional(

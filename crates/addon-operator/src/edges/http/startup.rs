@@ -147,6 +147,10 @@ impl StatusSource for StartupStatus {
         self.source()?.resource_monitor()
     }
 
+    fn releases(&self) -> Option<Value> {
+        self.source()?.releases()
+    }
+
     fn hooks(&self) -> Option<Value> {
         self.source()?.hooks()
     }

@@ -86,6 +86,16 @@ pub trait Helm: Send + Sync {
             Ok(upgrade.then_some(Drift::Other))
         })
     }
+    /// The objects of the release's latest revision as its manifest has them (hooks left out),
+    /// each with the release namespace when it names none; `None` when there is no release or
+    /// the edge cannot read manifests.
+    fn release_objects<'a>(
+        &'a self,
+        release: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<serde_json::Value>>, HelmError>> {
+        let _ = release;
+        Box::pin(async { Ok(None) })
+    }
     /// `helm upgrade --install`.
     fn upgrade<'a>(&'a self, req: &'a UpgradeRequest) -> BoxFuture<'a, Result<(), HelmError>>;
     /// `helm uninstall`; a missing release is not an error.

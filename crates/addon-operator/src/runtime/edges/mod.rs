@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 pub mod files;
 pub mod helm;
 pub mod jq;
+pub mod release_objects;
 pub mod report;
 pub mod status;
 pub mod webhook;
@@ -30,6 +31,7 @@ pub mod webhook;
 pub use addon_core::config_change::ConfigKeyChange;
 pub use files::Files;
 pub use helm::Helm;
+pub use release_objects::{ObjectChange, WatchedKind};
 pub use report::{AdminEvent, NoReports, Reporter, Severity, Subject};
 pub use status::StatusSource;
 pub use webhook::{Answerer, Reply};
@@ -303,6 +305,16 @@ pub trait ObjectPatches: Send + Sync {
     ) -> BoxFuture<'a, Result<Option<Value>, ObjectsError>> {
         let _ = target;
         Box::pin(async { Ok(None) })
+    }
+    /// Reports every change to objects of `kind` to `changes` from now on (the current objects
+    /// first), until `changes` is closed; without a cluster nothing is watched.
+    fn watch_kind<'a>(
+        &'a self,
+        kind: &'a WatchedKind,
+        changes: mpsc::Sender<ObjectChange>,
+    ) -> BoxFuture<'a, Result<(), ObjectsError>> {
+        let _ = (kind, changes);
+        Box::pin(async { Ok(()) })
     }
     /// Waits until the API server serves the kinds of the CRDs `names` (a module's `crds/`);
     /// without a cluster there is nothing to wait for.

@@ -147,6 +147,12 @@ pub trait StatusSource: Send + Sync {
         None
     }
 
+    /// Drift and health of each tracked module's release, by module (`/module/list`'s
+    /// `releases`).
+    fn releases(&self) -> Option<Value> {
+        None
+    }
+
     /// Every hook: `[{"name", "module" (absent for global hooks), "bindings": ["onStartup: 10", ...]}]`,
     /// global hooks first, then module hooks in module order.
     fn hooks(&self) -> Option<Value> {

@@ -448,9 +448,14 @@ async fn helm_upgrade(
     timed(HelmOperation::CheckUpgrade, started);
     if upgrade {
         shared.lock().record(|| format!("helm upgrade {module}"));
+        // the upgrade changes the release's objects on purpose: no drift until it is re-read
+        shared.guard.pause(module);
         let started = tokio::time::Instant::now();
         helm.upgrade(&request).await?;
         timed(HelmOperation::Upgrade, started);
+        shared.guard.track(module);
+    } else {
+        shared.guard.ensure(module);
     }
     // as upstream: once the release carries the maintenance label, later runs leave it alone
     let mut st = shared.lock();
@@ -557,6 +562,7 @@ async fn delete_phase(
         }
         DeletePhase::Uninstall => {
             shared.lock().record(|| format!("helm uninstall {module}"));
+            shared.guard.forget(module);
             shared.edges.helm.uninstall(module.as_str()).await?
         }
         DeletePhase::AfterDeleteHelm => {

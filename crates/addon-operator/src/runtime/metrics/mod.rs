@@ -255,6 +255,35 @@ impl Metrics {
             .inc_by(count);
     }
 
+    /// A change to fields a module's release sets (`{prefix}module_drift_total`).
+    pub fn module_drift(&self, module: &str, kind: &str, mode: &str) {
+        let labels = labels([("module", module), ("kind", kind), ("mode", mode)]);
+        self.families.release.drift.get_or_create(&labels).inc();
+    }
+
+    /// A drifted object written back.
+    pub fn module_drift_restored(&self, module: &str, kind: &str) {
+        let labels = labels([("module", module), ("kind", kind)]);
+        let family = &self.families.release.drift_restores;
+        family.get_or_create(&labels).inc();
+    }
+
+    /// The objects of `module`'s release that differ from it now.
+    pub fn module_drifted_objects(&self, module: &str, count: usize) {
+        let labels = labels([("module", module)]);
+        let family = &self.families.release.drifted_objects;
+        family.get_or_create(&labels).set(count as f64);
+    }
+
+    /// Whether every object of `module`'s release is ready.
+    pub fn module_ready(&self, module: &str, ready: bool) {
+        let labels = labels([("module", module)]);
+        let family = &self.families.release.ready;
+        family
+            .get_or_create(&labels)
+            .set(f64::from(u8::from(ready)));
+    }
+
     /// When a module's release is installed again because its resources went missing.
     pub fn helm_release_redeployed(&self, module: &str) {
         let labels = labels([("module", module)]);

@@ -165,6 +165,16 @@ pub struct OperatorFamilies {
     pub kube_jq_filter_seconds: HistogramFamily,
     pub kube_event_seconds: HistogramFamily,
     pub kube_watch_errors: CounterFamily,
+    pub release: ReleaseFamilies,
+}
+
+/// Drift and health of modules' releases (the release guard).
+#[derive(Debug, Clone)]
+pub struct ReleaseFamilies {
+    pub drift: CounterFamily,
+    pub drift_restores: CounterFamily,
+    pub drifted_objects: GaugeFamily,
+    pub ready: GaugeFamily,
 }
 
 impl OperatorFamilies {
@@ -178,6 +188,7 @@ impl OperatorFamilies {
         families.register_converge_and_helm(&mut r);
         families.register_queues(&mut r);
         families.register_kube(&mut r);
+        families.register_release(&mut r);
         families
     }
 
@@ -213,7 +224,37 @@ impl OperatorFamilies {
             kube_jq_filter_seconds: histogram_family(),
             kube_event_seconds: histogram_family(),
             kube_watch_errors: CounterFamily::default(),
+            release: ReleaseFamilies {
+                drift: CounterFamily::default(),
+                drift_restores: CounterFamily::default(),
+                drifted_objects: GaugeFamily::default(),
+                ready: GaugeFamily::default(),
+            },
         }
+    }
+
+    fn register_release(&self, r: &mut Registrar<'_>) {
+        let release = &self.release;
+        r.add(
+            "module_drift",
+            "Changes seen to fields a module's release sets, by module, kind and mode",
+            &release.drift,
+        );
+        r.add(
+            "module_drift_restores",
+            "Drifted objects written back (enforce mode), by module and kind",
+            &release.drift_restores,
+        );
+        r.add(
+            "module_drifted_objects",
+            "Objects of a module's release whose fields differ from the release now",
+            &release.drifted_objects,
+        );
+        r.add(
+            "module_ready",
+            "1 when every object of the module's release is ready, 0 otherwise",
+            &release.ready,
+        );
     }
 
     fn register_modules(&self, r: &mut Registrar<'_>) {

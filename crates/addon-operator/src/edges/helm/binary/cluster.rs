@@ -117,6 +117,24 @@ pub(crate) fn manifest_objects(manifest: &str) -> Vec<ManifestObject> {
         .collect()
 }
 
+/// The objects of a helm manifest as JSON, each namespaced in `namespace` when it names none
+/// (the patcher ignores the namespace of a cluster-scoped kind); documents that do not parse or
+/// lack `kind` or a name are skipped.
+pub(crate) fn manifest_values(manifest: &str, namespace: &str) -> Vec<serde_json::Value> {
+    split_documents(manifest)
+        .filter_map(|doc| addon_core::yaml::parse(doc).ok())
+        .filter(|o| o.get("kind").is_some() && o.pointer("/metadata/name").is_some())
+        .map(|mut object| {
+            if let Some(meta) = object.get_mut("metadata").and_then(|m| m.as_object_mut())
+                && meta.get("namespace").is_none_or(|n| n.is_null())
+            {
+                meta.insert("namespace".to_string(), namespace.into());
+            }
+            object
+        })
+        .collect()
+}
+
 fn split_documents(manifest: &str) -> impl Iterator<Item = &str> {
     let mut docs = Vec::new();
     let mut start = 0;

@@ -165,6 +165,19 @@ impl StorageWatch {
         Ok(())
     }
 
+    /// The manifest of `release`'s latest revision (one targeted list; the cache keeps no
+    /// manifest text); `None` when there is no release.
+    pub async fn latest_manifest(&self, release: &str) -> Result<Option<String>, StorageError> {
+        let (revisions, _) = match self.storage {
+            Storage::Secrets => self.list_release::<Secret>(release).await?,
+            Storage::ConfigMaps => self.list_release::<ConfigMap>(release).await?,
+        };
+        Ok(revisions
+            .into_iter()
+            .max_by_key(|r| r.revision)
+            .map(|r| r.state.manifest))
+    }
+
     /// `(decisions served, targeted lists sent)` since the start.
     pub fn counters(&self) -> (u64, u64) {
         (

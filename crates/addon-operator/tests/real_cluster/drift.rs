@@ -1,0 +1,75 @@
+//! Drift on a real API server with the shipped RBAC: a ConfigMap of the demo's release edited by
+//! hand is written back in `enforce` mode (the guard's watch, its JSON patch with a
+//! resourceVersion test, and the kind discovery all pass the operator's Role).
+
+use addon_operator_testkit::real_cluster::ExtraRules;
+
+use crate::support::{cluster, config_map, example, start_operator, wait_until};
+
+const DEMO_CONFIG: &str =
+    "global: |\n  clusterName: real\nechoServer: |\n  message: hello from a real API server\n";
+
+#[test]
+fn a_release_configmap_edited_by_hand_is_written_back_with_the_shipped_rbac() {
+    let Some(cluster) = cluster() else { return };
+    let namespace = "drift-enforce";
+    let work = tempfile::tempdir().unwrap();
+    let rules = ExtraRules {
+        bindings: vec![
+            r#"{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list","watch"]}"#
+                .into(),
+        ],
+        modules: vec![],
+    };
+    let identity = cluster.operator_identity(namespace, &rules);
+    cluster.kubectl_ok(
+        &["apply", "-f", "-"],
+        Some(&config_map(namespace, "addon-operator", DEMO_CONFIG)),
+    );
+    let op = start_operator(
+        work.path(),
+        "op",
+        &example("demo"),
+        &identity.kubeconfig,
+        &identity,
+        &["--drift-mode", "enforce"],
+    );
+    let message = || {
+        let args = [
+            "-n",
+            namespace,
+            "get",
+            "configmap",
+            "echo-server",
+            "-o",
+            "jsonpath={.data.message}",
+        ];
+        cluster.kubectl(&args, None).unwrap_or_default()
+    };
+    wait_until("the echo-server release is tracked", 120, &[&op], || {
+        op.log_text().contains("the module's release is ready")
+    });
+    assert_eq!(message(), "hello from a real API server");
+    cluster.kubectl_ok(
+        &[
+            "-n",
+            namespace,
+            "patch",
+            "configmap",
+            "echo-server",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"message":"edited by hand"}}"#,
+        ],
+        None,
+    );
+    wait_until("the edited field to be written back", 60, &[&op], || {
+        message() == "hello from a real API server"
+    });
+    let log = op.log_text();
+    assert!(log.contains("drift restored"), "{log}");
+    assert!(
+        !log.contains("Forbidden"),
+        "the operator was refused something:\n{log}"
+    );
+}
