@@ -30,7 +30,10 @@ pub mod webhook;
 pub use addon_core::config_change::ConfigKeyChange;
 pub use files::Files;
 pub use helm::Helm;
-pub use report::{AdminEvent, NoReports, Reporter, Severity, Subject};
+pub use report::{
+    AdminEvent, LastError, NoReports, Owner, Reporter, Severity, StatusCondition, StatusUpdate,
+    Subject,
+};
 pub use status::StatusSource;
 pub use webhook::{Answerer, Reply};
 
