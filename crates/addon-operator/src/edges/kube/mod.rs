@@ -14,6 +14,7 @@ pub mod no_cluster;
 pub mod own_release;
 pub mod patcher;
 pub mod rate_limit;
+pub mod recorder;
 mod shared;
 pub mod watch;
 

@@ -33,10 +33,11 @@ pub struct Incoming {
 /// What to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// A new Event object with count 1.
-    Create { message: String },
+    /// A new Event object with count 1; `key` goes to [`Correlator::created`] with its name.
+    Create { key: String, message: String },
     /// The Event object made for an identical event gets this count and message.
     Patch {
+        key: String,
         name: String,
         count: u32,
         message: String,
@@ -77,10 +78,10 @@ impl Correlator {
     /// Decides what `event` becomes at `now`. A `Create` must be followed by [`Self::created`]
     /// with the name the API gave it, so that the next identical event patches it.
     pub fn observe(&mut self, event: &Incoming, now: Duration) -> Decision {
-        let message = self.combine(event, now);
-        let key = [&event.object, &event.kind, &event.reason, &message].map(String::as_str);
-        let key = key.join("\u{0}");
-        let sent = self.sent.entry(key).or_insert(Sent {
+        let (message, combined) = self.combine(event, now);
+        // combined events are one Event whose message is the latest (client-go's aggregate key)
+        let key = sent_key(event, if combined { COMBINED_PREFIX } else { &message });
+        let sent = self.sent.entry(key.clone()).or_insert(Sent {
             name: None,
             count: 0,
             at: now,
@@ -94,31 +95,30 @@ impl Correlator {
         }
         match name {
             Some(name) => Decision::Patch {
+                key,
                 name,
                 count,
                 message,
             },
-            None => Decision::Create { message },
+            None => Decision::Create { key, message },
         }
     }
 
-    /// The Event made for `event` (whose message was `message`) is called `name`.
-    pub fn created(&mut self, event: &Incoming, message: &str, name: String) {
-        let key = [&event.object, &event.kind, &event.reason, message].map(String::as_str);
-        if let Some(sent) = self.sent.get_mut(&key.join("\u{0}")) {
+    /// The Event made for the decision with `key` is called `name`.
+    pub fn created(&mut self, key: &str, name: String) {
+        if let Some(sent) = self.sent.get_mut(key) {
             sent.name = Some(name);
         }
     }
 
-    /// The Event of `event` is gone (the API said 404 to a patch): the next one is created.
-    pub fn forget(&mut self, event: &Incoming, message: &str) {
-        let key = [&event.object, &event.kind, &event.reason, message].map(String::as_str);
-        self.sent.remove(&key.join("\u{0}"));
+    /// The Event of `key` is gone (the API said 404 to a patch): the next one is created.
+    pub fn forget(&mut self, key: &str) {
+        self.sent.remove(key);
     }
 
     /// The message `event` is sent with: its own, or the combined one once more than
     /// [`MAX_SIMILAR`] distinct messages came in the window.
-    fn combine(&mut self, event: &Incoming, now: Duration) -> String {
+    fn combine(&mut self, event: &Incoming, now: Duration) -> (String, bool) {
         let key = [&event.object, &event.kind, &event.reason].map(String::as_str);
         let similar = self.similar.entry(key.join("\u{0}")).or_insert(Similar {
             messages: HashSet::new(),
@@ -132,8 +132,8 @@ impl Correlator {
         let combined = similar.messages.len() > MAX_SIMILAR;
         trim(&mut self.similar, |s| s.since);
         match combined {
-            true => format!("{COMBINED_PREFIX}{}", event.message),
-            false => event.message.clone(),
+            true => (format!("{COMBINED_PREFIX}{}", event.message), true),
+            false => (event.message.clone(), false),
         }
     }
 
@@ -157,6 +157,11 @@ impl Correlator {
         trim(&mut self.buckets, |b| b.refilled);
         ok
     }
+}
+
+/// The identity of an Event sent: object, type, reason and the message it was sent with.
+fn sent_key(event: &Incoming, message: &str) -> String {
+    [event.object.as_str(), &event.kind, &event.reason, message].join("\u{0}")
 }
 
 /// Drops the oldest entries of `map` (by `at`) when it holds more than [`MAX_ENTRIES`].
@@ -194,15 +199,16 @@ mod tests {
         for (i, event) in events.into_iter().enumerate() {
             let now = every * u32::try_from(i).unwrap();
             match c.observe(&event, now) {
-                Decision::Create { message } => {
+                Decision::Create { key, message } => {
                     let name = format!("web.{i}");
-                    c.created(&event, &message, name.clone());
+                    c.created(&key, name.clone());
                     objects.insert(name, (1, message));
                 }
                 Decision::Patch {
                     name,
                     count,
                     message,
+                    ..
                 } => {
                     let object = objects.get_mut(&name).unwrap();
                     *object = (count, message);
@@ -237,7 +243,10 @@ mod tests {
             .filter(|(_, m)| m.starts_with(COMBINED_PREFIX))
             .collect();
         assert_eq!(combined.len(), 1);
-        assert_eq!(combined[0].0, 15, "patched for every later similar event sent");
+        assert_eq!(
+            combined[0].0, 15,
+            "patched for every later similar event sent"
+        );
     }
 
     #[test]
@@ -266,11 +275,11 @@ mod tests {
     fn a_forgotten_event_is_created_again() {
         let mut c = Correlator::default();
         let event = failure("x");
-        let Decision::Create { message } = c.observe(&event, Duration::ZERO) else {
+        let Decision::Create { key, .. } = c.observe(&event, Duration::ZERO) else {
             panic!("first is created");
         };
-        c.created(&event, &message, "web.1".into());
-        c.forget(&event, &message);
+        c.created(&key, "web.1".into());
+        c.forget(&key);
         assert!(matches!(
             c.observe(&event, Duration::from_secs(1)),
             Decision::Create { .. }
