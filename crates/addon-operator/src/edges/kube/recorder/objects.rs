@@ -24,6 +24,19 @@ pub const OWNER_LABEL: &str = "addon-operator.io/owner";
 /// How long the new CRD may take to be served.
 const CRD_WAIT: Duration = Duration::from_secs(30);
 
+/// The CRD of the status objects could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdError {
+    #[error("parse the shipped CRD")]
+    Parse(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("read the CRD {MODULE_CRD_NAME}")]
+    Read(#[source] kube::Error),
+    #[error("create the CRD {MODULE_CRD_NAME}")]
+    Create(#[source] kube::Error),
+    #[error(transparent)]
+    Wait(#[from] crate::edges::kube::crds::CrdWaitError),
+}
+
 /// The Module kind.
 pub fn module_resource() -> ApiResource {
     ApiResource {
@@ -36,18 +49,18 @@ pub fn module_resource() -> ApiResource {
 }
 
 /// The shipped CRD, parsed.
-pub fn crd() -> Result<CustomResourceDefinition, String> {
-    let value = addon_core::yaml::parse(CRD_YAML).map_err(|e| e.to_string())?;
-    serde_json::from_value(value).map_err(|e| e.to_string())
+pub fn crd() -> Result<CustomResourceDefinition, CrdError> {
+    let value = addon_core::yaml::parse(CRD_YAML).map_err(|e| CrdError::Parse(Box::new(e)))?;
+    serde_json::from_value(value).map_err(|e| CrdError::Parse(Box::new(e)))
 }
 
 /// Creates the CRD when it is missing and waits until it is served.
-pub async fn ensure_crd(client: &kube::Client) -> Result<(), String> {
+pub async fn ensure_crd(client: &kube::Client) -> Result<(), CrdError> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let found = api
         .get_opt(MODULE_CRD_NAME)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(CrdError::Read)?;
     if found.is_none() {
         let crd = crd()?;
         match api.create(&PostParams::default(), &crd).await {
@@ -56,13 +69,12 @@ pub async fn ensure_crd(client: &kube::Client) -> Result<(), String> {
                 "created the CRD of the module status objects"
             ),
             Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => return Err(format!("create the CRD {MODULE_CRD_NAME}: {e}")),
+            Err(e) => return Err(CrdError::Create(e)),
         }
     }
     let names = [MODULE_CRD_NAME.to_string()];
-    crate::edges::kube::crds::wait_established(client, &names, CRD_WAIT)
-        .await
-        .map_err(|e| e.to_string())
+    crate::edges::kube::crds::wait_established(client, &names, CRD_WAIT).await?;
+    Ok(())
 }
 
 /// The Module objects of the cluster, as name → uid: the labelled ones of `owner` (`ours`) and
