@@ -61,6 +61,10 @@ pub async fn run(
             (success.usage, applied)
         }
     };
+    if let (Err(error), false) = (&result, at.allow_failure) {
+        let message = addon_core::error::error_chain(error);
+        super::admin::hook_failed(shared, module, hook.as_str(), binding_name, &message);
+    }
     let outcome = match (&result, at.allow_failure) {
         (Ok(_), _) => HookOutcome::Success,
         (Err(_), true) => HookOutcome::AllowedFailure,

@@ -2,6 +2,7 @@
 //! tasks, and runs one worker per queue plus the intake of config edits, watch events and
 //! schedule ticks until shutdown.
 
+mod admin;
 mod config_edit;
 pub mod config_writer;
 mod decisions;
@@ -145,6 +146,8 @@ pub struct Shared {
     pub(crate) jq: JqRunner,
     /// Fires at shutdown: a group waiting for its lanes stops waiting.
     stopping: CancellationToken,
+    /// Hook failures waiting for the Event of their task.
+    hook_failures: admin::HookFailures,
 }
 
 impl Shared {
@@ -337,7 +340,10 @@ impl Runtime {
             config_writer: config_writer::ConfigWriter::new(),
             jq: settings.jq.clone(),
             stopping: CancellationToken::new(),
+            hook_failures: admin::HookFailures::default(),
         });
+        let modules: Vec<ModuleName> = found.modules.iter().map(|m| m.name.clone()).collect();
+        admin::tree(&shared, &modules);
         Ok(Self {
             shared,
             resource_monitor_interval: settings.resource_monitor_interval,

@@ -248,6 +248,7 @@ fn apply(
             let delay = retry_at
                 .map(|at| at.saturating_sub(now))
                 .unwrap_or_default();
+            super::admin::task_failed(shared, task, &message, delay);
             tracing::error!(
                 task = %task.description(),
                 error = %message,

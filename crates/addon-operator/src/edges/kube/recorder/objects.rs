@@ -57,10 +57,7 @@ pub fn crd() -> Result<CustomResourceDefinition, CrdError> {
 /// Creates the CRD when it is missing and waits until it is served.
 pub async fn ensure_crd(client: &kube::Client) -> Result<(), CrdError> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let found = api
-        .get_opt(MODULE_CRD_NAME)
-        .await
-        .map_err(CrdError::Read)?;
+    let found = api.get_opt(MODULE_CRD_NAME).await.map_err(CrdError::Read)?;
     if found.is_none() {
         let crd = crd()?;
         match api.create(&PostParams::default(), &crd).await {
