@@ -13,6 +13,7 @@ use addon_core::values::store::ValuesError;
 use super::Shared;
 use super::edges::report::bounded_tail;
 use super::edges::{AdminEvent, LastError, Owner, Severity, StatusUpdate, Subject};
+use super::error::HookError;
 use super::task::Task;
 
 /// Lines of a hook's stderr an Event or a status shows, at most.
@@ -27,6 +28,22 @@ pub struct HookFailures(Mutex<BTreeMap<Owner, LastError>>);
 impl HookFailures {
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<Owner, LastError>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// How the hook ended and the tail of its stderr, or what failed after it ran.
+fn hook_message(error: &HookError) -> String {
+    let HookError::Run(failure) = error else {
+        let text = addon_core::error::error_chain(error);
+        return bounded_tail(&text, STDERR_LINES, STDERR_BYTES);
+    };
+    if failure.exit.is_empty() {
+        return bounded_tail(&failure.message, STDERR_LINES, STDERR_BYTES);
+    }
+    let stderr = bounded_tail(&failure.stderr_tail, STDERR_LINES, STDERR_BYTES);
+    match stderr.is_empty() {
+        true => failure.exit.clone(),
+        false => format!("{}, stderr:\n{stderr}", failure.exit),
     }
 }
 
@@ -48,12 +65,12 @@ pub fn hook_failed(
     module: Option<&ModuleName>,
     hook: &str,
     binding: &str,
-    message: &str,
+    error: &HookError,
 ) {
     let failure = LastError {
         hook: hook.to_string(),
         binding: binding.to_string(),
-        message: bounded_tail(message, STDERR_LINES, STDERR_BYTES),
+        message: hook_message(error),
     };
     shared
         .hook_failures

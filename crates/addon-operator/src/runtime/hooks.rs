@@ -62,8 +62,7 @@ pub async fn run(
         }
     };
     if let (Err(error), false) = (&result, at.allow_failure) {
-        let message = addon_core::error::error_chain(error);
-        super::admin::hook_failed(shared, module, hook.as_str(), binding_name, &message);
+        super::admin::hook_failed(shared, module, hook.as_str(), binding_name, error);
     }
     let outcome = match (&result, at.allow_failure) {
         (Ok(_), _) => HookOutcome::Success,

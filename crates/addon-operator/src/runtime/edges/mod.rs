@@ -86,6 +86,10 @@ pub struct HookFailure {
     pub usage: ResourceUsage,
     /// The run was stopped by the hook timeout (`hook_timeouts_total`).
     pub timed_out: bool,
+    /// How the process ended (`exit status 3`, `timed out`); empty when it did not start.
+    pub exit: String,
+    /// The end of what the process wrote to stderr (the exec edge keeps a bounded tail).
+    pub stderr_tail: String,
 }
 
 impl HookFailure {
@@ -94,6 +98,8 @@ impl HookFailure {
             message: message.into(),
             usage: ResourceUsage::default(),
             timed_out: false,
+            exit: String::new(),
+            stderr_tail: String::new(),
         }
     }
 }
