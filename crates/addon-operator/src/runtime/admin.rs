@@ -115,6 +115,16 @@ pub fn task_failed(shared: &Shared, task: &Task, message: &str, retry_in: Durati
         .status(owner, StatusUpdate::Failed(error));
 }
 
+/// A task succeeded: a global hook's success makes the global hooks' status Ready again.
+pub fn task_done(shared: &Shared, task: &Task) {
+    if let Task::Hook(h) = task
+        && h.module.is_none()
+    {
+        let ready = StatusUpdate::Ready { revision: None };
+        shared.edges.report.status(Owner::Global, ready);
+    }
+}
+
 /// A module run (or delete) is starting.
 pub fn running(shared: &Shared, module: &ModuleName) {
     let owner = Owner::Module(module.clone());
@@ -173,6 +183,14 @@ pub fn enablement(
     enabled: &[ModuleName],
     reasons: &BTreeMap<ModuleName, String>,
 ) {
+    let global = StatusUpdate::Enablement {
+        enabled: true,
+        reason: String::new(),
+    };
+    shared.edges.report.status(Owner::Global, global);
+    // beforeAll hooks ran: the global hooks are well
+    let ready = StatusUpdate::Ready { revision: None };
+    shared.edges.report.status(Owner::Global, ready);
     for module in modules {
         let on = enabled.contains(module);
         let reason = match (on, reasons.get(module)) {
@@ -209,9 +227,10 @@ pub fn config_refused(shared: &Shared, error: &ValuesError) {
             | SchemaError::ExpandRefs { scope, .. }
             | SchemaError::CompileSchema { scope, .. } => scope.as_str(),
         };
-        let subject = (ModuleName::from_values_key(scope).ok())
-            .or_else(|| ModuleName::new(scope).ok())
-            .filter(|_| scope != "global")
+        // the core names a module's scope `module 'name'`, the global one `global`
+        let subject = (scope.strip_prefix("module '"))
+            .and_then(|rest| rest.strip_suffix('\''))
+            .and_then(|name| ModuleName::new(name).ok())
             .map_or(Subject::Global, Subject::Module);
         refuse(shared, subject, &addon_core::error::error_chain(e));
     }

@@ -231,6 +231,7 @@ fn apply(
             st.queued_at.extend(queued);
             let duration_ms = elapsed.as_millis() as u64;
             tracing::info!(task = %task.description(), duration_ms, "task done");
+            super::admin::task_done(shared, task);
             for (name, t) in tail {
                 shared.push(&mut st, &name, t);
             }

@@ -173,9 +173,15 @@ impl ModuleStatus {
     }
 }
 
-/// The first line of `message`, at most [`SUMMARY_CHARS`] characters.
+/// The first line of `message` and its last one (where a hook's stderr says what went wrong),
+/// at most [`SUMMARY_CHARS`] characters.
 fn summary(message: &str) -> String {
-    let line = message.lines().next().unwrap_or_default();
+    let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or_default();
+    let line = match lines.next_back() {
+        Some(last) => format!("{first} {last}"),
+        None => first.to_string(),
+    };
     match line.char_indices().nth(SUMMARY_CHARS) {
         Some((at, _)) => format!("{}...", &line[..at]),
         None => line.to_string(),
@@ -212,6 +218,12 @@ mod tests {
         assert_eq!(status["lastError"]["hook"], "hooks/a.sh");
         assert_eq!(status["lastError"]["binding"], "beforeHelm");
         assert_eq!(status["lastError"]["summary"].as_str().unwrap().len(), 83);
+        s.apply(failed("exit status 3, stderr:\nline 1\nline 2\n"), "t2");
+        let status = s.render("t2");
+        assert_eq!(
+            status["lastError"]["summary"],
+            "exit status 3, stderr: line 2"
+        );
         assert_eq!(status["conditions"][0]["reason"], "RunFailed");
         s.apply(StatusUpdate::Ready { revision: Some(3) }, "t3");
         let status = s.render("t3");
