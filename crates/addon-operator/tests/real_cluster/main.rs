@@ -10,5 +10,6 @@ mod chart;
 mod config_edits;
 mod converge;
 mod lease;
+mod status_events;
 mod support;
 mod webhooks;
