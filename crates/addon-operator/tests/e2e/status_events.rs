@@ -190,4 +190,45 @@ fn a_failing_hook_an_install_and_a_refused_edit_show_on_module_objects_and_event
                 .contains("replicas")
         })
     });
+
+    // a module that leaves the tree (--reload-tree is on with --embedded-cluster) loses its object
+    std::fs::remove_dir_all(dir.join("modules/030-broken")).unwrap();
+    wait_for("the object of the removed module to go", &log, || {
+        let names = kubectl(&kubeconfig, &["get", "modules", "-o", "name"]);
+        names.contains("echo-server") && !names.contains("/broken")
+    });
+}
+
+#[test]
+fn without_status_objects_events_about_modules_go_on_the_config_map() {
+    if !require_tool("jq") || !require_tool("helm") || !require_tool("kubectl") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("demo");
+    tree(&dir);
+    let log = tmp.path().join("operator.log");
+    let child = start_command(tmp.path().join("run"), tmp.path().join("debug.socket"))
+        .arg("--working-dir")
+        .arg(&dir)
+        .arg("--config-file")
+        .arg(dir.join("config.yaml"))
+        .arg("--embedded-cluster")
+        .arg("--module-status-objects=false")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = Running(child);
+    let kubeconfig = tmp.path().join("run/embedded-cluster.kubeconfig");
+    wait_for("a HookFailed Event on the ConfigMap", &log, || {
+        events(&kubeconfig).iter().any(|e| {
+            e["reason"] == "HookFailed"
+                && e["involvedObject"]["kind"] == "ConfigMap"
+                && e["involvedObject"]["name"] == "addon-operator"
+                && (e["message"].as_str()).is_some_and(|m| m.starts_with("module broken: "))
+        })
+    });
+    let crds = kubectl(&kubeconfig, &["get", "crd", "-o", "name"]);
+    assert!(!crds.contains("modules.addon-operator.io"), "{crds}");
 }
