@@ -168,6 +168,7 @@ impl ModuleStatus {
             "driftCount": self.drift,
             "lastError": last_error,
             "lastRunTime": self.last_run,
+            "updateTime": time,
             "conditions": conditions,
         })
     }
