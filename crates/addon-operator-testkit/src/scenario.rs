@@ -37,6 +37,8 @@ pub struct Op {
     pub helm: FakeHelm,
     pub kube: FakeKube,
     pub config: Arc<MemoryConfig>,
+    /// The Events and status updates the runtime reported.
+    pub reports: addon_operator::runtime::edges::report::KeptReports,
     pub stop: CancellationToken,
     /// The tree running now, for [`Op::reload`].
     running: std::sync::Mutex<LoadedTree>,
@@ -196,6 +198,7 @@ async fn start_with(
         Config::from_file("config.yaml", config).unwrap(),
     ));
     let (kube, kube_events) = FakeKube::new();
+    let reports = addon_operator::runtime::edges::report::KeptReports::default();
     let edges = Edges {
         hooks: Arc::new(hooks.clone()),
         helm: Arc::new(helm.clone()),
@@ -203,7 +206,7 @@ async fn start_with(
         objects: Arc::new(kube.clone()),
         config: config.clone(),
         files: Arc::new(addon_operator::edges::files::DiskFiles),
-        report: Arc::new(addon_operator::runtime::edges::NoReports),
+        report: Arc::new(reports.clone()),
     };
     let settings = RuntimeSettings {
         backoff: Backoff {
@@ -232,6 +235,7 @@ async fn start_with(
         helm,
         kube,
         config,
+        reports,
         stop,
         running: std::sync::Mutex::new(loaded),
         kept,
