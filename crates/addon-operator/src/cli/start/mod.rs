@@ -457,6 +457,7 @@ fn reporter(
         instance: identity(args),
         status_objects: args.module_status_objects,
         events: args.admin_events,
+        ha: args.ha,
     };
     let (client, resolver) = (kube.client.clone(), Arc::clone(&kube.resolver));
     Some(KubeReporter::start(

@@ -38,8 +38,11 @@ pub struct RecorderSettings {
     pub instance: String,
     /// Keep a Module object per module (`--module-status-objects`).
     pub status_objects: bool,
-    /// Send Events (`--events`).
+    /// Send Events (`--admin-events`).
     pub events: bool,
+    /// With `--ha`: nothing is written until [`KubeReporter::lead_with`] gave the leadership,
+    /// and then only while leading.
+    pub ha: bool,
 }
 
 /// The status objects' state, shared by the runtime's calls and the background task.
@@ -56,6 +59,7 @@ struct Inner {
     book: Mutex<Book>,
     changed: Notify,
     leadership: OnceLock<Arc<dyn Leading>>,
+    ha: bool,
     metrics: Option<Arc<Metrics>>,
 }
 
@@ -80,6 +84,7 @@ impl KubeReporter {
             book: Mutex::new(Book::default()),
             changed: Notify::new(),
             leadership: OnceLock::new(),
+            ha: settings.ha,
             metrics,
         });
         let status_objects = settings.status_objects;
@@ -105,7 +110,10 @@ impl Inner {
     }
 
     fn leading(&self) -> bool {
-        self.leadership.get().is_none_or(|l| l.is_leading())
+        match self.leadership.get() {
+            Some(leadership) => leadership.is_leading(),
+            None => !self.ha,
+        }
     }
 
     fn count(&self, result: &str) {
