@@ -180,3 +180,47 @@ impl Reporter for KubeReporter {
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[derive(Debug)]
+    struct Flag(AtomicBool);
+
+    impl Leading for Flag {
+        fn is_leading(&self) -> bool {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    fn inner(ha: bool) -> Inner {
+        Inner {
+            book: Mutex::new(Book::default()),
+            changed: Notify::new(),
+            leadership: OnceLock::new(),
+            ha,
+            metrics: None,
+        }
+    }
+
+    #[test]
+    fn with_ha_only_the_leader_writes_and_not_before_the_leadership_is_known() {
+        assert!(inner(false).leading(), "one replica always writes");
+        let ha = inner(true);
+        assert!(!ha.leading(), "no leadership known yet");
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let _ = ha.leadership.set(Arc::clone(&flag) as Arc<dyn Leading>);
+        assert!(!ha.leading());
+        flag.0.store(true, Ordering::SeqCst);
+        assert!(ha.leading());
+    }
+
+    #[test]
+    fn the_global_hooks_object_cannot_clash_with_a_module() {
+        assert_eq!(object_name(&Owner::Global), GLOBAL_OBJECT);
+        let web = ModuleName::new("web").unwrap();
+        assert_eq!(object_name(&Owner::Module(web)), "web");
+    }
+}
