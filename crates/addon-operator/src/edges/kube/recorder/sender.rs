@@ -102,12 +102,15 @@ impl Task {
             return;
         }
         let tree = self.inner.book().tree.take();
-        if let Some(tree) = tree
-            && !self.sync_tree(&tree).await
-        {
-            let mut book = self.inner.book();
-            book.tree.get_or_insert(tree);
-            return;
+        if let Some(tree) = tree {
+            let synced = self.sync_tree(&tree).await;
+            if synced != Some(true) {
+                // tried again at the next tick
+                self.inner.book().tree.get_or_insert(tree);
+            }
+            if synced.is_none() {
+                return;
+            }
         }
         let now = now_rfc3339();
         let dirty: Vec<(String, Value)> = {
@@ -119,6 +122,10 @@ impl Task {
         };
         for (name, status) in dirty {
             if !self.uids.contains_key(&name) {
+                if !self.foreign.contains(&name) {
+                    // written once its object exists
+                    self.inner.book().dirty.insert(name);
+                }
                 continue;
             }
             if let Err(e) = objects::write_status(&self.client, &name, status).await {
@@ -128,16 +135,18 @@ impl Task {
         }
     }
 
-    /// `false` when the objects could not be listed.
-    async fn sync_tree(&mut self, tree: &BTreeSet<String>) -> bool {
+    /// `None` when the objects could not be listed, `Some(false)` when one could not be created
+    /// or deleted.
+    async fn sync_tree(&mut self, tree: &BTreeSet<String>) -> Option<bool> {
         let owner = self.settings.namespace.clone();
         let existing = match objects::list(&self.client, &owner).await {
             Ok(existing) => existing,
             Err(e) => {
                 self.failed("list module status objects", &e);
-                return false;
+                return None;
             }
         };
+        let mut complete = true;
         self.foreign = existing.foreign;
         self.uids.clear();
         for (name, uid) in existing.ours {
@@ -145,6 +154,7 @@ impl Task {
                 self.uids.insert(name, uid);
             } else if let Err(e) = objects::delete(&self.client, &name).await {
                 self.failed("delete a module status object", &e);
+                complete = false;
             }
         }
         let missing: Vec<&String> = (tree.iter())
@@ -160,10 +170,13 @@ impl Task {
                     tracing::warn!(object = %name, "a Module object of that name is not this operator's; its status is not written");
                     self.foreign.insert(name.clone());
                 }
-                Err(e) => self.failed("create a module status object", &e),
+                Err(e) => {
+                    self.failed("create a module status object", &e);
+                    complete = false;
+                }
             }
         }
-        true
+        Some(complete)
     }
 
     async fn send(&mut self, event: AdminEvent) {
