@@ -16,6 +16,8 @@ pub const SPAM_BURST: u32 = 25;
 pub const SPAM_REFILL: Duration = Duration::from_secs(300);
 /// Entries each cache holds at most (client-go's LRU size); the oldest go first.
 pub const MAX_ENTRIES: usize = 4096;
+/// How often the counts of Events the spam filter held back are sent (one PATCH per Event).
+pub const DEFERRED_FLUSH: Duration = Duration::from_secs(10);
 /// The prefix of a combined Event's message (client-go's words).
 pub const COMBINED_PREFIX: &str = "(combined from similar events): ";
 
@@ -42,7 +44,15 @@ pub enum Decision {
         count: u32,
         message: String,
     },
-    /// The spam filter dropped it (its count still goes into the next one sent).
+    /// Out of tokens, but the Event exists: its count is sent later, at most once per
+    /// [`DEFERRED_FLUSH`] (client-go would leave the count behind until the next token).
+    Defer {
+        key: String,
+        name: String,
+        count: u32,
+        message: String,
+    },
+    /// The spam filter dropped it: a new Event object would have been made.
     Drop,
 }
 
@@ -90,17 +100,22 @@ impl Correlator {
         sent.at = now;
         let (count, name) = (sent.count, sent.name.clone());
         trim(&mut self.sent, |s| s.at);
-        if !self.take_token(&event.object, now) {
-            return Decision::Drop;
-        }
-        match name {
-            Some(name) => Decision::Patch {
+        let token = self.take_token(&event.object, now);
+        match (name, token) {
+            (Some(name), true) => Decision::Patch {
                 key,
                 name,
                 count,
                 message,
             },
-            None => Decision::Create { key, message },
+            (Some(name), false) => Decision::Defer {
+                key,
+                name,
+                count,
+                message,
+            },
+            (None, true) => Decision::Create { key, message },
+            (None, false) => Decision::Drop,
         }
     }
 
@@ -204,7 +219,14 @@ mod tests {
                     c.created(&key, name.clone());
                     objects.insert(name, (1, message));
                 }
+                // a deferred count reaches the Event at the next flush
                 Decision::Patch {
+                    name,
+                    count,
+                    message,
+                    ..
+                }
+                | Decision::Defer {
                     name,
                     count,
                     message,
@@ -226,9 +248,9 @@ mod tests {
         let (objects, dropped) = record(&mut c, events, Duration::from_secs(5));
         assert_eq!(objects.len(), 1, "{objects:?}");
         let (count, _) = objects.values().next().unwrap();
-        // 25 at once, then one token per 5 minutes: the last one sent carries every count so far
-        assert!(*count >= 26, "count {count}");
-        assert_eq!(120 - dropped, 25 + 1, "tokens: the burst and one refill");
+        // the spam filter holds back PATCHes, not the count
+        assert_eq!(*count, 120);
+        assert_eq!(dropped, 0, "no new Event object was needed");
     }
 
     #[test]
@@ -236,27 +258,42 @@ mod tests {
         let mut c = Correlator::default();
         let events = (0..30).map(|i| failure(&format!("hook 'a' failed: attempt {i}")));
         let (objects, dropped) = record(&mut c, events, Duration::from_secs(1));
-        assert_eq!(dropped, 5, "25 of 30 get a token");
+        assert_eq!(
+            dropped, 0,
+            "the 5 without a token are counted into the combined Event"
+        );
         // 10 distinct messages, then one combined Event for the rest
         assert_eq!(objects.len(), 11, "{objects:?}");
         let combined: Vec<_> = (objects.values())
             .filter(|(_, m)| m.starts_with(COMBINED_PREFIX))
             .collect();
         assert_eq!(combined.len(), 1);
-        assert_eq!(
-            combined[0].0, 15,
-            "patched for every later similar event sent"
-        );
+        assert_eq!(combined[0].0, 20, "every later similar event counted");
     }
 
     #[test]
     fn spam_filter_refills_one_event_per_five_minutes() {
         let mut c = Correlator::default();
-        let burst = (0..30).map(|i| failure(&format!("m{}", i % 2)));
-        let (_, dropped) = record(&mut c, burst, Duration::ZERO);
-        assert_eq!(dropped, 5);
+        let burst = (0..30).map(|i| failure(&format!("m{i}")));
+        let (objects, dropped) = record(&mut c, burst, Duration::ZERO);
+        assert_eq!(
+            (objects.len(), dropped),
+            (11, 0),
+            "10 Events and a combined one"
+        );
+        let new_object = Incoming {
+            reason: "Other".into(),
+            ..failure("x")
+        };
+        assert_eq!(
+            c.observe(&new_object, Duration::from_secs(10)),
+            Decision::Drop
+        );
         let later = failure("m0");
-        assert_eq!(c.observe(&later, Duration::from_secs(10)), Decision::Drop);
+        assert!(matches!(
+            c.observe(&later, Duration::from_secs(10)),
+            Decision::Defer { .. }
+        ));
         assert!(matches!(
             c.observe(&later, SPAM_REFILL + Duration::from_secs(1)),
             Decision::Patch { .. }

@@ -11,7 +11,7 @@ use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::correlator::{Correlator, Decision, Incoming};
+use super::correlator::{Correlator, DEFERRED_FLUSH, Decision, Incoming};
 use super::objects::{self, MODULE_API_VERSION};
 use super::{COMPONENT, Inner, RecorderSettings, STATUS_PERIOD, now_rfc3339, object_name};
 use crate::edges::kube::KindResolver;
@@ -47,6 +47,18 @@ pub(super) struct Task {
     /// Errors logged once each.
     logged: HashSet<String>,
     seq: u64,
+    /// Counts of existing Events the spam filter held back, by correlator key.
+    deferred: BTreeMap<String, Deferred>,
+    flushed: tokio::time::Instant,
+}
+
+/// A count to send to an existing Event.
+struct Deferred {
+    namespace: String,
+    name: String,
+    count: u32,
+    message: String,
+    at: String,
 }
 
 impl Task {
@@ -69,6 +81,8 @@ impl Task {
             other_uids: HashMap::new(),
             logged: HashSet::new(),
             seq: 0,
+            deferred: BTreeMap::new(),
+            flushed: tokio::time::Instant::now(),
         }
     }
 
@@ -90,7 +104,10 @@ impl Task {
                     Some(event) => self.send(event).await,
                     None => open = false,
                 },
-                _ = tick.tick() => self.sync().await,
+                _ = tick.tick() => {
+                    self.flush_deferred().await;
+                    self.sync().await;
+                }
                 () = self.inner.changed.notified() => self.sync().await,
             }
         }
@@ -193,29 +210,84 @@ impl Task {
             Decision::Create { key, message } => {
                 self.create(&key, &incoming, &involved, message).await
             }
+            Decision::Defer {
+                key,
+                name,
+                count,
+                message,
+            } => {
+                let full = self.deferred.len() >= super::correlator::MAX_ENTRIES;
+                if full && !self.deferred.contains_key(&key) {
+                    self.inner.count("dropped_spam");
+                    return;
+                }
+                let patch = Deferred {
+                    namespace: involved.namespace,
+                    name,
+                    count,
+                    message,
+                    at: now_rfc3339(),
+                };
+                self.deferred.insert(key, patch);
+            }
             Decision::Patch {
                 key,
                 name,
                 count,
                 message,
             } => {
-                let api: Api<Event> = Api::namespaced(self.client.clone(), &involved.namespace);
-                let patch = json!({
-                    "count": count,
-                    "lastTimestamp": now_rfc3339(),
-                    "message": message,
-                });
-                match api
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
+                self.deferred.remove(&key);
+                let at = now_rfc3339();
+                let patched = self.patch(&involved.namespace, &name, count, &message, &at);
+                if let Err(kube::Error::Api(e)) = patched.await
+                    && e.code == 404
                 {
-                    Ok(_) => self.inner.count("patched"),
-                    Err(kube::Error::Api(e)) if e.code == 404 => {
-                        self.correlator.forget(&key);
-                        self.create(&key, &incoming, &involved, message).await;
-                    }
-                    Err(e) => self.failed("patch an Event", &e),
+                    self.correlator.forget(&key);
+                    self.create(&key, &incoming, &involved, message).await;
                 }
+            }
+        }
+    }
+
+    /// Raises the count of Event `name` (a merge PATCH); errors other than 404 are counted here.
+    async fn patch(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        count: u32,
+        message: &str,
+        at: &str,
+    ) -> Result<(), kube::Error> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), namespace);
+        let patch = json!({ "count": count, "lastTimestamp": at, "message": message });
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                self.inner.count("patched");
+                Ok(())
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => Err(kube::Error::Api(e)),
+            Err(e) => {
+                self.failed("patch an Event", &e);
+                Err(e)
+            }
+        }
+    }
+
+    /// Sends the counts the spam filter held back, once per [`DEFERRED_FLUSH`].
+    async fn flush_deferred(&mut self) {
+        if self.deferred.is_empty() || self.flushed.elapsed() < DEFERRED_FLUSH {
+            return;
+        }
+        self.flushed = tokio::time::Instant::now();
+        for (key, d) in std::mem::take(&mut self.deferred) {
+            let patched = self.patch(&d.namespace, &d.name, d.count, &d.message, &d.at);
+            if let Err(kube::Error::Api(e)) = patched.await
+                && e.code == 404
+            {
+                self.correlator.forget(&key);
             }
         }
     }
