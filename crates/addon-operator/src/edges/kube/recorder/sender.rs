@@ -164,6 +164,11 @@ impl Task {
             }
         };
         let mut complete = true;
+        for name in existing.foreign.difference(&self.foreign) {
+            if tree.contains(name) {
+                tracing::warn!(object = %name, "a Module object of that name is not this operator's (no {} label of its namespace); its status is not written", objects::OWNER_LABEL);
+            }
+        }
         self.foreign = existing.foreign;
         self.uids.clear();
         for (name, uid) in existing.ours {
