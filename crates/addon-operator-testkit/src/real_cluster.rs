@@ -133,7 +133,10 @@ impl RealCluster {
     pub fn operator_identity(&self, name: &str, rules: &ExtraRules) -> OperatorIdentity {
         let rbac = std::fs::read_to_string(repo_root().join("deploy/base/rbac.yaml"))
             .expect("read deploy/base/rbac.yaml")
-            .replace("addon-operator", name);
+            // the names and the namespace, not the API group of the status objects
+            .replace("addon-operator.io", "\u{0}")
+            .replace("addon-operator", name)
+            .replace('\u{0}', "addon-operator.io");
         self.kubectl_ok(&["create", "namespace", name], None);
         self.kubectl_ok(&["-n", name, "create", "serviceaccount", name], None);
         self.kubectl_ok(&["apply", "-f", "-"], Some(&rbac));

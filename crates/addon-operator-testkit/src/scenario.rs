@@ -37,6 +37,8 @@ pub struct Op {
     pub helm: FakeHelm,
     pub kube: FakeKube,
     pub config: Arc<MemoryConfig>,
+    /// The Events and status updates the runtime reported.
+    pub reports: addon_operator::runtime::edges::report::KeptReports,
     pub stop: CancellationToken,
     /// The tree running now, for [`Op::reload`].
     running: std::sync::Mutex<LoadedTree>,
@@ -198,7 +200,7 @@ pub async fn start_with_guard(
         guard,
         ..RuntimeSettings::default()
     };
-    start_reporting(dir, config, hooks, helm, settings, Arc::new(reports)).await
+    start_reporting(dir, config, hooks, helm, settings, reports).await
 }
 
 /// [`start`] with `settings` (the retry delays, the history and the resource monitor are the
@@ -210,7 +212,7 @@ async fn start_with(
     helm: FakeHelm,
     settings: RuntimeSettings,
 ) -> Op {
-    let reports = Arc::new(addon_operator::runtime::edges::NoReports);
+    let reports = addon_operator::runtime::edges::report::KeptReports::default();
     start_reporting(dir, config, hooks, helm, settings, reports).await
 }
 
@@ -220,7 +222,7 @@ async fn start_reporting(
     hooks: FakeHooks,
     helm: FakeHelm,
     settings: RuntimeSettings,
-    reports: Arc<dyn addon_operator::runtime::edges::Reporter>,
+    reports: addon_operator::runtime::edges::report::KeptReports,
 ) -> Op {
     let loaded = LoadedTree::load(dir.path());
     let (found, configs) = (&loaded.found, &loaded.configs);
@@ -237,7 +239,7 @@ async fn start_reporting(
         objects: Arc::new(kube.clone()),
         config: config.clone(),
         files: Arc::new(addon_operator::edges::files::DiskFiles),
-        report: reports,
+        report: Arc::new(reports.clone()),
     };
     let settings = RuntimeSettings {
         backoff: Backoff {
@@ -266,6 +268,7 @@ async fn start_reporting(
         helm,
         kube,
         config,
+        reports,
         stop,
         running: std::sync::Mutex::new(loaded),
         kept,

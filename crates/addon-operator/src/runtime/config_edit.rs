@@ -35,6 +35,7 @@ pub async fn apply_config(shared: &Shared, config: Config) {
     );
     if let Err(e) = st.store.check_config(&config, &check) {
         shared.metrics.config_values_error();
+        super::admin::config_refused(shared, &e);
         tracing::error!(
             error = %error_chain(&e),
             "config edit is invalid; the previous config stays in use and no task is queued"

@@ -61,6 +61,9 @@ pub async fn run(
             (success.usage, applied)
         }
     };
+    if let (Err(error), false) = (&result, at.allow_failure) {
+        super::admin::hook_failed(shared, module, hook.as_str(), binding_name, error);
+    }
     let outcome = match (&result, at.allow_failure) {
         (Ok(_), _) => HookOutcome::Success,
         (Err(_), true) => HookOutcome::AllowedFailure,

@@ -2,6 +2,7 @@
 //! tasks, and runs one worker per queue plus the intake of config edits, watch events and
 //! schedule ticks until shutdown.
 
+mod admin;
 mod config_edit;
 pub mod config_writer;
 mod decisions;
@@ -156,6 +157,8 @@ pub struct Shared {
     stopping: CancellationToken,
     /// Drift and health of the modules' releases.
     pub(crate) guard: release_guard::Guard,
+    /// Hook failures waiting for the Event of their task.
+    hook_failures: admin::HookFailures,
 }
 
 impl Shared {
@@ -349,11 +352,14 @@ impl Runtime {
             jq: settings.jq.clone(),
             stopping: CancellationToken::new(),
             guard: release_guard::Guard::new(settings.guard.clone()),
+            hook_failures: admin::HookFailures::default(),
         });
         {
             let st = shared.lock();
             config_edit::record_maintenance(&shared, &st, &config);
         }
+        let modules: Vec<ModuleName> = found.modules.iter().map(|m| m.name.clone()).collect();
+        admin::tree(&shared, &modules);
         Ok(Self {
             shared,
             resource_monitor_interval: settings.resource_monitor_interval,

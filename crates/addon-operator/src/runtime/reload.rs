@@ -84,6 +84,8 @@ impl RuntimeHandle {
         let global_hooks = st.global_hooks.clone();
         let decision = lifecycle::tree_reloaded(decisions::view(&st), tree.diff, &global_hooks);
         decisions::enqueue(shared, st, decision);
+        let modules: Vec<ModuleName> = tree.found.modules.iter().map(|m| m.name.clone()).collect();
+        super::admin::tree(shared, &modules);
         Ok(())
     }
 

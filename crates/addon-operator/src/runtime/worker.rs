@@ -244,6 +244,7 @@ fn apply(
                 }
                 None => tracing::info!(task = %task.description(), duration_ms, "task done"),
             }
+            super::admin::task_done(shared, task);
             for (name, t) in tail {
                 shared.push(&mut st, &name, t);
             }
@@ -261,6 +262,7 @@ fn apply(
             let delay = retry_at
                 .map(|at| at.saturating_sub(now))
                 .unwrap_or_default();
+            super::admin::task_failed(shared, task, &message, delay);
             tracing::error!(
                 task = %task.description(),
                 error = %message,

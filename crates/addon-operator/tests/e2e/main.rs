@@ -28,6 +28,7 @@ mod shared_watches;
 mod ship;
 mod start;
 mod startup_faults;
+mod status_events;
 mod support;
 mod test_cmd;
 mod tree_reload;

@@ -11,5 +11,6 @@ mod config_edits;
 mod converge;
 mod drift;
 mod lease;
+mod status_events;
 mod support;
 mod webhooks;

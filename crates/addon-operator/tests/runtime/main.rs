@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod admin_reports;
 mod config_writer;
 mod drift;
 mod failure_kinds;

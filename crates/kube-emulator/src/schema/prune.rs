@@ -35,6 +35,11 @@ fn walk(value: &mut Value, schema: &Value, resource: bool, at: &str, dropped: &m
                 kept
             });
             for (key, child) in map.iter_mut() {
+                // an object's own metadata is never pruned, whatever the schema says of it (the
+                // API server's rule: `metadata: {type: object}` in a CRD keeps name and labels)
+                if resource && key == "metadata" {
+                    continue;
+                }
                 if let Some(child_schema) = member_schema(schema, key) {
                     let embedded = is_embedded(child_schema);
                     walk(child, child_schema, embedded, &path(key), dropped);
@@ -61,6 +66,16 @@ fn is_embedded(schema: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_objects_metadata_is_kept_when_the_schema_names_it_without_properties() {
+        let schema = json!({"type": "object", "properties": {
+            "metadata": {"type": "object"}, "spec": {"type": "object"}}});
+        let mut obj = json!({"apiVersion": "x/v1", "kind": "W",
+            "metadata": {"name": "w", "labels": {"a": "b"}}, "spec": {}});
+        assert!(prune(&mut obj, &schema).is_empty());
+        assert_eq!(obj["metadata"], json!({"name": "w", "labels": {"a": "b"}}));
+    }
 
     #[test]
     fn unknown_fields_go_except_where_preserved() {

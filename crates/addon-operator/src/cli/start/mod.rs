@@ -32,6 +32,7 @@ use crate::edges::http::{StartupStatus, StatusSource};
 use crate::edges::jq::{JqRunner, SandboxSettings};
 use crate::edges::kube::leader::{LeaderElection, LeaderSettings};
 use crate::edges::kube::no_cluster::NoCluster;
+use crate::edges::kube::recorder::{KubeReporter, RecorderSettings};
 use crate::edges::kube::{ApiSettings, KubeEdge, ObjectPatcher, PatcherSettings};
 use crate::edges::tree::dirs::DirFlags;
 use crate::edges::tree::runnable::StagedTree;
@@ -94,7 +95,7 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     let status = Arc::new(StartupStatus::new("starting"));
     serve_http(args, &metrics, &status, &shutdown).await;
     let (kube_tx, kube_events) = crate::runtime::edges::kube_event_channel();
-    let (mut edges, client) = edges(
+    let (mut edges, client, reporter) = edges(
         args,
         &cluster,
         kube_tx,
@@ -135,6 +136,9 @@ async fn run(args: &StartArgs) -> anyhow::Result<ExitCode> {
     settings.leadership = election
         .as_ref()
         .map(|e| e.leadership() as Arc<dyn crate::runtime::edges::Leading>);
+    if let (Some(reporter), Some(leading)) = (&reporter, &settings.leadership) {
+        reporter.lead_with(Arc::clone(leading));
+    }
     let built = Runtime::build(
         &tree.found,
         &tree.configs,
@@ -379,7 +383,7 @@ pub(crate) fn fail(what: &str, errors: &[String]) -> ExitCode {
 }
 
 /// The edges for `cluster`, and, when there is a cluster, the client of the leader lease and
-/// the start's few reads.
+/// the start's few reads, and the reporter of Events and status objects.
 async fn edges(
     args: &StartArgs,
     cluster: &Cluster,
@@ -387,7 +391,7 @@ async fn edges(
     cancel_hooks: CancellationToken,
     metrics: &Arc<Metrics>,
     pool: Option<&Arc<TmpPool>>,
-) -> anyhow::Result<(Edges, Option<kube::Client>)> {
+) -> anyhow::Result<(Edges, Option<kube::Client>, Option<KubeReporter>)> {
     let kubeconfig = cluster.kubeconfig().map(Path::to_path_buf);
     let extra_env: Vec<(String, String)> = kubeconfig
         .iter()
@@ -429,7 +433,7 @@ async fn edges(
             files: Arc::new(crate::edges::files::DiskFiles),
             report: Arc::new(crate::runtime::edges::NoReports),
         };
-        return Ok((edges, None));
+        return Ok((edges, None, None));
     }
     let namespace = namespace(args);
     let target = cluster_target(args, cluster);
@@ -467,6 +471,7 @@ async fn edges(
         .context("prepare helm")?;
     let config =
         file_config.unwrap_or_else(|| Arc::new(kube.config_store(&namespace, &args.config_map)));
+    let reporter = reporter(args, &kube, &namespace, metrics);
     let edges = Edges {
         hooks,
         helm: Arc::new(helm) as Arc<dyn Helm>,
@@ -482,9 +487,39 @@ async fn edges(
         )),
         config,
         files: Arc::new(crate::edges::files::DiskFiles),
-        report: Arc::new(crate::runtime::edges::NoReports),
+        report: match &reporter {
+            Some(reporter) => Arc::new(reporter.clone()),
+            None => Arc::new(crate::runtime::edges::NoReports),
+        },
     };
-    Ok((edges, Some(clients.lease)))
+    Ok((edges, Some(clients.lease), reporter))
+}
+
+/// Events and module status objects, unless both are turned off.
+fn reporter(
+    args: &StartArgs,
+    kube: &KubeEdge,
+    namespace: &str,
+    metrics: &Arc<Metrics>,
+) -> Option<KubeReporter> {
+    if !args.module_status_objects && !args.admin_events {
+        return None;
+    }
+    let settings = RecorderSettings {
+        namespace: namespace.to_string(),
+        config_map: args.config_map.clone(),
+        instance: identity(args),
+        status_objects: args.module_status_objects,
+        events: args.admin_events,
+        ha: args.ha,
+    };
+    let (client, resolver) = (kube.client.clone(), Arc::clone(&kube.resolver));
+    Some(KubeReporter::start(
+        client,
+        resolver,
+        settings,
+        Some(Arc::clone(metrics)),
+    ))
 }
 
 fn namespace(args: &StartArgs) -> String {
@@ -736,6 +771,17 @@ pub struct StartArgs {
         default_value = crate::edges::kube::leader::DEFAULT_LEASE_NAME
     )]
     pub ha_lease_name: String,
+    /// Keep one cluster-scoped Module object per module (`kubectl get modules`) with its status:
+    /// enabled, phase, Ready, the last error, the release revision. Off: Events about modules
+    /// go on the config ConfigMap
+    #[arg(long, env = "ADDON_OPERATOR_MODULE_STATUS_OBJECTS", num_args = 0..=1, default_value = "true",
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub module_status_objects: bool,
+    /// Send Kubernetes Events for admins (a hook failed, a module installed, upgraded or
+    /// deleted, a config edit refused), aggregated as client-go does
+    #[arg(long, env = "ADDON_OPERATOR_ADMIN_EVENTS", num_args = 0..=1, default_value = "true",
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub admin_events: bool,
     /// Reload the module tree when its files change (modules and global hooks directories),
     /// without a restart; on by default without a cluster and with --embedded-cluster, off
     /// against a cluster

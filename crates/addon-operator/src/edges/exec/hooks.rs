@@ -74,6 +74,8 @@ impl HookExecutor for ProcessHooks {
                     ),
                     usage: *usage,
                     timed_out: run.process.exit == super::process::ExitKind::TimedOut,
+                    exit: run.process.exit.to_string(),
+                    stderr_tail: run.process.stderr_tail.clone(),
                 }),
             }
         })

@@ -703,4 +703,8 @@ impl Helm for BinaryHelm {
     fn uninstall<'a>(&'a self, release: &'a str) -> BoxFuture<'a, Result<(), HelmError>> {
         Box::pin(self.uninstall_now(release))
     }
+
+    fn revision<'a>(&'a self, release: &'a str) -> BoxFuture<'a, Result<Option<u64>, HelmError>> {
+        Box::pin(async move { Ok(self.current(release).await?.map(|c| c.state.revision)) })
+    }
 }

@@ -15,6 +15,7 @@ pub mod own_release;
 pub mod patcher;
 pub mod rate_limit;
 pub mod release_watch;
+pub mod recorder;
 mod shared;
 pub mod watch;
 

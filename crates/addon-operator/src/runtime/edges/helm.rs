@@ -100,4 +100,10 @@ pub trait Helm: Send + Sync {
     fn upgrade<'a>(&'a self, req: &'a UpgradeRequest) -> BoxFuture<'a, Result<(), HelmError>>;
     /// `helm uninstall`; a missing release is not an error.
     fn uninstall<'a>(&'a self, release: &'a str) -> BoxFuture<'a, Result<(), HelmError>>;
+    /// The latest revision of `release` (for Events and the module's status); `None` when there
+    /// is none or the implementation cannot tell.
+    fn revision<'a>(&'a self, release: &'a str) -> BoxFuture<'a, Result<Option<u64>, HelmError>> {
+        let _ = release;
+        Box::pin(async { Ok(None) })
+    }
 }

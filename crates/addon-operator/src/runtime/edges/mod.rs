@@ -32,7 +32,10 @@ pub use addon_core::config_change::ConfigKeyChange;
 pub use files::Files;
 pub use helm::Helm;
 pub use release_objects::{ObjectChange, WatchedKind};
-pub use report::{AdminEvent, NoReports, Reporter, Severity, Subject};
+pub use report::{
+    AdminEvent, LastError, NoReports, Owner, Reporter, Severity, StatusCondition, StatusUpdate,
+    Subject,
+};
 pub use status::StatusSource;
 pub use webhook::{Answerer, Reply};
 
@@ -85,6 +88,10 @@ pub struct HookFailure {
     pub usage: ResourceUsage,
     /// The run was stopped by the hook timeout (`hook_timeouts_total`).
     pub timed_out: bool,
+    /// How the process ended (`exit status 3`, `timed out`); empty when it did not start.
+    pub exit: String,
+    /// The end of what the process wrote to stderr (the exec edge keeps a bounded tail).
+    pub stderr_tail: String,
 }
 
 impl HookFailure {
@@ -93,6 +100,8 @@ impl HookFailure {
             message: message.into(),
             usage: ResourceUsage::default(),
             timed_out: false,
+            exit: String::new(),
+            stderr_tail: String::new(),
         }
     }
 }

@@ -6,6 +6,7 @@ use addon_core::enablement::{self, Candidate, EnablementPass, Step};
 use addon_core::lifecycle::{self, ConvergeFacts, Discovered};
 use addon_core::module_graph as graph;
 use addon_core::names::ModuleName;
+use std::collections::BTreeMap;
 
 use crate::runtime::Shared;
 use crate::runtime::decisions;
@@ -26,7 +27,8 @@ pub fn start(shared: &Shared) -> Outcome {
 /// closing check. A failing `enabled` script fails the whole discovery (retried; it holds `main`).
 pub async fn discover(shared: &Shared) -> Outcome {
     let candidates = candidates(&shared.lock());
-    let enabled = match run_pass(shared, candidates).await {
+    let mut reasons = BTreeMap::new();
+    let enabled = match run_pass(shared, candidates, &mut reasons).await {
         Ok(enabled) => enabled,
         Err(error) => {
             shared.metrics.discover_error();
@@ -48,6 +50,7 @@ pub async fn discover(shared: &Shared) -> Outcome {
     let mut st = shared.lock();
     let enabled = apply_requirements(&mut st, enabled);
     record_modules_info(shared, &st, &enabled);
+    crate::runtime::admin::enablement(shared, &st.module_order, &enabled, &reasons);
     let started: Vec<ModuleName> = (st.modules.iter())
         .filter(|(_, m)| m.startup_done)
         .map(|(name, _)| name.clone())
@@ -138,6 +141,7 @@ fn candidates(st: &State) -> Vec<Candidate> {
 async fn run_pass(
     shared: &Shared,
     candidates: Vec<Candidate>,
+    reasons: &mut BTreeMap<ModuleName, String>,
 ) -> Result<Vec<ModuleName>, DiscoveryError> {
     let mut pass = EnablementPass::new(candidates);
     loop {
@@ -147,7 +151,14 @@ async fn run_pass(
                 module,
                 enabled_so_far,
             } => {
-                let verdict = run_script(shared, &module, &enabled_so_far).await?;
+                let (verdict, reason) = run_script(shared, &module, &enabled_so_far).await?;
+                if !verdict {
+                    let why = match reason.is_empty() {
+                        true => "its enabled script answered false".to_string(),
+                        false => format!("its enabled script answered false: {reason}"),
+                    };
+                    reasons.insert(module.clone(), why);
+                }
                 pass.accept_verdict(&module, verdict)?;
             }
         }
@@ -158,7 +169,7 @@ async fn run_script(
     shared: &Shared,
     module: &ModuleName,
     enabled_so_far: &[ModuleName],
-) -> Result<bool, DiscoveryError> {
+) -> Result<(bool, String), DiscoveryError> {
     let (script, values) = {
         let mut st = shared.lock();
         st.record(|| format!("enabled {module}"));
@@ -196,8 +207,8 @@ async fn run_script(
     if !verdict.enabled && !answer.reason.is_empty() {
         tracing::info!(module = %module, reason = %answer.reason, "disabled by its enabled script");
     }
-    remember_reason(shared, module, verdict.enabled, answer.reason);
-    Ok(verdict.enabled)
+    remember_reason(shared, module, verdict.enabled, answer.reason.clone());
+    Ok((verdict.enabled, answer.reason))
 }
 
 /// Keeps the `$MODULE_ENABLED_REASON` of a module its script disabled (as upstream keeps it in

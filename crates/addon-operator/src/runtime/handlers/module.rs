@@ -13,7 +13,10 @@ use addon_core::names::{ModuleName, QueueName};
 use addon_core::values::patch::Scope;
 
 use super::global::start_monitor;
+use std::sync::PoisonError;
+
 use crate::runtime::Shared;
+use crate::runtime::admin;
 use crate::runtime::decisions;
 use crate::runtime::edges::MonitorKey;
 use crate::runtime::edges::helm::UpgradeRequest;
@@ -73,6 +76,8 @@ async fn run_steps(
         tracing::info!(module = %module, "module is disabled now or left the tree; its run is skipped");
         return Outcome::done();
     };
+    admin::running(shared, module);
+    let upgraded = std::sync::Mutex::new(None);
     let steps = async {
         let mut changed = false;
         for phase in phases {
@@ -83,6 +88,7 @@ async fn run_steps(
                 starts: starts.as_ref(),
                 startup,
                 reason,
+                upgraded: &upgraded,
             };
             changed |= run_phase(shared, run, phase).await?;
         }
@@ -96,6 +102,10 @@ async fn run_steps(
             Outcome::Failed(failed(module, source))
         }
         Ok(changed) => {
+            let upgraded = upgraded
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner);
+            admin::module_ready(shared, module, upgraded);
             let decision = lifecycle::module_run_finished(module, changed, queue.is_parallel());
             decisions::outcome(shared, shared.lock(), decision)
         }
@@ -168,6 +178,8 @@ struct PhaseRun<'a> {
     starts: Option<&'a Starting>,
     startup: bool,
     reason: &'a str,
+    /// Set when Helm installed or upgraded the release (with its revision when known).
+    upgraded: &'a std::sync::Mutex<Option<Option<u64>>>,
 }
 
 /// Runs one phase of a module run; `true` when afterHelm hooks changed the module's values.
@@ -183,6 +195,7 @@ async fn run_phase(
         starts,
         startup,
         reason,
+        upgraded,
     } = run;
     let hooks = &state.hooks;
     let none = Vec::new();
@@ -204,7 +217,10 @@ async fn run_phase(
         }
         RunPhase::Helm => {
             let helm_started = tokio::time::Instant::now();
-            helm_upgrade(shared, module, &state.source.path, reason).await?;
+            if let Some(revision) = helm_upgrade(shared, module, &state.source.path, reason).await?
+            {
+                *upgraded.lock().unwrap_or_else(PoisonError::into_inner) = Some(revision);
+            }
             let elapsed = helm_started.elapsed();
             shared.metrics.module_helm(module.as_str(), reason, elapsed);
         }
@@ -421,20 +437,21 @@ async fn run_synchronization(
 }
 
 /// Checks the Helm values (with `x-required-for-helm`) and runs `helm upgrade --install` when the
-/// values or the chart changed or Helm says so.
+/// values or the chart changed or Helm says so; `Some` (with the release's revision when Helm
+/// can tell) when it ran.
 async fn helm_upgrade(
     shared: &Shared,
     module: &ModuleName,
     chart: &Path,
     activation: &str,
-) -> Result<(), ModuleError> {
+) -> Result<Option<Option<u64>>, ModuleError> {
     let request = upgrade_request(shared, module, chart).await?;
     if request.maintenance && shared.lock().maintenance_labelled.contains(module) {
         tracing::info!(module = %module, "module is in maintenance (NoResourceReconciliation): helm upgrade skipped");
         shared
             .lock()
             .record(|| format!("helm skipped {module} (maintenance)"));
-        return Ok(());
+        return Ok(None);
     }
     let helm = &shared.edges.helm;
     let timed = |operation, started: tokio::time::Instant| {
@@ -446,6 +463,7 @@ async fn helm_upgrade(
     let started = tokio::time::Instant::now();
     let upgrade = helm.should_upgrade(&request).await?;
     timed(HelmOperation::CheckUpgrade, started);
+    let mut revision = None;
     if upgrade {
         shared.lock().record(|| format!("helm upgrade {module}"));
         // the upgrade changes the release's objects on purpose: no drift until it is re-read
@@ -454,6 +472,11 @@ async fn helm_upgrade(
         helm.upgrade(&request).await?;
         timed(HelmOperation::Upgrade, started);
         shared.guard.track(module);
+        let known = helm.revision(&request.release).await;
+        let known = known.inspect_err(|e| {
+            tracing::debug!(module = %module, error = %error_chain(e), "release revision not known");
+        });
+        revision = Some(known.ok().flatten());
     } else {
         shared.guard.ensure(module);
     }
@@ -464,7 +487,7 @@ async fn helm_upgrade(
     } else {
         st.maintenance_labelled.remove(module);
     }
-    Ok(())
+    Ok(revision)
 }
 
 /// What Helm gets for `module` now: its Helm values (checked with `x-required-for-helm`) and the
@@ -527,6 +550,7 @@ pub async fn delete(shared: &Shared, module: &ModuleName) -> Outcome {
     let Some(state) = shared.lock().module(module).cloned() else {
         return Outcome::Failed(unknown(module));
     };
+    admin::running(shared, module);
     let steps = async {
         let release_exists = state.source.has_chart && {
             let releases = shared.edges.helm.releases().await?;
@@ -535,14 +559,15 @@ pub async fn delete(shared: &Shared, module: &ModuleName) -> Outcome {
         for phase in lifecycle::module_delete_phases(release_exists) {
             delete_phase(shared, module, &state.hooks, phase).await?;
         }
-        Ok::<(), ModuleError>(())
+        Ok::<bool, ModuleError>(release_exists)
     };
     let result = steps.await;
     shared
         .metrics
         .module_delete(module.as_str(), result.is_ok());
-    if let Err(source) = result {
-        return Outcome::Failed(failed(module, source));
+    match result {
+        Err(source) => return Outcome::Failed(failed(module, source)),
+        Ok(had_release) => admin::module_deleted(shared, module, had_release),
     }
     let decision = lifecycle::module_delete_finished(module);
     decisions::outcome(shared, shared.lock(), decision)

@@ -379,6 +379,15 @@ impl Metrics {
 
     /// Whether this replica does the work: it holds the leader lease (`--ha`), or always
     /// without `--ha`. `leader` is 0 until the first call.
+    /// What became of one Event for admins (`result`: created, patched, dropped_queue_full,
+    /// dropped_spam, failed).
+    pub fn admin_event(&self, result: &str) {
+        self.families
+            .admin_events
+            .get_or_create(&labels([("result", result)]))
+            .inc();
+    }
+
     pub fn leader(&self, leading: bool) {
         self.health.leader.set(if leading { 1.0 } else { 0.0 });
     }

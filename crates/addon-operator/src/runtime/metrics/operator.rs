@@ -165,6 +165,7 @@ pub struct OperatorFamilies {
     pub kube_jq_filter_seconds: HistogramFamily,
     pub kube_event_seconds: HistogramFamily,
     pub kube_watch_errors: CounterFamily,
+    pub admin_events: CounterFamily,
     pub release: ReleaseFamilies,
 }
 
@@ -224,6 +225,7 @@ impl OperatorFamilies {
             kube_jq_filter_seconds: histogram_family(),
             kube_event_seconds: histogram_family(),
             kube_watch_errors: CounterFamily::default(),
+            admin_events: CounterFamily::default(),
             release: ReleaseFamilies {
                 drift: CounterFamily::default(),
                 drift_restores: CounterFamily::default(),
@@ -388,6 +390,11 @@ impl OperatorFamilies {
             "kubernetes_client_watch_errors",
             "Watch errors of the Kubernetes client",
             &self.kube_watch_errors,
+        );
+        r.add(
+            "admin_events",
+            "Kubernetes Events for admins by result: created, patched (an identical one counted), dropped_queue_full, dropped_spam, failed",
+            &self.admin_events,
         );
     }
 }
