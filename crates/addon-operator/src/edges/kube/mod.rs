@@ -14,8 +14,8 @@ pub mod no_cluster;
 pub mod own_release;
 pub mod patcher;
 pub mod rate_limit;
-pub mod release_watch;
 pub mod recorder;
+pub mod release_watch;
 mod shared;
 pub mod watch;
 

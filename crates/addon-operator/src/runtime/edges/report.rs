@@ -95,6 +95,9 @@ pub struct StatusCondition {
     pub message: String,
 }
 
+/// The condition type release health sets: a module is Ready only when it holds too.
+pub const RELEASE_HEALTHY: &str = "ReleaseHealthy";
+
 /// One change to what a status object shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StatusUpdate {

@@ -16,7 +16,10 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{GuardSettings, ReleaseSummary, module_mode};
-use crate::runtime::edges::{AdminEvent, ObjectChange, Severity, Subject, WatchedKind};
+use crate::runtime::edges::report::RELEASE_HEALTHY;
+use crate::runtime::edges::{
+    AdminEvent, ObjectChange, Owner, Severity, StatusCondition, StatusUpdate, Subject, WatchedKind,
+};
 use crate::runtime::{RuntimeHandle, Shared};
 
 /// Objects of one release the guard tracks, at most.
@@ -283,6 +286,10 @@ impl Releases {
         ctx.shared
             .metrics
             .module_drifted_objects(module.as_str(), count);
+        let drift = StatusUpdate::Drift {
+            count: count as u64,
+        };
+        (ctx.shared.edges.report).status(Owner::Module(module.clone()), drift);
     }
 
     /// Modules still in progress fail once the timeout passed.
@@ -320,6 +327,8 @@ impl Releases {
             return;
         }
         let was_ready = matches!(previous, Some(ModuleHealth::Ready));
+        let condition = StatusUpdate::Condition(health_condition(&health));
+        (ctx.shared.edges.report).status(Owner::Module(module.clone()), condition);
         ctx.shared
             .metrics
             .module_ready(module.as_str(), health == ModuleHealth::Ready);
@@ -354,6 +363,23 @@ impl Releases {
                 }
             }
         }
+    }
+}
+
+/// The `ReleaseHealthy` condition of the module's status object for `health`.
+fn health_condition(health: &ModuleHealth) -> StatusCondition {
+    let (status, reason, message) = match health {
+        ModuleHealth::Ready => (true, "Ready", "every object of the release is ready".into()),
+        ModuleHealth::Progressing { object, reason } => {
+            (false, "Progressing", format!("{object}: {reason}"))
+        }
+        ModuleHealth::Failed { object, reason } => (false, "Failed", format!("{object}: {reason}")),
+    };
+    StatusCondition {
+        kind: RELEASE_HEALTHY.into(),
+        status,
+        reason: reason.into(),
+        message,
     }
 }
 

@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use crate::runtime::edges::report::RELEASE_HEALTHY;
 use crate::runtime::edges::{LastError, StatusCondition, StatusUpdate};
 
 /// The longest `lastError.summary` (the printer column).
@@ -109,7 +110,15 @@ impl ModuleStatus {
     }
 
     fn ready(&self) -> bool {
-        self.phase == Phase::Ready
+        self.phase == Phase::Ready && self.unhealthy_release().is_none()
+    }
+
+    /// The `ReleaseHealthy` condition when it is false: the last run succeeded but an object of
+    /// the release is not ready (or failed).
+    fn unhealthy_release(&self) -> Option<&StatusCondition> {
+        (self.conditions.iter())
+            .map(|(c, _)| c)
+            .find(|c| c.kind == RELEASE_HEALTHY && !c.status)
     }
 
     /// The Ready condition's reason and message.
@@ -117,7 +126,10 @@ impl ModuleStatus {
         match self.phase {
             Phase::Pending => ("Pending", "waiting for its first run".into()),
             Phase::Running => ("Running", "a run is in progress".into()),
-            Phase::Ready => ("RunSucceeded", "the last run succeeded".into()),
+            Phase::Ready => match self.unhealthy_release() {
+                Some(c) => ("ReleaseNotReady", c.message.clone()),
+                None => ("RunSucceeded", "the last run succeeded".into()),
+            },
             Phase::Failed => {
                 let message = (self.last_error.as_ref()).map_or(String::new(), |(e, _)| {
                     let first = e.message.lines().next().unwrap_or_default();
@@ -262,5 +274,41 @@ mod tests {
         assert_eq!(status["conditions"].as_array().unwrap().len(), 2);
         assert_eq!(status["conditions"][1]["status"], "False");
         assert_eq!(status["conditions"][1]["lastTransitionTime"], "t2");
+    }
+
+    #[test]
+    fn an_unhealthy_release_keeps_a_module_that_ran_from_ready_and_says_which_object() {
+        let mut s = ModuleStatus::default();
+        let health = |status, reason: &str, message: &str| {
+            StatusUpdate::Condition(StatusCondition {
+                kind: RELEASE_HEALTHY.into(),
+                status,
+                reason: reason.into(),
+                message: message.into(),
+            })
+        };
+        s.apply(StatusUpdate::Ready { revision: Some(1) }, "t1");
+        s.apply(
+            health(
+                false,
+                "Progressing",
+                "default/Deployment/web: available: 0/1",
+            ),
+            "t2",
+        );
+        let status = s.render("t2");
+        assert_eq!(status["phase"], "Ready");
+        assert_eq!(status["ready"], "False");
+        assert_eq!(status["conditions"][0]["reason"], "ReleaseNotReady");
+        assert_eq!(
+            status["conditions"][0]["message"],
+            "default/Deployment/web: available: 0/1"
+        );
+        assert_eq!(status["conditions"][0]["lastTransitionTime"], "t2");
+        s.apply(health(true, "Ready", "every object is ready"), "t3");
+        let status = s.render("t3");
+        assert_eq!(status["ready"], "True");
+        assert_eq!(status["conditions"][0]["reason"], "RunSucceeded");
+        assert_eq!(status["conditions"][1]["type"], "ReleaseHealthy");
     }
 }
