@@ -109,6 +109,26 @@ fn patch_data(cluster: &Cluster, name: &str, value: &str) {
     assert!(cluster.kubectl(&args, None).is_some(), "patch {name}");
 }
 
+/// Whether an Event with `reason` is on the object `kind/name` in `default`.
+fn has_event(cluster: &Cluster, kind: &str, name: &str, reason: &str) -> bool {
+    let text = get(cluster, &["get", "events", "-n", "default", "-o", "json"]);
+    let events: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let items = events["items"].as_array().cloned().unwrap_or_default();
+    items.iter().any(|e| {
+        e["reason"] == reason
+            && e["involvedObject"]["kind"] == kind
+            && e["involvedObject"]["name"] == name
+    })
+}
+
+fn module_status(cluster: &Cluster, module: &str) -> serde_json::Value {
+    let text = get(
+        cluster,
+        &["get", "modules.addon-operator.io", module, "-o", "json"],
+    );
+    serde_json::from_str::<serde_json::Value>(&text).unwrap_or_default()["status"].clone()
+}
+
 fn count(log: &str, needle: &str) -> usize {
     log.lines().filter(|l| l.contains(needle)).count()
 }
@@ -146,6 +166,11 @@ fn drift_is_restored_reported_ignored_and_given_up_and_health_names_the_object()
     });
     let log = operator_log(root);
     assert!(log.contains("drift restored"), "{log}");
+    wait_for(
+        "the DriftRestored Event on the Deployment",
+        &log_file,
+        || has_event(&cluster, "Deployment", "web", "DriftRestored"),
+    );
     assert_eq!(replicas(&cluster, "scaled"), "3");
     assert!(
         !log.lines()
@@ -170,6 +195,14 @@ fn drift_is_restored_reported_ignored_and_given_up_and_health_names_the_object()
         "{log}"
     );
     assert_eq!(data(&cluster, "settings"), "edited");
+    wait_for(
+        "the DriftDetected Event on the ConfigMap",
+        &log_file,
+        || has_event(&cluster, "ConfigMap", "settings", "DriftDetected"),
+    );
+    wait_for("the drift count in the module's status", &log_file, || {
+        module_status(&cluster, "web")["driftCount"].as_u64() >= Some(1)
+    });
 
     // a fight: restored each time until the guard backs off, then left alone
     let mut backed_off = false;
@@ -220,6 +253,19 @@ fn drift_is_restored_reported_ignored_and_given_up_and_health_names_the_object()
     assert_eq!(web["health"], "progressing", "{list}");
     assert_eq!(web["object"], "default/Deployment/web", "{list}");
     assert!(web["restores"].as_u64().unwrap() >= 1, "{list}");
+    wait_for(
+        "the module's status to say which object is not ready",
+        &log_file,
+        || {
+            let status = module_status(&cluster, "web");
+            let ready = &status["conditions"][0];
+            status["ready"] == "False"
+                && ready["reason"] == "ReleaseNotReady"
+                && ready["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("default/Deployment/web"))
+        },
+    );
     wait_for_metrics(
         root,
         &addr,
