@@ -237,6 +237,12 @@ pub fn config_refused(shared: &Shared, error: &ValuesError) {
     }
 }
 
+/// A config edit a module's settings check (`hook check`) refused: a Warning Event on the module.
+pub fn settings_refused(shared: &Shared, module: &ModuleName, message: &str) {
+    let problem = format!("the settings check of module '{module}' refused it: {message}");
+    refuse(shared, Subject::Module(module.clone()), &problem);
+}
+
 fn refuse(shared: &Shared, subject: Subject, problem: &str) {
     let message = format!(
         "config edit refused, the previous config stays in use: {}",

@@ -18,6 +18,7 @@ pub async fn apply_config(shared: &Shared, config: Config) {
     let checks = settings_checks(&shared.lock(), &config);
     if let Err(refusal) = run_settings_checks(shared, checks).await {
         shared.metrics.config_values_error();
+        super::admin::settings_refused(shared, &refusal.module, &refusal.message);
         tracing::error!(
             module = %refusal.module,
             error = %refusal.message,

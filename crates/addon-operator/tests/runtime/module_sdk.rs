@@ -88,6 +88,17 @@ async fn an_edit_the_settings_check_refuses_changes_nothing_and_one_it_allows_ru
         .map(|c| c.config_values)
         .collect();
     assert_eq!(checked, [serde_json::json!({"replicas": 0})]);
+    let refused: Vec<_> = (op.reports.events().into_iter())
+        .filter(|e| e.reason == "ConfigRefused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(
+        refused[0].subject,
+        addon_operator::runtime::edges::Subject::Module(
+            addon_core::names::ModuleName::new("web").unwrap()
+        )
+    );
+    assert!(refused[0].message.contains("settings check"), "{refused:?}");
 
     let runs = op.edit_config("web: {replicas: 5}\n").await;
     assert_eq!(runs, ["run web/hooks/before beforeHelm"]);
