@@ -316,9 +316,11 @@ fn an_enabled_script_run_is_measured_as_upstream() {
     let cluster = Cluster::start(root);
     let _operator = start_operator(root, &cluster, &[]);
     let addr = http_addr(root);
-    let text = wait_for_metrics(root, &addr, "ready", Duration::from_secs(60), |_| {
+    wait_for_metrics(root, &addr, "ready", Duration::from_secs(60), |_| {
         get(&addr, "/readyz").is_some_and(|(code, _)| code == 200)
     });
+    // read after ready: the text read while waiting may be older than the converge
+    let text = wait_for_metrics(root, &addr, "the metrics", Duration::from_secs(5), |_| true);
     let labels = [
         r#"module="beta""#,
         r#"hook="enabled""#,
