@@ -86,3 +86,32 @@ async fn a_config_edit_the_schema_refuses_is_an_event_on_its_module() {
     );
     assert!(refused.message.contains("replicas"), "{}", refused.message);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_helm_run_and_a_disabled_module_are_events_on_the_module() {
+    let helm = FakeHelm::new();
+    helm.fail_next_upgrade("web");
+    let op = start(web(), "", FakeHooks::new(), helm).await;
+    op.settle().await;
+    let module = ModuleName::new("web").unwrap();
+    let on_web = |reason: &str| {
+        (op.reports.events().into_iter())
+            .find(|e| e.reason == reason && e.subject == Subject::Module(module.clone()))
+    };
+    let failed = on_web("ModuleRunFailed").expect("a ModuleRunFailed Event");
+    assert_eq!(failed.severity, Severity::Warning);
+    assert!(failed.message.contains("retry"), "{}", failed.message);
+    assert!(on_web("Installed").is_some() || on_web("Upgraded").is_some());
+
+    op.edit_config("webEnabled: false\n").await;
+    op.settle().await;
+    let deleted = on_web("Deleted").expect("a Deleted Event");
+    assert_eq!(deleted.severity, Severity::Normal);
+    let statuses = op.reports.statuses();
+    assert!(
+        statuses
+            .iter()
+            .any(|(o, u)| *o == Owner::Module(module.clone()) && *u == StatusUpdate::Deleted),
+        "{statuses:?}"
+    );
+}
