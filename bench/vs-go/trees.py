@@ -41,6 +41,8 @@ def repo_trees(repo):
         _tree("repo/examples/demo", f"{ex}/demo", config=_config_map_data(f"{ex}/demo/config.yaml"),
               errors=True),
         _tree("repo/examples/crds", f"{ex}/crds"),
+        _tree("repo/examples/guarded", f"{ex}/guarded",
+              config=_config_map_data(f"{ex}/guarded/config.yaml")),
         _tree("repo/examples/webhooks", f"{ex}/webhooks",
               manifests=[f"{ex}/webhooks/crontab/crd.yaml"]),
     ]
