@@ -50,6 +50,15 @@ pub(super) struct Task {
     /// Counts of existing Events the spam filter held back, by correlator key.
     deferred: BTreeMap<String, Deferred>,
     flushed: tokio::time::Instant,
+    /// Failed tree syncs in a row, and when the next may be tried.
+    tree_backoff: (u32, tokio::time::Instant),
+}
+
+/// The wait before the next tree sync after `failures` failed ones in a row: 1 s doubling up
+/// to 60 s, so an API that refuses (RBAC) is not asked every second.
+fn tree_retry_delay(failures: u32) -> std::time::Duration {
+    let secs = 1u64 << failures.min(6);
+    std::time::Duration::from_secs(secs.min(60))
 }
 
 /// A count to send to an existing Event.
@@ -83,6 +92,7 @@ impl Task {
             seq: 0,
             deferred: BTreeMap::new(),
             flushed: tokio::time::Instant::now(),
+            tree_backoff: (0, tokio::time::Instant::now()),
         }
     }
 
@@ -118,11 +128,22 @@ impl Task {
         if !self.crd_ready || !self.inner.leading() {
             return;
         }
-        let tree = self.inner.book().tree.take();
+        // while backing off, the statuses of the objects already known are still written
+        let backing_off = tokio::time::Instant::now() < self.tree_backoff.1;
+        let tree = if backing_off {
+            None
+        } else {
+            self.inner.book().tree.take()
+        };
         if let Some(tree) = tree {
             let synced = self.sync_tree(&tree).await;
-            if synced != Some(true) {
-                // tried again at the next tick
+            if synced == Some(true) {
+                self.tree_backoff.0 = 0;
+            } else {
+                // tried again after the back-off
+                let failures = self.tree_backoff.0 + 1;
+                let retry_at = tokio::time::Instant::now() + tree_retry_delay(failures);
+                self.tree_backoff = (failures, retry_at);
                 self.inner.book().tree.get_or_insert(tree);
             }
             if synced.is_none() {
@@ -511,6 +532,13 @@ fn bounded(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failing_tree_sync_is_tried_again_later_and_later_up_to_a_minute() {
+        let delays: Vec<u64> = (1..=8).map(|n| tree_retry_delay(n).as_secs()).collect();
+        assert_eq!(delays, [2, 4, 8, 16, 32, 60, 60, 60]);
+        assert_eq!(tree_retry_delay(0).as_secs(), 1);
+    }
 
     #[test]
     fn long_messages_are_cut_and_references_leave_out_what_is_unknown() {
