@@ -111,14 +111,9 @@ fn patch_data(cluster: &Cluster, name: &str, value: &str) {
 
 /// Whether an Event with `reason` is on the object `kind/name` in `default`.
 fn has_event(cluster: &Cluster, kind: &str, name: &str, reason: &str) -> bool {
-    let text = get(cluster, &["get", "events", "-n", "default", "-o", "json"]);
-    let events: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-    let items = events["items"].as_array().cloned().unwrap_or_default();
-    items.iter().any(|e| {
-        e["reason"] == reason
-            && e["involvedObject"]["kind"] == kind
-            && e["involvedObject"]["name"] == name
-    })
+    let events = crate::status_events::events(&cluster.kubeconfig);
+    crate::status_events::find(&events, name, reason)
+        .is_some_and(|e| e["involvedObject"]["kind"] == kind)
 }
 
 fn module_status(cluster: &Cluster, module: &str) -> serde_json::Value {

@@ -7,24 +7,15 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::support::{
-    Running, demo_dir, path_with_tools, require_tool, start_command, wait_for, write,
-};
+use crate::support::{Running, demo_dir, require_tool, start_command, wait_for, write};
 
+/// `kubectl` with `kubeconfig`: stdout, empty when it failed.
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
-    let out = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .env("PATH", path_with_tools())
-        .env("HOME", kubeconfig.parent().unwrap())
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    addon_operator_testkit::tools::kubectl(kubeconfig, args, None).unwrap_or_default()
 }
 
 /// The Events of the `default` namespace (where Events of cluster-scoped objects are).
-fn events(kubeconfig: &Path) -> Vec<Value> {
+pub fn events(kubeconfig: &Path) -> Vec<Value> {
     let text = kubectl(
         kubeconfig,
         &["get", "events", "-n", "default", "-o", "json"],
@@ -33,7 +24,8 @@ fn events(kubeconfig: &Path) -> Vec<Value> {
     list["items"].as_array().cloned().unwrap_or_default()
 }
 
-fn find<'a>(events: &'a [Value], object: &str, reason: &str) -> Option<&'a Value> {
+/// The first Event with `reason` on an object named `object`.
+pub fn find<'a>(events: &'a [Value], object: &str, reason: &str) -> Option<&'a Value> {
     events
         .iter()
         .find(|e| e["involvedObject"]["name"] == object && e["reason"] == reason)

@@ -45,6 +45,20 @@ pub(super) fn until<'p>(
     }
 }
 
+/// The count of `limit` and `skip`: an integer, not negative (gojq's messages).
+fn count_arg(name: &str, n: &Val) -> Result<i64, Flow> {
+    let Some(n) = n.as_int() else {
+        return Err(err(format!(
+            "{name}: expected a number but got: {}",
+            describe(n)
+        )));
+    };
+    if n < 0 {
+        return Err(err(format!("{name} doesn't support negative count")));
+    }
+    Ok(n)
+}
+
 pub(super) fn limit<'p>(
     ctx: &Ctx<'p>,
     n: &Val,
@@ -53,15 +67,7 @@ pub(super) fn limit<'p>(
     input: Val,
     out: Out,
 ) -> Res {
-    let Some(n) = n.as_int() else {
-        return Err(err(format!(
-            "limit: expected a number but got: {}",
-            describe(n)
-        )));
-    };
-    if n < 0 {
-        return Err(err("limit doesn't support negative count"));
-    }
+    let n = count_arg("limit", n)?;
     if n == 0 {
         return Ok(());
     }
@@ -90,15 +96,7 @@ pub(super) fn skip<'p>(
     input: Val,
     out: Out,
 ) -> Res {
-    let Some(n) = n.as_int() else {
-        return Err(err(format!(
-            "skip: expected a number but got: {}",
-            describe(n)
-        )));
-    };
-    if n < 0 {
-        return Err(err("skip doesn't support negative count"));
-    }
+    let n = count_arg("skip", n)?;
     let mut left = n;
     ctx.eval(f, env, input, &mut |v| {
         if left > 0 {
