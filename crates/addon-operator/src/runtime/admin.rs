@@ -14,6 +14,7 @@ use super::Shared;
 use super::edges::report::bounded_tail;
 use super::edges::{AdminEvent, LastError, Owner, Severity, StatusUpdate, Subject};
 use super::error::HookError;
+use super::state::State;
 use super::task::Task;
 
 /// Lines of a hook's stderr an Event or a status shows, at most.
@@ -176,10 +177,10 @@ pub fn module_deleted(shared: &Shared, module: &ModuleName, had_release: bool) {
 }
 
 /// Discovery decided which modules are enabled; `reasons` are the `enabled` scripts' reasons
-/// for those they disabled.
+/// for those they disabled; `st.not_running` holds the unmet requirements of the others.
 pub fn enablement(
     shared: &Shared,
-    modules: &[ModuleName],
+    st: &State,
     enabled: &[ModuleName],
     reasons: &BTreeMap<ModuleName, String>,
 ) {
@@ -191,12 +192,14 @@ pub fn enablement(
     // beforeAll hooks ran: the global hooks are well
     let ready = StatusUpdate::Ready { revision: None };
     shared.edges.report.status(Owner::Global, ready);
-    for module in modules {
+    for module in &st.module_order {
         let on = enabled.contains(module);
-        let reason = match (on, reasons.get(module)) {
-            (true, _) => String::new(),
-            (false, Some(reason)) => reason.clone(),
-            (false, None) => format!(
+        let unmet = st.not_running.get(module);
+        let reason = match (on, reasons.get(module), unmet) {
+            (true, _, _) => String::new(),
+            (false, Some(reason), _) => reason.clone(),
+            (false, None, Some(unmet)) => format!("a requirement does not hold: {unmet}"),
+            (false, None, None) => format!(
                 "disabled by {}Enabled or its enabled script",
                 module.values_key()
             ),

@@ -115,3 +115,31 @@ async fn a_failed_helm_run_and_a_disabled_module_are_events_on_the_module() {
         "{statuses:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_module_whose_requirement_does_not_hold_says_so_in_its_status() {
+    let dir = tree(&[
+        ("modules/values.yaml", "webEnabled: true\n"),
+        ("modules/010-web/Chart.yaml", "name: web\nversion: 0.1.0\n"),
+        (
+            "modules/010-web/module.yaml",
+            "requirements:\n  modules:\n    db: \">= 1.0\"\n",
+        ),
+    ]);
+    let op = start(dir, "", FakeHooks::new(), FakeHelm::new()).await;
+    op.settle().await;
+    let module = ModuleName::new("web").unwrap();
+    let reason = (op.reports.statuses().into_iter()).find_map(|(owner, update)| match update {
+        StatusUpdate::Enablement {
+            enabled: false,
+            reason,
+        } if owner == Owner::Module(module.clone()) => Some(reason),
+        _ => None,
+    });
+    let reason = reason.expect("an Enablement update for web");
+    assert!(
+        reason.starts_with("a requirement does not hold: "),
+        "{reason}"
+    );
+    assert!(reason.contains("db"), "{reason}");
+}

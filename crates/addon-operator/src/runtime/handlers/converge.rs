@@ -50,7 +50,7 @@ pub async fn discover(shared: &Shared) -> Outcome {
     let mut st = shared.lock();
     let enabled = apply_requirements(&mut st, enabled);
     record_modules_info(shared, &st, &enabled);
-    crate::runtime::admin::enablement(shared, &st.module_order, &enabled, &reasons);
+    crate::runtime::admin::enablement(shared, &st, &enabled, &reasons);
     let started: Vec<ModuleName> = (st.modules.iter())
         .filter(|(_, m)| m.startup_done)
         .map(|(name, _)| name.clone())
