@@ -760,7 +760,7 @@ fn streamed_items_are_the_items_as_json() {
 }
 
 #[test]
-fn a_large_object_is_kept_deflated_and_reads_back_as_its_text() {
+fn a_large_object_is_kept_packed_and_reads_back_as_its_text() {
     let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a",
         "labels": {"shard": "1"}}, "data": {"ts": "0", "payload": "x".repeat(2048)}});
     let text = object.to_string();
@@ -777,7 +777,7 @@ fn a_large_object_is_kept_deflated_and_reads_back_as_its_text() {
     assert_eq!(
         KeptObject::new(&object),
         kept,
-        "the same text deflates alike"
+        "the same text packs alike"
     );
 }
 

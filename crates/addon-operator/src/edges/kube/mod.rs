@@ -14,6 +14,7 @@ pub mod no_cluster;
 pub mod own_release;
 pub mod patcher;
 pub mod rate_limit;
+mod raw_object;
 pub mod recorder;
 pub mod release_watch;
 mod shared;

@@ -8,15 +8,16 @@ use addon_core::binding_context::KeptObject;
 use addon_core::hook_config::{KubernetesBinding, WatchEvent};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use kube::api::{Api, DynamicObject};
+use kube::api::Api;
 use kube::discovery::ApiResource;
 use kube::runtime::{WatchStreamExt, watcher};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::discovery::DiscoveryError;
 use super::known::{KnownObjects, Listing, Observed};
+use super::raw_object::RawObject;
 use super::shared::{SharedHub, lock};
 
 use crate::runtime::edges::{KubeEvent, Listed, MonitorKey};
@@ -108,20 +109,14 @@ impl Selection {
         config
     }
 
-    fn selects(&self, object: &DynamicObject) -> bool {
-        self.names.as_ref().is_none_or(|names| {
-            object
-                .metadata
-                .name
-                .as_ref()
-                .is_some_and(|n| names.contains(n))
-        })
+    fn selects(&self, object: &RawObject) -> bool {
+        (self.names.as_ref()).is_none_or(|names| object.name().is_some_and(|n| names.contains(n)))
     }
 }
 
 /// One watch of a monitor: the API (namespaced or not) and where it reports.
 pub(super) struct Scope {
-    pub(super) api: Api<DynamicObject>,
+    pub(super) api: Api<RawObject>,
     pub(super) name: Option<String>,
 }
 
@@ -132,35 +127,6 @@ impl Scope {
             name: Some(namespace.to_string()),
         }
     }
-}
-
-/// An object as hooks see it: with `apiVersion` and `kind` even when a list left them out. The
-/// object's fields are moved, not copied (a ConfigMap's data is most of its bytes); keys come in
-/// the order its serialization gives (`apiVersion`, `kind`, `metadata`, the rest).
-pub(crate) fn to_json(object: DynamicObject, ar: &ApiResource) -> Value {
-    let DynamicObject {
-        types,
-        metadata,
-        data,
-    } = object;
-    let mut map = Map::new();
-    if let Some(types) = types {
-        map.insert("apiVersion".to_string(), Value::String(types.api_version));
-        map.insert("kind".to_string(), Value::String(types.kind));
-    }
-    let metadata = serde_json::to_value(metadata).unwrap_or(Value::Null);
-    map.insert("metadata".to_string(), metadata);
-    match data {
-        Value::Object(rest) => map.extend(rest),
-        Value::Null => {}
-        // not what a list or a watch gives; serializing it would fail the same way
-        _ => return Value::Null,
-    }
-    map.entry("apiVersion")
-        .or_insert_with(|| Value::String(ar.api_version.clone()));
-    map.entry("kind")
-        .or_insert_with(|| Value::String(ar.kind.clone()));
-    Value::Object(map)
 }
 
 /// One running watch, of the bindings its hub reports to.
@@ -182,7 +148,7 @@ pub(super) struct Watch {
 pub(super) const PAGE: usize = 100;
 
 /// A watch stream of one scope.
-type WatchStream = BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>;
+type WatchStream = BoxStream<'static, Result<watcher::Event<RawObject>, watcher::Error>>;
 
 /// One scope's watch whose first list is done: the stream goes on from there.
 pub(super) struct Started {
@@ -220,7 +186,7 @@ impl Watch {
         tokio::spawn(self.run(scope, stream)).abort_handle()
     }
 
-    fn stream(&self, api: Api<DynamicObject>) -> WatchStream {
+    fn stream(&self, api: Api<RawObject>) -> WatchStream {
         watcher(api, self.selection.watcher_config())
             .default_backoff()
             .into_stream()
@@ -333,14 +299,12 @@ impl Watch {
         true
     }
 
-    fn convert(&self, object: DynamicObject) -> Option<Value> {
-        self.selection
-            .selects(&object)
-            .then(|| to_json(object, &self.resource))
+    fn convert(&self, object: RawObject) -> Option<Value> {
+        (self.selection.selects(&object)).then(|| object.into_json(&self.resource))
     }
 
-    fn observed(&self, event: watcher::Event<DynamicObject>) -> Option<Observed> {
-        let convert = |o: DynamicObject| self.convert(o);
+    fn observed(&self, event: watcher::Event<RawObject>) -> Option<Observed> {
+        let convert = |o: RawObject| self.convert(o);
         Some(match event {
             watcher::Event::Apply(o) => Observed::Apply(convert(o)?),
             watcher::Event::Delete(o) => Observed::Delete(convert(o)?),
@@ -400,7 +364,6 @@ mod tests {
     use super::*;
     use addon_core::hook_config::{HookScope, parse};
     use addon_core::names::HookName;
-    use k8s_openapi::api::core::v1::Namespace;
 
     fn binding(yaml: &str) -> KubernetesBinding {
         let text = format!("configVersion: v1\nkubernetes:\n- kind: Pod\n{yaml}");
@@ -451,32 +414,9 @@ mod tests {
         assert_eq!(s.labels.as_deref(), Some("app=web"));
         let names: Vec<&str> = s.names.iter().flatten().map(String::as_str).collect();
         assert_eq!(names, ["a", "b"]);
-        let named = |n: &str| {
-            let mut o = DynamicObject::new(n, &ApiResource::erase::<Namespace>(&()));
-            o.metadata.name = Some(n.to_string());
-            o
+        let named = |n: &str| -> RawObject {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": n}})).unwrap()
         };
         assert!(s.selects(&named("a")) && !s.selects(&named("c")));
-    }
-
-    #[test]
-    fn an_object_is_moved_into_json_as_its_serialization_gives_it() {
-        use k8s_openapi::api::core::v1::ConfigMap;
-        let ar = ApiResource::erase::<ConfigMap>(&());
-        let text = r#"{"metadata":{"name":"a","namespace":"ns","labels":{"x":"1"}},"data":{"k":"v"},"immutable":true}"#;
-        let untyped: DynamicObject = serde_json::from_str(text).unwrap();
-        let typed: DynamicObject = serde_json::from_str(
-            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"},"data":{"k":"v"}}"#,
-        )
-        .unwrap();
-        for object in [untyped, typed] {
-            let mut serialized = serde_json::to_value(&object).unwrap();
-            if let Value::Object(map) = &mut serialized {
-                map.entry("apiVersion").or_insert_with(|| "v1".into());
-                map.entry("kind").or_insert_with(|| "ConfigMap".into());
-            }
-            // the same keys in the same order (the text shows the order)
-            assert_eq!(to_json(object, &ar).to_string(), serialized.to_string());
-        }
     }
 }
