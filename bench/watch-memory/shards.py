@@ -6,7 +6,7 @@ create URL NS N SIZE SHARDS: N ConfigMaps `cm-<i>` of about SIZE bytes of JSON, 
 update URL NS N COUNT ROUND: merge-patches `data.ts` of COUNT ConfigMaps (spread over the N) to a
 new value; 16 requests in flight.
 lists URL NS SHARDS: the floor of the operator's listing: the lists its watches make (one per
-shard, by label, and one of all), one after the other, paged as its watcher pages (limit=100);
+shard, by label, and one of all), one after the other, paged as its watcher pages (limit=500);
 prints the seconds they took.
 Each of the 16 workers keeps one connection. With $CLUSTER_CA and $CLUSTER_TOKEN (a real API
 server, bench/real-cluster.sh) requests are made over TLS with that CA and bearer token.
@@ -83,7 +83,7 @@ def paged(url, ns, selector):
     """Reads a paged list to its end; the number of objects."""
     objects, cont = 0, ""
     while True:
-        query = {"limit": "100"}
+        query = {"limit": "500"}
         if selector:
             query["labelSelector"] = selector
         if cont:

@@ -2,7 +2,7 @@
 //! requests and open watches tests can read.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
@@ -19,6 +19,10 @@ pub struct Faults {
     lists: [AtomicU64; 2],
     /// Watch streams being served now, per resource (a test's signal that a watch started).
     watches: Arc<Mutex<BTreeMap<ResKey, usize>>>,
+    /// Streaming lists (watches with `sendInitialEvents`) asked for so far.
+    streaming_lists: AtomicU64,
+    /// Whether streaming lists are refused as a server without the `WatchList` feature does.
+    refuse_streaming: AtomicBool,
 }
 
 impl Default for Faults {
@@ -28,6 +32,8 @@ impl Default for Faults {
             failures: Mutex::new((0, 500)),
             lists: Default::default(),
             watches: Arc::default(),
+            streaming_lists: AtomicU64::new(0),
+            refuse_streaming: AtomicBool::new(false),
         }
     }
 }
@@ -63,6 +69,30 @@ impl Faults {
     pub fn lists(&self) -> (u64, u64) {
         let read = |i: usize| self.lists[i].load(Ordering::Relaxed);
         (read(0), read(1))
+    }
+
+    /// Counts a streaming list; the error to answer when they are refused (as kube-apiserver
+    /// before 1.27, or with the `WatchList` feature off, answers `422`).
+    pub fn streaming_list(&self) -> Result<(), ApiError> {
+        self.streaming_lists.fetch_add(1, Ordering::Relaxed);
+        if !self.refuse_streaming.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        Err(ApiError::Invalid(
+            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: \
+             sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+                .into(),
+        ))
+    }
+
+    /// Streaming lists asked for so far (refused or not).
+    pub fn streaming_lists(&self) -> u64 {
+        self.streaming_lists.load(Ordering::Relaxed)
+    }
+
+    /// Refuses streaming lists from now on (`true`), or serves them again.
+    pub fn refuse_streaming_lists(&self, refuse: bool) {
+        self.refuse_streaming.store(refuse, Ordering::Relaxed);
     }
 
     /// Counts a watch of `key` as open until the returned guard is dropped.

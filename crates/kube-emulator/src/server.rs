@@ -259,6 +259,17 @@ impl EmulatorHandle {
         self.faults.fail_next(count, code);
     }
 
+    /// Streaming lists (watches with `sendInitialEvents`) asked for so far.
+    pub fn streaming_lists(&self) -> u64 {
+        self.faults.streaming_lists()
+    }
+
+    /// Refuses streaming lists (`422`, as a server before Kubernetes 1.27 or with the
+    /// `WatchList` feature off does), or serves them again.
+    pub fn refuse_streaming_lists(&self, refuse: bool) {
+        self.faults.refuse_streaming_lists(refuse);
+    }
+
     /// List requests so far: (lists started, of which paged with `limit`); later pages of a
     /// list are not counted.
     pub fn list_starts(&self) -> (u64, u64) {

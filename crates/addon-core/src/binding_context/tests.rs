@@ -774,11 +774,7 @@ fn a_large_object_is_kept_packed_and_reads_back_as_its_text() {
     write_item(&item(object.clone(), Some(json!("a"))), &mut written).unwrap();
     let written: Value = serde_json::from_slice(&written).unwrap();
     assert_eq!(written, json!({"object": object, "filterResult": "a"}));
-    assert_eq!(
-        KeptObject::new(&object),
-        kept,
-        "the same text packs alike"
-    );
+    assert_eq!(KeptObject::new(&object), kept, "the same text packs alike");
 }
 
 #[test]

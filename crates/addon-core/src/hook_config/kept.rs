@@ -233,7 +233,9 @@ mod tests {
     #[test]
     fn a_text_that_does_not_pack_smaller_is_kept_as_it_is() {
         // 300 distinct characters: nothing for LZ4 to refer back to
-        let noise: String = (0..300u32).filter_map(|i| char::from_u32(0x4e00 + i * 7)).collect();
+        let noise: String = (0..300u32)
+            .filter_map(|i| char::from_u32(0x4e00 + i * 7))
+            .collect();
         let value = json!({"n": noise});
         let kept = KeptObject::new(&value);
         assert_eq!(kept.held(), value.to_string().len());

@@ -327,10 +327,32 @@ async fn a_failing_api_server_fails_start_and_a_later_start_succeeds() {
 }
 
 #[tokio::test]
-async fn a_watch_start_lists_once_in_pages_and_its_watch_goes_on_from_that_list() {
+async fn a_watch_start_asks_for_one_streaming_list_and_its_watch_goes_on_from_it() {
     let env = start().await;
     env.create(pod("default", "a", "web")).await;
     env.create(pod("default", "b", "web")).await;
+    let (watches, mut rx) = watches(&env).await;
+    let binding = &bindings("- kind: Pod\n")[0];
+
+    let (lists, streamed) = (env.emu.list_starts(), env.emu.streaming_lists());
+    let objects = watches.start(&key(0), binding).await.unwrap();
+    assert_eq!(names(&objects), ["default/a", "default/b"]);
+    env.create(pod("default", "c", "web")).await;
+    assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "default/c")]);
+    assert_eq!(
+        (env.emu.list_starts(), env.emu.streaming_lists() - streamed),
+        (lists, 1),
+        "one streaming list per start, no paged list"
+    );
+    no_events(&mut rx, Duration::from_millis(200)).await;
+}
+
+#[tokio::test]
+async fn a_server_refusing_streaming_lists_is_listed_once_in_pages() {
+    let env = start().await;
+    env.create(pod("default", "a", "web")).await;
+    env.create(pod("default", "b", "web")).await;
+    env.emu.refuse_streaming_lists(true);
     let (watches, mut rx) = watches(&env).await;
     let binding = &bindings("- kind: Pod\n")[0];
 

@@ -326,7 +326,8 @@ fn dry_run(params: &Params) -> bool {
     params.get("dryRun").is_some_and(|v| !v.is_empty())
 }
 
-/// `/emulator/...` admin paths: `drop-watches` and `fail?count=N&code=C`.
+/// `/emulator/...` admin paths: `drop-watches`, `fail?count=N&code=C` and
+/// `streaming-lists?refuse=true|false`.
 fn admin(app: &App, rest: &str, uri: &Uri) -> Response {
     let params: Params = Query::try_from_uri(uri).map(|q| q.0).unwrap_or_default();
     match rest {
@@ -344,6 +345,11 @@ fn admin(app: &App, rest: &str, uri: &Uri) -> Response {
                 .and_then(|c| c.parse().ok())
                 .unwrap_or(500);
             app.faults.fail_next(count, code);
+            json_body(&success_status())
+        }
+        "streaming-lists" => {
+            let refuse = params.get("refuse").is_some_and(|r| r == "true");
+            app.faults.refuse_streaming_lists(refuse);
             json_body(&success_status())
         }
         _ => not_found_path().into_response(),

@@ -98,8 +98,11 @@ impl Selection {
         }
     }
 
-    fn watcher_config(&self) -> watcher::Config {
+    fn watcher_config(&self, streaming: bool) -> watcher::Config {
         let mut config = watcher::Config::default().page_size(PAGE as u32);
+        if streaming {
+            config = config.streaming_lists();
+        }
         if let Some(l) = &self.labels {
             config = config.labels(l);
         }
@@ -141,11 +144,15 @@ pub(super) struct Watch {
     pub(super) metrics: Option<Arc<Metrics>>,
 }
 
-/// Objects per page of an initial list (`limit`; kube-rs defaults to 500). A page is what a
-/// listing holds in memory at once, in up to three forms (response, watcher, JSON for the
-/// filter), and the allocator keeps that peak: 100 objects of 2 KB cost ~6 MB less than 500 for
-/// 5× the list requests (docs/benchmarks.md, "Watch memory").
-pub(super) const PAGE: usize = 100;
+/// Objects per page of an initial list (`limit`), as client-go's reflector and kube-rs page. A
+/// page is what a listing holds in memory at once, but kube-apiserver answers each page at a
+/// cost of its own: 100,000 ConfigMaps listed 100 a page took 36.8 s, 500 a page 12.0 s
+/// (docs/benchmarks.md, "100,000 objects").
+pub(super) const PAGE: usize = 500;
+
+/// How long a streaming list may take to send its first object (or its end) before paged lists
+/// are used instead.
+const STREAMING_PROBE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A watch stream of one scope.
 type WatchStream = BoxStream<'static, Result<watcher::Event<RawObject>, watcher::Error>>;
@@ -167,12 +174,12 @@ impl Watch {
     /// Watches `scope` from scratch: every object arrives as `Added`.
     pub(super) fn spawn(self, scope: Scope) -> AbortHandle {
         let bodies = lock(&self.hub).keeps_bodies();
-        let started = Started {
-            stream: self.stream(scope.api),
-            scope: scope.name,
-            known: KnownObjects::with_bodies(bodies),
-        };
-        self.resume(started)
+        lock(&self.hub).add_scope(scope.name.clone(), KnownObjects::with_bodies(bodies));
+        tokio::spawn(async move {
+            let stream = self.open(scope.api).await;
+            self.run(scope.name, stream).await;
+        })
+        .abort_handle()
     }
 
     /// Goes on watching after [`Watch::first_list`]: what the list found joins the hub.
@@ -186,11 +193,42 @@ impl Watch {
         tokio::spawn(self.run(scope, stream)).abort_handle()
     }
 
-    fn stream(&self, api: Api<RawObject>) -> WatchStream {
-        watcher(api, self.selection.watcher_config())
+    fn stream(&self, api: Api<RawObject>, streaming: bool) -> WatchStream {
+        watcher(api, self.selection.watcher_config(streaming))
             .default_backoff()
             .into_stream()
             .boxed()
+    }
+
+    /// The stream of a first list: a streaming list (the objects sent as watch events from the
+    /// server's cache: no pages, no page held in memory) when the server serves one, else paged
+    /// lists. A server without streaming lists (before Kubernetes 1.27, or with the `WatchList`
+    /// feature off) refuses the request; one that ignores the parameters sends nothing, so the
+    /// first object or the list's end must come within [`STREAMING_PROBE`].
+    async fn open(&self, api: Api<RawObject>) -> WatchStream {
+        let mut streaming = self.stream(api.clone(), true);
+        let mut first = Vec::new();
+        let probe = async {
+            while first.len() < 2 {
+                match streaming.try_next().await {
+                    Ok(Some(event)) => first.push(Ok(event)),
+                    Ok(None) => break,
+                    Err(error) => return Err(error),
+                }
+            }
+            Ok(())
+        };
+        match tokio::time::timeout(STREAMING_PROBE, probe).await {
+            Ok(Ok(())) => futures::stream::iter(first).chain(streaming).boxed(),
+            Ok(Err(error)) => {
+                tracing::debug!(watch = %self.label, %error, "no streaming list: paged lists instead");
+                self.stream(api, false)
+            }
+            Err(_) => {
+                tracing::debug!(watch = %self.label, "a streaming list sent nothing: paged lists instead");
+                self.stream(api, false)
+            }
+        }
     }
 
     /// Starts the watch of `scope` and reads its initial list (paged by the watcher), which
@@ -201,7 +239,7 @@ impl Watch {
         scope: Scope,
         pages: Option<&mpsc::Sender<Vec<Listed>>>,
     ) -> Result<(Started, Vec<Value>), WatchError> {
-        let mut stream = self.stream(scope.api);
+        let mut stream = self.open(scope.api).await;
         let mut known = Listing::new(lock(&self.hub).keeps_bodies());
         let mut objects = Vec::new();
         loop {
