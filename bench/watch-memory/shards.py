@@ -6,7 +6,8 @@ create URL NS N SIZE SHARDS: N ConfigMaps `cm-<i>` of about SIZE bytes of JSON, 
 update URL NS N COUNT ROUND: merge-patches `data.ts` of COUNT ConfigMaps (spread over the N) to a
 new value; 16 requests in flight.
 lists URL NS SHARDS: the floor of the operator's listing: the lists its watches make (one per
-shard, by label, and one of all), one after the other, paged as its watcher pages (limit=500);
+shard, by label, and one of all), one after the other, as streaming lists (a watch with
+sendInitialEvents, read until the bookmark that ends the initial events) as its watches start;
 prints the seconds they took.
 Each of the 16 workers keeps one connection. With $CLUSTER_CA and $CLUSTER_TOKEN (a real API
 server, bench/real-cluster.sh) requests are made over TLS with that CA and bearer token.
@@ -79,27 +80,35 @@ def update(url, ns, n, count, round_):
         list(pool.map(one, range(count)))
 
 
-def paged(url, ns, selector):
-    """Reads a paged list to its end; the number of objects."""
-    objects, cont = 0, ""
-    while True:
-        query = {"limit": "500"}
-        if selector:
-            query["labelSelector"] = selector
-        if cont:
-            query["continue"] = cont
-        page = json.loads(request(url, "GET", f"/api/v1/namespaces/{ns}/configmaps?" + urllib.parse.urlencode(query)))
-        objects += len(page["items"])
-        cont = page["metadata"].get("continue", "")
-        if not cont:
-            return objects
+def streamed(url, ns, selector):
+    """Reads a streaming list to its end; the number of objects."""
+    query = {"watch": "1", "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan",
+             "resourceVersion": "0", "allowWatchBookmarks": "true"}
+    if selector:
+        query["labelSelector"] = selector
+    conn = connect(url)
+    conn.request("GET", f"/api/v1/namespaces/{ns}/configmaps?" + urllib.parse.urlencode(query), headers=AUTH)
+    resp = conn.getresponse()
+    if resp.status != 200:
+        raise SystemExit(f"streaming list: {resp.status} {resp.read()[:300]!r}")
+    objects = 0
+    try:
+        for line in resp:
+            event = json.loads(line)
+            if event["type"] != "BOOKMARK":
+                objects += 1
+            elif event["object"]["metadata"].get("annotations", {}).get("k8s.io/initial-events-end") == "true":
+                return objects
+    finally:
+        conn.close()
+    raise SystemExit("streaming list: the stream ended before its initial events did")
 
 
 def lists(url, ns, shards):
     started = time.monotonic()
     for shard in range(shards):
-        paged(url, ns, f"shard={shard}")
-    paged(url, ns, "")
+        streamed(url, ns, f"shard={shard}")
+    streamed(url, ns, "")
     print(f"{time.monotonic() - started:.1f}")
 
 

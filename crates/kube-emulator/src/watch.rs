@@ -203,7 +203,12 @@ impl Pump {
             mut live,
             rv,
         } = start;
-        for event in initial.events() {
+        let filter = &self.filter;
+        let wanted = |o: &Value| {
+            (filter.req.namespace.as_deref()).is_none_or(|ns| meta::namespace(o) == Some(ns))
+                && filter.matches(o)
+        };
+        for event in initial.events(wanted) {
             let Some(line) = self.line_of(&event).await else {
                 return;
             };

@@ -80,10 +80,18 @@ pub enum Initial {
 }
 
 impl Initial {
-    /// The events, made as they are read (outside the store's lock).
-    pub fn events(&self) -> Box<dyn Iterator<Item = Arc<Event>> + Send + '_> {
+    /// The events, made as they are read (outside the store's lock); of the objects of a
+    /// snapshot only those `wanted` accepts (a copy is made of those only).
+    pub fn events<'a>(
+        &'a self,
+        wanted: impl Fn(&Value) -> bool + Send + 'a,
+    ) -> Box<dyn Iterator<Item = Arc<Event>> + Send + 'a> {
         match self {
-            Self::Objects(key, tree) => Box::new(tree.values().map(|o| synthetic_added(key, o))),
+            Self::Objects(key, tree) => Box::new(
+                (tree.values())
+                    .filter(move |o| wanted(o))
+                    .map(|o| synthetic_added(key, o)),
+            ),
             Self::Events(events) => Box::new(events.iter().cloned()),
         }
     }
