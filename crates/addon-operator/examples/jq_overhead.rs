@@ -1,5 +1,7 @@
 //! Benchmark: the cost per object of evaluating a binding's jqFilter in the jq sandbox process
-//! (batched like a listing, and one object per request like a watch event) vs in this process.
+//! (batched like a listing, and one object per request like a watch event) vs the interpreter in
+//! this process vs the projection fast path (`JqFilter::apply_projection`, which the runtime
+//! takes before the sandbox for filters like this one).
 //!
 //! Usage: `jq_overhead [N] [ADDON_OPERATOR_BINARY]` (default 20,000 objects; the binary defaults
 //! to `addon-operator` next to this example's directory). Prints µs per object; never asserts.
@@ -8,7 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use addon_core::jq::JqFilter;
-use addon_operator::edges::jq::{JqRunner, SandboxSettings};
+use addon_operator::edges::jq::{JqSandbox, MAX_BATCH, SandboxSettings};
 use serde_json::{Value, json};
 
 fn main() -> anyhow::Result<()> {
@@ -30,21 +32,35 @@ fn main() -> anyhow::Result<()> {
     let filter = JqFilter::compile(FILTER)?;
     let mut settings = SandboxSettings::for_current_exe(Duration::from_secs(30), 1 << 30);
     settings.program = program;
-    let sandbox = JqRunner::sandbox(settings);
+    // The sandbox itself, not `JqRunner`: the runner would answer this projection in process.
+    let sandbox = JqSandbox::new(settings);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async {
         let _ = sandbox.run(&filter, &objects[..1]).await; // start the child
-        let in_process = JqRunner::default();
-        let local =
-            time(|| async { in_process.run(&filter, &objects).await.map(|r| r.len()) }).await;
-        let batched =
-            time(|| async { sandbox.run(&filter, &objects).await.map(|r| r.len()) }).await;
+        let local = time(|| async {
+            let results: Vec<_> = objects.iter().map(|o| filter.apply(o)).collect();
+            Ok(results.len())
+        })
+        .await;
+        let fast = time(|| async {
+            let results: Vec<_> = objects.iter().map(|o| filter.apply_projection(o)).collect();
+            Ok(results.len())
+        })
+        .await;
+        let batched = time(|| async {
+            let mut count = 0;
+            for chunk in objects.chunks(MAX_BATCH) {
+                count += sandbox.run(&filter, chunk).await?.len();
+            }
+            Ok(count)
+        })
+        .await;
         let single = time(|| async {
             let mut count = 0;
             for object in &objects {
-                sandbox.apply(&filter, object).await?;
+                sandbox.run(&filter, std::slice::from_ref(object)).await?;
                 count += 1;
             }
             Ok(count)
@@ -52,6 +68,7 @@ fn main() -> anyhow::Result<()> {
         .await;
         for (name, took) in [
             ("in process", local),
+            ("projection fast path", fast),
             ("sandbox, batches of 256", batched),
             ("sandbox, one per request", single),
         ] {

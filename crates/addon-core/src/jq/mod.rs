@@ -31,6 +31,9 @@ mod lex;
 #[cfg(test)]
 mod optional_tests;
 mod parse;
+mod projection;
+#[cfg(test)]
+mod projection_tests;
 mod resolve;
 pub use resolve::ResolveError;
 mod value;
@@ -166,6 +169,8 @@ pub enum CompileFailure {
 pub struct JqFilter {
     source: Arc<str>,
     program: Arc<Program>,
+    /// The filter as a projection, when it is one (`projection.rs`): evaluated in process.
+    projection: Option<Arc<projection::Projection>>,
 }
 
 impl fmt::Debug for JqFilter {
@@ -197,9 +202,11 @@ impl JqFilter {
         };
         check_shape(source).map_err(compile_error)?;
         let program = compile_on_big_stack(source).map_err(compile_error)?;
+        let projection = projection::Projection::of(&program.main).map(Arc::new);
         Ok(Self {
             source: Arc::from(source),
             program: Arc::new(program),
+            projection,
         })
     }
 }
@@ -280,6 +287,25 @@ impl JqFilter {
     /// object of the API: an integer outside `i64` is a float (`Val::from_api_object`).
     pub fn apply(&self, input: &Value) -> Result<Value, JqError> {
         self.apply_bounded(input, &JqLimits::default())
+    }
+
+    /// Whether the filter is a projection (`.a.b`, `{name: .metadata.name}`, `[.a, .b]`), which
+    /// [`JqFilter::apply_projection`] evaluates without the interpreter.
+    pub fn is_projection(&self) -> bool {
+        self.projection.is_some()
+    }
+
+    /// What [`JqFilter::apply`] gives on `input`, computed directly on `input` when the filter
+    /// is a projection; `None` when it is not one or this fast path cannot tell the result
+    /// exactly (an error, a number that is not an `i64`, an output over the limits). Safe to run
+    /// in this process: a projection cannot loop, recurse or build more than copies of its input.
+    pub fn apply_projection(&self, input: &Value) -> Option<Value> {
+        self.apply_projection_bounded(input, &JqLimits::default())
+    }
+
+    /// [`JqFilter::apply_projection`] that gives `None` once the output exceeds `limits`.
+    pub fn apply_projection_bounded(&self, input: &Value, limits: &JqLimits) -> Option<Value> {
+        self.projection.as_ref()?.apply(input, limits)
     }
 
     /// [`JqFilter::apply`] that fails once the outputs exceed `limits`.
