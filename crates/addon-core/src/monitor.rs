@@ -29,6 +29,68 @@ struct Key {
     name: Arc<str>,
 }
 
+/// An object's id as read from its JSON (missing fields are empty, as in [`ObjectId::of`]): finds
+/// a [`Key`] without making one (a listing looks up each object in its peers' caches).
+struct IdRef<'a> {
+    namespace: &'a str,
+    kind: &'a str,
+    name: &'a str,
+}
+
+impl<'a> IdRef<'a> {
+    fn of(object: &'a Value) -> Self {
+        let text = |v: &'a Value| v.as_str().unwrap_or_default();
+        Self {
+            namespace: text(&object["metadata"]["namespace"]),
+            kind: text(&object["kind"]),
+            name: text(&object["metadata"]["name"]),
+        }
+    }
+}
+
+/// A key's parts in its order (namespace, kind, name): how a [`Key`] and an [`IdRef`] compare.
+trait IdParts {
+    fn parts(&self) -> (&str, &str, &str);
+}
+
+impl IdParts for Key {
+    fn parts(&self) -> (&str, &str, &str) {
+        (&self.place.namespace, &self.place.kind, &self.name)
+    }
+}
+
+impl IdParts for IdRef<'_> {
+    fn parts(&self) -> (&str, &str, &str) {
+        (self.namespace, self.kind, self.name)
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn IdParts + 'a> for Key {
+    fn borrow(&self) -> &(dyn IdParts + 'a) {
+        self
+    }
+}
+
+impl PartialEq for dyn IdParts + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn IdParts + '_ {}
+
+impl PartialOrd for dyn IdParts + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn IdParts + '_ {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.parts().cmp(&other.parts())
+    }
+}
+
 impl Key {
     fn id(&self) -> ObjectId {
         ObjectId {
@@ -112,6 +174,8 @@ pub struct MonitorCache {
     entries: BTreeMap<Key, Entry>,
     /// The namespaces and kinds of the keys, one copy of each pair.
     places: Words<Place>,
+    /// The place of the last entry made (a listing's objects come a namespace at a time).
+    last_place: Option<Arc<Place>>,
 }
 
 impl MonitorCache {
@@ -120,6 +184,7 @@ impl MonitorCache {
             binding: binding.clone(),
             entries: BTreeMap::new(),
             places: Words::default(),
+            last_place: None,
         }
     }
 
@@ -210,21 +275,15 @@ impl MonitorCache {
     /// `None` when no cache keeps that copy (no bodies kept, or another version of the object).
     pub fn filtered_copy(
         caches: &[&MonitorCache],
-        id: &ObjectId,
+        object: &Value,
         kept: &KeptObject,
     ) -> Option<FilteredObject> {
-        let key = Key {
-            place: Arc::new(Place {
-                namespace: Arc::clone(&id.namespace),
-                kind: Arc::clone(&id.kind),
-            }),
-            name: Arc::clone(&id.name),
-        };
-        caches.iter().find_map(|c| c.copy_of(&key, kept))
+        let id = IdRef::of(object);
+        caches.iter().find_map(|c| c.copy_of(&id, kept))
     }
 
-    fn copy_of(&self, key: &Key, kept: &KeptObject) -> Option<FilteredObject> {
-        let (key, entry) = self.entries.get_key_value(key)?;
+    fn copy_of(&self, id: &IdRef<'_>, kept: &KeptObject) -> Option<FilteredObject> {
+        let (key, entry) = self.entries.get_key_value(id as &dyn IdParts)?;
         if !entry.object.as_ref()?.is_same_copy(kept) {
             return None;
         }
@@ -248,25 +307,36 @@ impl MonitorCache {
         self.entries.is_empty()
     }
 
+    /// The shared copy of a namespace and kind.
+    fn place_of(&mut self, namespace: &str, kind: &str) -> Arc<Place> {
+        if let Some(last) = &self.last_place
+            && (&*last.namespace, &*last.kind) == (namespace, kind)
+        {
+            return Arc::clone(last);
+        }
+        let place = self.places.share(Place {
+            namespace: Arc::from(namespace),
+            kind: Arc::from(kind),
+        });
+        self.last_place = Some(Arc::clone(&place));
+        place
+    }
+
     fn entry(
         &mut self,
         object: &Value,
         kept: Option<KeptObject>,
         filtered: &FilteredObject,
     ) -> (Key, Entry) {
-        let id = ObjectId::of(object);
-        let place = Place {
-            namespace: id.namespace,
-            kind: id.kind,
-        };
+        let id = IdRef::of(object);
         // the name as the filter result carries it: one copy for the caches that share the result
         let name = if *filtered.name == *id.name {
             Arc::clone(&filtered.name)
         } else {
-            id.name
+            Arc::from(id.name)
         };
         let key = Key {
-            place: self.places.share(place),
+            place: self.place_of(id.namespace, id.kind),
             name,
         };
         let entry = Entry {
@@ -411,7 +481,7 @@ mod tests {
             Some(kept.clone()),
             filtered.clone(),
         );
-        let copy = MonitorCache::filtered_copy(&[&cache], &ObjectId::of(&object), &kept).unwrap();
+        let copy = MonitorCache::filtered_copy(&[&cache], &object, &kept).unwrap();
         assert_eq!(
             (&copy.filter_result, &copy.name),
             (&filtered.filter_result, &filtered.name)
@@ -427,7 +497,7 @@ mod tests {
         );
         // an equal text that is not the kept copy, another object, a lean cache: nothing
         let copy_of = |caches: &[&MonitorCache], object: &Value, kept: &KeptObject| {
-            MonitorCache::filtered_copy(caches, &ObjectId::of(object), kept)
+            MonitorCache::filtered_copy(caches, object, kept)
         };
         assert!(copy_of(&[&cache], &object, &KeptObject::new(&object)).is_none());
         assert!(copy_of(&[&cache], &pod("b", "x", "1"), &kept).is_none());
@@ -438,6 +508,32 @@ mod tests {
         assert!(copy_of(&[&lean_cache], &object, &kept).is_none());
         // the first cache holding the copy answers
         assert!(copy_of(&[&lean_cache, &cache], &object, &kept).is_some());
+    }
+
+    #[test]
+    fn a_peer_result_is_found_by_the_objects_own_namespace_kind_and_name() {
+        let b = binding("  jqFilter: .metadata.labels\n");
+        let mut cache = MonitorCache::new(&b);
+        let mut objects = Vec::new();
+        for (ns, kind, name) in [("a", "Pod", "x"), ("a", "Pod", "y"), ("b", "Pod", "x")]
+            .into_iter()
+            .chain([("a", "Job", "x"), ("", "Node", "x")])
+        {
+            let object = json!({"apiVersion": "v1", "kind": kind,
+                "metadata": {"namespace": ns, "name": name, "labels": {"n": format!("{ns}{kind}{name}")}}});
+            let kept = KeptObject::new(&object);
+            let filtered = b.filter_object(&object).unwrap();
+            cache.apply_kept(WatchEvent::Added, &object, Some(kept.clone()), filtered);
+            objects.push((object, kept));
+        }
+        for (object, kept) in &objects {
+            let copy = MonitorCache::filtered_copy(&[&cache], object, kept).unwrap();
+            let expected = object["metadata"]["labels"].to_string();
+            assert_eq!(copy.filter_result.unwrap().text(), expected);
+        }
+        // another object's kept copy under this object's id: not taken
+        assert!(MonitorCache::filtered_copy(&[&cache], &objects[0].0, &objects[1].1).is_none());
+        assert_eq!(cache.places.len(), 4, "{:?}", cache.places);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! Run: `cargo run --profile profiling -p addon-operator --example watch_memory -- [N=100000]`
 //! (env SHARDS=10 MODULES=60 SIZE=1024).
 
-use addon_core::binding_context::{KeptObject, ObjectId};
+use addon_core::binding_context::KeptObject;
 use addon_core::hook_config::{HookScope, KubernetesBinding, parse};
 use addon_core::monitor::MonitorCache;
 use addon_core::names::HookName;
@@ -150,8 +150,7 @@ fn main() -> anyhow::Result<()> {
             let mut listing = MonitorCache::listing(&full);
             for (i, body) in objects(shard).zip(kept) {
                 let object = config_map(i, shards, &pad);
-                let id = ObjectId::of(&object);
-                let filtered = MonitorCache::filtered_copy(&[&caches[shard]], &id, body)
+                let filtered = MonitorCache::filtered_copy(&[&caches[shard]], &object, body)
                     .ok_or_else(|| anyhow::anyhow!("no result to share"))?;
                 listing.push(&object, Some(body.clone()), &filtered);
             }

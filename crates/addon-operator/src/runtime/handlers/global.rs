@@ -1,7 +1,7 @@
 //! Hook-run tasks (global and module hooks, any binding) and the start of a global hook's
 //! kubernetes bindings.
 
-use addon_core::binding_context::{ContextBuilder, ObjectId, Snapshots};
+use addon_core::binding_context::{ContextBuilder, Snapshots};
 use addon_core::error::error_chain;
 use addon_core::hook_config::{FilteredObject, KubernetesBinding};
 use addon_core::lifecycle;
@@ -166,7 +166,7 @@ fn peer_results(
     page.iter()
         .map(|l| {
             let kept = l.kept.as_ref()?;
-            MonitorCache::filtered_copy(&peers, &ObjectId::of(&l.object), kept)
+            MonitorCache::filtered_copy(&peers, &l.object, kept)
         })
         .collect()
 }
