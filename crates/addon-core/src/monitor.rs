@@ -39,11 +39,12 @@ struct IdRef<'a> {
 
 impl<'a> IdRef<'a> {
     fn of(object: &'a Value) -> Self {
-        let text = |v: &'a Value| v.as_str().unwrap_or_default();
+        let text = |v: Option<&'a Value>| v.and_then(Value::as_str).unwrap_or_default();
+        let metadata = object.get("metadata");
         Self {
-            namespace: text(&object["metadata"]["namespace"]),
-            kind: text(&object["kind"]),
-            name: text(&object["metadata"]["name"]),
+            namespace: text(metadata.and_then(|m| m.get("namespace"))),
+            kind: text(object.get("kind")),
+            name: text(metadata.and_then(|m| m.get("name"))),
         }
     }
 }

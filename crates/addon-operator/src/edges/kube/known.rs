@@ -123,6 +123,27 @@ struct Seen {
 }
 
 impl Seen {
+    /// The object reduced to what a binding joining its watch files it by: `kind`, `metadata`
+    /// `namespace` and `name` (the body beside it is the rest).
+    fn id_stub(&self) -> Value {
+        let mut meta = Map::new();
+        if let Some(namespace) = &self.place.namespace {
+            meta.insert(
+                "namespace".to_string(),
+                Value::String(namespace.to_string()),
+            );
+        }
+        if let Some(name) = &self.name {
+            meta.insert("name".to_string(), Value::String(name.to_string()));
+        }
+        let mut stub = Map::new();
+        if let Some(kind) = &self.place.kind {
+            stub.insert("kind".to_string(), Value::String(kind.to_string()));
+        }
+        stub.insert("metadata".to_string(), Value::Object(meta));
+        Value::Object(stub)
+    }
+
     /// The object reduced to its identity and version: `apiVersion`, `kind`, `metadata` `name`,
     /// `namespace`, `uid`, `resourceVersion`, as found.
     fn stub(&self, id: &Id) -> Value {
@@ -265,7 +286,7 @@ impl KnownObjects {
             let seen = self.objects.get(id)?;
             let namespace = seen.place.namespace.as_deref().unwrap_or_default();
             let name = seen.name.as_deref().unwrap_or_default();
-            Some((namespace, name, seen.stub(id), body))
+            Some((namespace, name, seen.id_stub(), body))
         })
     }
 
@@ -550,7 +571,8 @@ mod tests {
             .bodies()
             .map(|(ns, n, stub, _)| (ns, n, stub))
             .collect();
-        assert_eq!(listed, [("ns", "n-a", obj("a", "2"))]);
+        let stub = json!({"metadata": {"namespace": "ns", "name": "n-a"}});
+        assert_eq!(listed, [("ns", "n-a", stub)]);
         known.observe(Observed::Init);
         known.observe(Observed::InitApply(obj("a", "2")));
         known.observe(Observed::InitDone);

@@ -170,8 +170,11 @@ mod tests {
             .collect();
         assert_eq!(names, [json!("a"), json!("b")]);
         assert!(
-            listing.iter().all(|(stub, k)| *stub == k.to_value()),
-            "{listing:?}"
+            listing.iter().all(|(stub, k)| {
+                let whole = k.to_value();
+                *stub == json!({"metadata": {"namespace": "ns", "name": whole["metadata"]["name"]}})
+            }),
+            "each stub is the id of its body: {listing:?}"
         );
         let (events, keys) = h.observe(&None, Observed::Apply(obj("a", "2")));
         assert_eq!(keys, [key("a"), key("b")]);

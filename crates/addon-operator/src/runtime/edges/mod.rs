@@ -223,8 +223,8 @@ pub struct KubeEvent {
 /// once; a binding that keeps full objects holds the same copy instead of making its own.
 #[derive(Debug, Clone)]
 pub struct Listed {
-    /// The object, or only its identity (`apiVersion`, `kind`, `metadata` name, namespace, uid,
-    /// resourceVersion) when `stub` is set.
+    /// The object, or only what files it in a cache (`kind`, `metadata` namespace and name) when
+    /// `stub` is set.
     pub object: Value,
     pub kept: Option<KeptObject>,
     /// `object` is the identity only and `kept` the whole object: a binding joining a running
