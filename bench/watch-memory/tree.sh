@@ -9,12 +9,15 @@
 # A control run (CONTROL=1) keeps only the global hook's watch.
 # Printed at the end, each goal of issue 39 with its figure: ready (≤ 15 s), the listing (from the
 # operator's start until its monitors hold every object, polled every 0.1 s; beside it the same
-# lists made alone by a client, the floor), RSS after ready (≤ 150 MB) and after 3,000 and 50,000
-# updates (within 10 % of ready; a figure is printed once the updates so far reach it).
+# lists made alone by a client, the floor), the operator's and the server's CPU to ready, RSS after
+# ready (≤ 150 MB) and after 3,000 and 50,000 updates (within 10 % of ready; a figure is printed
+# once the updates so far reach it).
 # Usage: bench/watch-memory/tree.sh [N=10000] [ROUNDS=5] [UPDATES=3000]
 # Env: MODULES=60 SHARDS=10 SIZE=1024 CHARTS=20 (charts need helm in .tools/bin) CONTROL=0,
 # STEPS="3000 47000" (the updates of each round, instead of ROUNDS × UPDATES),
-# SERVER=emulator|real (real: kube-apiserver and etcd from .tools/bin, bench/real-cluster.sh).
+# SERVER=emulator|real (real: kube-apiserver and etcd from .tools/bin, bench/real-cluster.sh),
+# LOG_LEVEL=info and KEEP_LOG=FILE (the operator's log kept in FILE: the start's timeline),
+# WRAP="perf record ... --" (run the operator under a profiler).
 # Build first: cargo build --release -p addon-operator -p kube-emulator (or set
 # ADDON_OPERATOR_BIN / KUBE_EMULATOR_BIN).
 set -euo pipefail
