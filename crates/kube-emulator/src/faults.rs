@@ -23,6 +23,9 @@ pub struct Faults {
     streaming_lists: AtomicU64,
     /// Whether streaming lists are refused as a server without the `WatchList` feature does.
     refuse_streaming: AtomicBool,
+    /// Whether `sendInitialEvents` is ignored (the objects sent, never the end of them), as a
+    /// server that does not know the parameter would.
+    ignore_streaming: AtomicBool,
 }
 
 impl Default for Faults {
@@ -34,6 +37,7 @@ impl Default for Faults {
             watches: Arc::default(),
             streaming_lists: AtomicU64::new(0),
             refuse_streaming: AtomicBool::new(false),
+            ignore_streaming: AtomicBool::new(false),
         }
     }
 }
@@ -71,18 +75,20 @@ impl Faults {
         (read(0), read(1))
     }
 
-    /// Counts a streaming list; the error to answer when they are refused (as kube-apiserver
-    /// before 1.27, or with the `WatchList` feature off, answers `422`).
-    pub fn streaming_list(&self) -> Result<(), ApiError> {
+    /// Counts a streaming list: `Ok(true)` to serve it, `Ok(false)` to ignore `sendInitialEvents`,
+    /// or the error to answer when they are refused (as kube-apiserver before 1.27, or with the
+    /// `WatchList` feature off, answers `422`).
+    pub fn streaming_list(&self) -> Result<bool, ApiError> {
         self.streaming_lists.fetch_add(1, Ordering::Relaxed);
-        if !self.refuse_streaming.load(Ordering::Relaxed) {
-            return Ok(());
+        if self.refuse_streaming.load(Ordering::Relaxed) {
+            return Err(ApiError::Invalid(
+                "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: \
+                 sendInitialEvents is forbidden for watch unless the WatchList feature gate is \
+                 enabled"
+                    .into(),
+            ));
         }
-        Err(ApiError::Invalid(
-            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: \
-             sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
-                .into(),
-        ))
+        Ok(!self.ignore_streaming.load(Ordering::Relaxed))
     }
 
     /// Streaming lists asked for so far (refused or not).
@@ -93,6 +99,11 @@ impl Faults {
     /// Refuses streaming lists from now on (`true`), or serves them again.
     pub fn refuse_streaming_lists(&self, refuse: bool) {
         self.refuse_streaming.store(refuse, Ordering::Relaxed);
+    }
+
+    /// Ignores `sendInitialEvents` from now on (`true`), or serves streaming lists again.
+    pub fn ignore_streaming_lists(&self, ignore: bool) {
+        self.ignore_streaming.store(ignore, Ordering::Relaxed);
     }
 
     /// Counts a watch of `key` as open until the returned guard is dropped.

@@ -270,6 +270,12 @@ impl EmulatorHandle {
         self.faults.refuse_streaming_lists(refuse);
     }
 
+    /// Ignores `sendInitialEvents` (the objects are sent, never the bookmark that ends them, as
+    /// a server that does not know the parameter would), or serves streaming lists again.
+    pub fn ignore_streaming_lists(&self, ignore: bool) {
+        self.faults.ignore_streaming_lists(ignore);
+    }
+
     /// List requests so far: (lists started, of which paged with `limit`); later pages of a
     /// list are not counted.
     pub fn list_starts(&self) -> (u64, u64) {

@@ -98,10 +98,7 @@ impl Filter {
 pub fn serve(app: &Arc<App>, req: ResourceRequest, params: &Params) -> Result<Response, ApiError> {
     let (labels, fields) = selectors(&req.info, params)?;
     let flag = |k: &str| params.get(k).is_some_and(|v| v == "true" || v == "1");
-    let send_initial = flag("sendInitialEvents");
-    if send_initial {
-        app.faults.streaming_list()?;
-    }
+    let send_initial = flag("sendInitialEvents") && app.faults.streaming_list()?;
     let bookmarks = flag("allowWatchBookmarks");
     let timeout = params
         .get("timeoutSeconds")

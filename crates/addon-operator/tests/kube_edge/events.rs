@@ -371,6 +371,27 @@ async fn a_server_refusing_streaming_lists_is_listed_once_in_pages() {
 }
 
 #[tokio::test]
+async fn a_streaming_list_without_an_end_fails_the_start_and_the_retry_lists_in_pages() {
+    let env = start().await;
+    env.create(pod("default", "a", "web")).await;
+    env.emu.ignore_streaming_lists(true);
+    let (watches, _rx) = watches(&env).await;
+    let binding = &bindings("- kind: Pod\n")[0];
+
+    let error = watches.start(&key(0), binding).await.unwrap_err();
+    let chain = format!("{:?}", anyhow::Error::new(error));
+    assert!(chain.contains("streaming list sent nothing"), "{chain}");
+    let before = env.emu.list_starts();
+    let objects = watches.start(&key(0), binding).await.unwrap();
+    assert_eq!(names(&objects), ["default/a"]);
+    assert_eq!(
+        env.emu.list_starts().1 - before.1,
+        1,
+        "the retry is one paged list"
+    );
+}
+
+#[tokio::test]
 async fn a_burst_of_concurrent_writes_reaches_the_watch_without_a_loss() {
     let env = start().await;
     let objects = 20;

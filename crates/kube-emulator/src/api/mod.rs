@@ -327,7 +327,7 @@ fn dry_run(params: &Params) -> bool {
 }
 
 /// `/emulator/...` admin paths: `drop-watches`, `fail?count=N&code=C` and
-/// `streaming-lists?refuse=true|false`.
+/// `streaming-lists?refuse=true` or `?ignore=true` (neither: served).
 fn admin(app: &App, rest: &str, uri: &Uri) -> Response {
     let params: Params = Query::try_from_uri(uri).map(|q| q.0).unwrap_or_default();
     match rest {
@@ -348,8 +348,9 @@ fn admin(app: &App, rest: &str, uri: &Uri) -> Response {
             json_body(&success_status())
         }
         "streaming-lists" => {
-            let refuse = params.get("refuse").is_some_and(|r| r == "true");
-            app.faults.refuse_streaming_lists(refuse);
+            let set = |key: &str| params.get(key).is_some_and(|v| v == "true");
+            app.faults.refuse_streaming_lists(set("refuse"));
+            app.faults.ignore_streaming_lists(set("ignore"));
             json_body(&success_status())
         }
         _ => not_found_path().into_response(),

@@ -1,6 +1,7 @@
 //! [`KubeWatches`]: the watches of hooks' `kubernetes` bindings, as the runtime's [`KubeEvents`] edge.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use addon_core::binding_context::KeptObject;
@@ -40,6 +41,8 @@ pub struct KubeWatches {
     /// as many as the tree has distinct bindings).
     gates: Mutex<HashMap<WatchId, Arc<tokio::sync::Mutex<()>>>>,
     metrics: Option<Arc<Metrics>>,
+    /// Whether first lists are streaming lists: off once the server refused or ignored one.
+    streaming_lists: Arc<AtomicBool>,
 }
 
 /// What bindings must have in common to share a watch: the resource, the namespaces and the
@@ -134,6 +137,7 @@ impl KubeWatches {
             registry: Mutex::default(),
             gates: Mutex::default(),
             metrics: None,
+            streaming_lists: Arc::new(AtomicBool::new(true)),
         }
     }
 
@@ -197,6 +201,7 @@ impl KubeWatches {
             resource: resolved.resource.clone(),
             events: self.events.clone(),
             metrics: self.metrics.clone(),
+            streaming_lists: Arc::clone(&self.streaming_lists),
         };
         let mut objects = Vec::new();
         let mut listed = Vec::new();

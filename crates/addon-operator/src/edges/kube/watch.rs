@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use addon_core::binding_context::KeptObject;
 use addon_core::hook_config::{KubernetesBinding, WatchEvent};
@@ -142,6 +143,8 @@ pub(super) struct Watch {
     pub(super) resource: ApiResource,
     pub(super) events: mpsc::Sender<KubeEvent>,
     pub(super) metrics: Option<Arc<Metrics>>,
+    /// Whether first lists are streaming lists (shared by the watches of one client).
+    pub(super) streaming_lists: Arc<AtomicBool>,
 }
 
 /// Objects per page of an initial list (`limit`), as client-go's reflector and kube-rs page. A
@@ -150,8 +153,7 @@ pub(super) struct Watch {
 /// (docs/benchmarks.md, "100,000 objects").
 pub(super) const PAGE: usize = 500;
 
-/// How long a streaming list may take to send its first object (or its end) before paged lists
-/// are used instead.
+/// How long a streaming list may go without an event before its end: then paged lists are used.
 const STREAMING_PROBE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A watch stream of one scope.
@@ -176,7 +178,7 @@ impl Watch {
         let bodies = lock(&self.hub).keeps_bodies();
         lock(&self.hub).add_scope(scope.name.clone(), KnownObjects::with_bodies(bodies));
         tokio::spawn(async move {
-            let stream = self.open(scope.api).await;
+            let (stream, _) = self.open(scope.api).await;
             self.run(scope.name, stream).await;
         })
         .abort_handle()
@@ -200,12 +202,16 @@ impl Watch {
             .boxed()
     }
 
-    /// The stream of a first list: a streaming list (the objects sent as watch events from the
-    /// server's cache: no pages, no page held in memory) when the server serves one, else paged
-    /// lists. A server without streaming lists (before Kubernetes 1.27, or with the `WatchList`
-    /// feature off) refuses the request; one that ignores the parameters sends nothing, so the
-    /// first object or the list's end must come within [`STREAMING_PROBE`].
-    async fn open(&self, api: Api<RawObject>) -> WatchStream {
+    /// The stream of a first list, and whether it is a streaming list (the objects sent as watch
+    /// events from the server's cache: no pages, no page held in memory); paged lists when the
+    /// server does not serve them. A server without streaming lists (before Kubernetes 1.27, or
+    /// with the `WatchList` feature off) refuses the request; one that ignores the parameters
+    /// sends nothing, so the first object or the list's end must come within
+    /// [`STREAMING_PROBE`]. Either turns streaming lists off for the later watches.
+    async fn open(&self, api: Api<RawObject>) -> (WatchStream, bool) {
+        if !self.streaming_lists.load(Ordering::Relaxed) {
+            return (self.stream(api, false), false);
+        }
         let mut streaming = self.stream(api.clone(), true);
         let mut first = Vec::new();
         let probe = async {
@@ -213,20 +219,54 @@ impl Watch {
                 match streaming.try_next().await {
                     Ok(Some(event)) => first.push(Ok(event)),
                     Ok(None) => break,
-                    Err(error) => return Err(error),
+                    Err(error) => return Err(error.to_string()),
                 }
             }
             Ok(())
         };
-        match tokio::time::timeout(STREAMING_PROBE, probe).await {
-            Ok(Ok(())) => futures::stream::iter(first).chain(streaming).boxed(),
-            Ok(Err(error)) => {
-                tracing::debug!(watch = %self.label, %error, "no streaming list: paged lists instead");
-                self.stream(api, false)
-            }
+        let refused = match tokio::time::timeout(STREAMING_PROBE, probe).await {
+            Ok(Ok(())) => return (futures::stream::iter(first).chain(streaming).boxed(), true),
+            Ok(Err(error)) => error,
+            Err(_) => "nothing came".to_string(),
+        };
+        self.streaming_lists_off(&refused);
+        (self.stream(api, false), false)
+    }
+
+    fn streaming_lists_off(&self, why: &str) {
+        if self.streaming_lists.swap(false, Ordering::Relaxed) {
+            tracing::info!(watch = %self.label, reason = why,
+                "the API server does not serve streaming lists: paged lists from now on");
+        }
+    }
+
+    /// The next event of a first list; a streaming list that goes quiet before its end (a server
+    /// that ignored `sendInitialEvents` sends the objects but never the end) fails the start and
+    /// turns streaming lists off, so the start's retry lists in pages.
+    async fn next_listed(
+        &self,
+        stream: &mut WatchStream,
+        streaming: bool,
+        scope: &Option<String>,
+    ) -> Result<Option<watcher::Event<RawObject>>, WatchError> {
+        let failed = |source| WatchError::List {
+            resource: self.resource.plural.clone(),
+            scope: scope.clone(),
+            source,
+        };
+        if !streaming {
+            return stream.try_next().await.map_err(|e| failed(client_error(e)));
+        }
+        match tokio::time::timeout(STREAMING_PROBE, stream.try_next()).await {
+            Ok(next) => next.map_err(|e| failed(client_error(e))),
             Err(_) => {
-                tracing::debug!(watch = %self.label, "a streaming list sent nothing: paged lists instead");
-                self.stream(api, false)
+                self.streaming_lists_off("the streaming list stopped before its end");
+                let message = format!(
+                    "the streaming list sent nothing for {} s before its end",
+                    STREAMING_PROBE.as_secs()
+                );
+                let status = kube::core::Status::failure(&message, "StreamingListStalled");
+                Err(failed(kube::Error::Api(Box::new(status))))
             }
         }
     }
@@ -239,15 +279,13 @@ impl Watch {
         scope: Scope,
         pages: Option<&mpsc::Sender<Vec<Listed>>>,
     ) -> Result<(Started, Vec<Value>), WatchError> {
-        let mut stream = self.open(scope.api).await;
+        let (mut stream, streaming) = self.open(scope.api).await;
         let mut known = Listing::new(lock(&self.hub).keeps_bodies());
         let mut objects = Vec::new();
         loop {
-            let event = stream.try_next().await.map_err(|e| WatchError::List {
-                resource: self.resource.plural.clone(),
-                scope: scope.name.clone(),
-                source: client_error(e),
-            })?;
+            let event = self
+                .next_listed(&mut stream, streaming, &scope.name)
+                .await?;
             let done = match event {
                 Some(watcher::Event::InitApply(o)) => {
                     objects.extend(self.convert(o));
