@@ -392,6 +392,38 @@ async fn a_streaming_list_without_an_end_fails_the_start_and_the_retry_lists_in_
 }
 
 #[tokio::test]
+async fn a_streaming_list_closed_before_its_end_fails_the_start_at_once() {
+    let env = start().await;
+    env.create(pod("default", "a", "web")).await;
+    env.emu.ignore_streaming_lists(true);
+    let (watches, _rx) = watches(&env).await;
+    let binding = &bindings("- kind: Pod\n")[0];
+
+    let started = std::time::Instant::now();
+    let closing = async {
+        env.watching("pods", 1).await;
+        env.emu.drop_watches();
+    };
+    let first = key(0);
+    let (result, ()) = tokio::join!(watches.start(&first, binding), closing);
+    let chain = format!("{:?}", anyhow::Error::new(result.unwrap_err()));
+    assert!(chain.contains("began again before its end"), "{chain}");
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "not by the 10 s stall rule"
+    );
+    env.emu.ignore_streaming_lists(false);
+    let before = env.emu.list_starts();
+    let objects = watches.start(&key(0), binding).await.unwrap();
+    assert_eq!(names(&objects), ["default/a"]);
+    assert_eq!(
+        env.emu.list_starts().1 - before.1,
+        1,
+        "later starts list in pages"
+    );
+}
+
+#[tokio::test]
 async fn a_burst_of_concurrent_writes_reaches_the_watch_without_a_loss() {
     let env = start().await;
     let objects = 20;

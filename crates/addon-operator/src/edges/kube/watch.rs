@@ -240,6 +240,24 @@ impl Watch {
         }
     }
 
+    /// A first list that began again before its end: the server closed a streaming list (its
+    /// watch timeout, 290 s, ends one that long) and the watcher started it over. The start fails
+    /// and later watches list in pages, which no timeout cuts.
+    fn restarted(&self, streaming: bool, scope: &Option<String>) -> WatchError {
+        if streaming {
+            self.streaming_lists_off("a streaming list was closed before its end");
+        }
+        let message = "the list began again before its end (the server closed the stream)";
+        WatchError::List {
+            resource: self.resource.plural.clone(),
+            scope: scope.clone(),
+            source: kube::Error::Api(Box::new(kube::core::Status::failure(
+                message,
+                "ListRestarted",
+            ))),
+        }
+    }
+
     /// The next event of a first list; a streaming list that goes quiet before its end (a server
     /// that ignored `sendInitialEvents` sends the objects but never the end) fails the start and
     /// turns streaming lists off, so the start's retry lists in pages.
@@ -281,7 +299,7 @@ impl Watch {
     ) -> Result<(Started, Vec<Value>), WatchError> {
         let (mut stream, streaming) = self.open(scope.api).await;
         let mut known = Listing::new(lock(&self.hub).keeps_bodies());
-        let mut objects = Vec::new();
+        let (mut objects, mut begun) = (Vec::new(), false);
         loop {
             let event = self
                 .next_listed(&mut stream, streaming, &scope.name)
@@ -292,6 +310,13 @@ impl Watch {
                     false
                 }
                 Some(watcher::Event::InitDone) | None => true,
+                Some(watcher::Event::Init) if begun => {
+                    return Err(self.restarted(streaming, &scope.name));
+                }
+                Some(watcher::Event::Init) => {
+                    begun = true;
+                    false
+                }
                 Some(_) => false,
             };
             if let Some(pages) = pages
