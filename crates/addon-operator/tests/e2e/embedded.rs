@@ -1,9 +1,9 @@
 //! The demo tree on the embedded cluster: the real binary, real helm and kubectl, bash hooks.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use crate::support::{Running, demo_dir, path_with_tools, require_tool, start_command, wait_for};
+use crate::support::{Embedded, demo_dir, path_with_tools, require_tool, start_embedded, wait_for};
 
 fn copy_dir(from: &Path, to: &Path) {
     let status = Command::new("cp")
@@ -37,20 +37,11 @@ fn demo_runs_on_the_embedded_cluster_and_config_edits_reach_the_cluster() {
     let tmp = tempfile::tempdir().unwrap();
     let tree = tmp.path().join("demo");
     copy_dir(&demo_dir(), &tree);
-    let log = tmp.path().join("operator.log");
-    let child = start_command(tmp.path().join("run"), tmp.path().join("debug.socket"))
-        .arg("--working-dir")
-        .arg(&tree)
-        .arg("--config-file")
-        .arg(tree.join("config.yaml"))
-        .arg("--embedded-cluster")
-        .args(["--resources-monitor-interval", "1s"])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let _running = Running(child);
-    let kubeconfig = tmp.path().join("run/embedded-cluster.kubeconfig");
+    let Embedded {
+        running: _running,
+        log,
+        kubeconfig,
+    } = start_embedded(tmp.path(), &tree, ["--resources-monitor-interval", "1s"]);
     let greeting = || {
         kubectl(
             &kubeconfig,

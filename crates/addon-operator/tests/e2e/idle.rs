@@ -2,10 +2,10 @@
 //! monitor read helm's storage through the API), one `helm upgrade` when an object is deleted.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use crate::support::{Running, path_with_tools, require_tool, start_command, wait_for, write};
+use crate::support::{Embedded, path_with_tools, require_tool, start_embedded, wait_for, write};
 
 const MODULES: [&str; 3] = ["alpha", "beta", "gamma"];
 
@@ -75,22 +75,17 @@ fn an_idle_operator_runs_no_helm_and_a_deleted_object_costs_one_upgrade() {
     tree(&root);
     let calls = tmp.path().join("helm-calls");
     let helm = counting_helm(tmp.path(), &calls);
-    let log = tmp.path().join("operator.log");
-    let child = start_command(tmp.path().join("run"), tmp.path().join("debug.socket"))
-        .arg("--working-dir")
-        .arg(&root)
-        .arg("--config-file")
-        .arg(root.join("config.yaml"))
-        .arg("--embedded-cluster")
-        .args(["--resources-monitor-interval", "1s"])
-        .arg("--helm-binary")
-        .arg(&helm)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let _running = Running(child);
-    let kubeconfig = tmp.path().join("run/embedded-cluster.kubeconfig");
+    let extra = [
+        "--resources-monitor-interval".as_ref(),
+        "1s".as_ref(),
+        "--helm-binary".as_ref(),
+        helm.as_os_str(),
+    ];
+    let Embedded {
+        running: _running,
+        log,
+        kubeconfig,
+    } = start_embedded(tmp.path(), &root, extra);
     wait_for("the three releases", &log, || {
         MODULES
             .iter()

@@ -3,11 +3,11 @@
 //! config edit.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{Running, demo_dir, require_tool, start_command, wait_for, write};
+use crate::support::{Embedded, demo_dir, require_tool, start_embedded, wait_for, write};
 
 /// `kubectl` with `kubeconfig`: stdout, empty when it failed.
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
@@ -61,20 +61,12 @@ fn a_failing_hook_an_install_and_a_refused_edit_show_on_module_objects_and_event
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("demo");
     tree(&dir);
-    let log = tmp.path().join("operator.log");
-    let child = start_command(tmp.path().join("run"), tmp.path().join("debug.socket"))
-        .arg("--working-dir")
-        .arg(&dir)
-        .arg("--config-file")
-        .arg(dir.join("config.yaml"))
-        .arg("--embedded-cluster")
-        .args(["--retry-initial-delay", "1s", "--retry-max-delay", "2s"])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let _running = Running(child);
-    let kubeconfig = tmp.path().join("run/embedded-cluster.kubeconfig");
+    let retries = ["--retry-initial-delay", "1s", "--retry-max-delay", "2s"];
+    let Embedded {
+        running: _running,
+        log,
+        kubeconfig,
+    } = start_embedded(tmp.path(), &dir, retries);
 
     wait_for("the Installed Event of echo-server", &log, || {
         find(&events(&kubeconfig), "echo-server", "Installed").is_some()
@@ -199,20 +191,11 @@ fn without_status_objects_events_about_modules_go_on_the_config_map() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("demo");
     tree(&dir);
-    let log = tmp.path().join("operator.log");
-    let child = start_command(tmp.path().join("run"), tmp.path().join("debug.socket"))
-        .arg("--working-dir")
-        .arg(&dir)
-        .arg("--config-file")
-        .arg(dir.join("config.yaml"))
-        .arg("--embedded-cluster")
-        .arg("--module-status-objects=false")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let _running = Running(child);
-    let kubeconfig = tmp.path().join("run/embedded-cluster.kubeconfig");
+    let Embedded {
+        running: _running,
+        log,
+        kubeconfig,
+    } = start_embedded(tmp.path(), &dir, ["--module-status-objects=false"]);
     wait_for("a HookFailed Event on the ConfigMap", &log, || {
         events(&kubeconfig).iter().any(|e| {
             e["reason"] == "HookFailed"

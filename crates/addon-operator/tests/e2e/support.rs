@@ -85,6 +85,39 @@ pub fn start_command(tmp: impl AsRef<Path>, socket: impl AsRef<Path>) -> Command
     cmd
 }
 
+/// An operator started by [`start_embedded`]: the process, its log and the cluster's kubeconfig.
+pub struct Embedded {
+    pub running: Running,
+    pub log: PathBuf,
+    pub kubeconfig: PathBuf,
+}
+
+/// `addon-operator start` on `tree` with its `config.yaml` as the config file, on the embedded
+/// cluster, with `extra` arguments; files below `root` (`run/`, `debug.socket`, `operator.log`).
+pub fn start_embedded<S: AsRef<std::ffi::OsStr>>(
+    root: &Path,
+    tree: &Path,
+    extra: impl IntoIterator<Item = S>,
+) -> Embedded {
+    let log = root.join("operator.log");
+    let child = start_command(root.join("run"), root.join("debug.socket"))
+        .arg("--working-dir")
+        .arg(tree)
+        .arg("--config-file")
+        .arg(tree.join("config.yaml"))
+        .arg("--embedded-cluster")
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    Embedded {
+        running: Running(child),
+        log,
+        kubeconfig: root.join("run/embedded-cluster.kubeconfig"),
+    }
+}
+
 /// Polls `done` until it holds; after 90 s fails the test with the operator's log at `log`.
 pub fn wait_for(what: &str, log: &Path, done: impl FnMut() -> bool) {
     let limit = std::time::Duration::from_secs(90);
