@@ -9,7 +9,9 @@ use std::process::{Command, Stdio};
 use addon_operator_testkit::real_cluster::ExtraRules;
 use addon_operator_testkit::tools::path_with_tools;
 
-use crate::support::{cluster, config_map, hook_log, start_operator, wait_until, write};
+use crate::support::{
+    cluster, config_map, configmaps_rule, hook_log, start_operator, wait_until, write,
+};
 
 const NS: &str = "config-edits";
 const EDITS: u32 = 30;
@@ -55,10 +57,7 @@ fn kubectl_edits_beside_hook_config_patches_lose_nothing() {
     let notes_schema = tree.join("modules/010-notes/openapi/config-values.yaml");
     write(&notes_schema, NOTES_SCHEMA, false);
     let rules = ExtraRules {
-        bindings: vec![
-            r#"{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list","watch"]}"#
-                .into(),
-        ],
+        bindings: vec![configmaps_rule()],
         modules: vec![],
     };
     let identity = cluster.operator_identity(NS, &rules);

@@ -4,36 +4,15 @@
 
 use addon_operator_testkit::real_cluster::ExtraRules;
 
-use crate::support::{cluster, config_map, example, hook_log, start_operator, wait_until};
-
-const DEMO_CONFIG: &str =
-    "global: |\n  clusterName: real\nechoServer: |\n  message: hello from a real API server\n";
-
-fn configmaps_rule() -> String {
-    r#"{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list","watch"]}"#.into()
-}
+use crate::support::{
+    cluster, config_map, example, hook_log, start_demo, start_operator, wait_until,
+};
 
 fn demo_converges_and_uninstalls_with(helm: &str, namespace: &str) {
     let Some(cluster) = cluster() else { return };
     let work = tempfile::tempdir().unwrap();
     // the demo's global hook watches ConfigMaps labelled demo=true in every namespace
-    let rules = ExtraRules {
-        bindings: vec![configmaps_rule()],
-        modules: vec![],
-    };
-    let identity = cluster.operator_identity(namespace, &rules);
-    cluster.kubectl_ok(
-        &["apply", "-f", "-"],
-        Some(&config_map(namespace, "addon-operator", DEMO_CONFIG)),
-    );
-    let op = start_operator(
-        work.path(),
-        "op",
-        &example("demo"),
-        &identity.kubeconfig,
-        &identity,
-        &["--helm-binary", helm],
-    );
+    let op = start_demo(cluster, work.path(), namespace, &["--helm-binary", helm]);
     let echo = || {
         cluster
             .kubectl(

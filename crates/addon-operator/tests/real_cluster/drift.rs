@@ -2,36 +2,17 @@
 //! hand is written back in `enforce` mode (the guard's watch, its JSON patch with a
 //! resourceVersion test, and the kind discovery all pass the operator's Role).
 
-use addon_operator_testkit::real_cluster::ExtraRules;
-
-use crate::support::{cluster, config_map, example, start_operator, wait_until};
-
-const DEMO_CONFIG: &str =
-    "global: |\n  clusterName: real\nechoServer: |\n  message: hello from a real API server\n";
+use crate::support::{cluster, start_demo, wait_until};
 
 #[test]
 fn a_release_configmap_edited_by_hand_is_written_back_with_the_shipped_rbac() {
     let Some(cluster) = cluster() else { return };
     let namespace = "drift-enforce";
     let work = tempfile::tempdir().unwrap();
-    let rules = ExtraRules {
-        bindings: vec![
-            r#"{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list","watch"]}"#
-                .into(),
-        ],
-        modules: vec![],
-    };
-    let identity = cluster.operator_identity(namespace, &rules);
-    cluster.kubectl_ok(
-        &["apply", "-f", "-"],
-        Some(&config_map(namespace, "addon-operator", DEMO_CONFIG)),
-    );
-    let op = start_operator(
+    let op = start_demo(
+        cluster,
         work.path(),
-        "op",
-        &example("demo"),
-        &identity.kubeconfig,
-        &identity,
+        namespace,
         &["--drift-mode", "enforce"],
     );
     let message = || {

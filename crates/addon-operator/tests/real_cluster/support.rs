@@ -46,6 +46,31 @@ impl Drop for Operator {
 
 /// `addon-operator start` on `tree` as `identity` (its namespace, its kubeconfig), logging to
 /// `work/NAME.log`, with short retry delays; `extra` flags are added last.
+/// The demo's config: the ConfigMap `start_demo` writes.
+const DEMO_CONFIG: &str =
+    "global: |\n  clusterName: real\nechoServer: |\n  message: hello from a real API server\n";
+
+/// The Role rule to read ConfigMaps (the demo's global hook watches them).
+pub fn configmaps_rule() -> String {
+    r#"{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list","watch"]}"#.into()
+}
+
+/// The demo tree started in `namespace` as the operator's own identity (the shipped RBAC plus
+/// reading ConfigMaps), with the demo's config in its ConfigMap and `extra` flags.
+pub fn start_demo(cluster: &RealCluster, work: &Path, namespace: &str, extra: &[&str]) -> Operator {
+    let rules = addon_operator_testkit::real_cluster::ExtraRules {
+        bindings: vec![configmaps_rule()],
+        modules: vec![],
+    };
+    let identity = cluster.operator_identity(namespace, &rules);
+    cluster.kubectl_ok(
+        &["apply", "-f", "-"],
+        Some(&config_map(namespace, "addon-operator", DEMO_CONFIG)),
+    );
+    let tree = example("demo");
+    start_operator(work, "op", &tree, &identity.kubeconfig, &identity, extra)
+}
+
 pub fn start_operator(
     work: &Path,
     name: &str,
