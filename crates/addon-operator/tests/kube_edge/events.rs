@@ -347,6 +347,23 @@ async fn a_watch_start_asks_for_one_streaming_list_and_its_watch_goes_on_from_it
     no_events(&mut rx, Duration::from_millis(200)).await;
 }
 
+/// Starts `binding` as key 0 and checks that it made one list request, paged with `limit`.
+async fn start_in_pages(
+    env: &Env,
+    watches: &KubeWatches,
+    binding: &addon_core::hook_config::KubernetesBinding,
+) -> Vec<serde_json::Value> {
+    let before = env.emu.list_starts();
+    let objects = watches.start(&key(0), binding).await.unwrap();
+    let after = env.emu.list_starts();
+    assert_eq!(
+        (after.0 - before.0, after.1 - before.1),
+        (1, 1),
+        "one list per start, paged with `limit`"
+    );
+    objects
+}
+
 #[tokio::test]
 async fn a_server_refusing_streaming_lists_is_listed_once_in_pages() {
     let env = start().await;
@@ -356,17 +373,10 @@ async fn a_server_refusing_streaming_lists_is_listed_once_in_pages() {
     let (watches, mut rx) = watches(&env).await;
     let binding = &bindings("- kind: Pod\n")[0];
 
-    let before = env.emu.list_starts();
-    let objects = watches.start(&key(0), binding).await.unwrap();
+    let objects = start_in_pages(&env, &watches, binding).await;
     assert_eq!(names(&objects), ["default/a", "default/b"]);
     env.create(pod("default", "c", "web")).await;
     assert_eq!(next_events(&mut rx, 1).await, [ev("Added", "default/c")]);
-    let after = env.emu.list_starts();
-    assert_eq!(
-        (after.0 - before.0, after.1 - before.1),
-        (1, 1),
-        "one list per start, paged with `limit`"
-    );
     no_events(&mut rx, Duration::from_millis(200)).await;
 }
 
@@ -381,14 +391,8 @@ async fn a_streaming_list_without_an_end_fails_the_start_and_the_retry_lists_in_
     let error = watches.start(&key(0), binding).await.unwrap_err();
     let chain = format!("{:?}", anyhow::Error::new(error));
     assert!(chain.contains("streaming list sent nothing"), "{chain}");
-    let before = env.emu.list_starts();
-    let objects = watches.start(&key(0), binding).await.unwrap();
-    assert_eq!(names(&objects), ["default/a"]);
-    assert_eq!(
-        env.emu.list_starts().1 - before.1,
-        1,
-        "the retry is one paged list"
-    );
+    let objects = start_in_pages(&env, &watches, binding).await;
+    assert_eq!(names(&objects), ["default/a"], "the retry lists in pages");
 }
 
 #[tokio::test]
@@ -413,14 +417,8 @@ async fn a_streaming_list_closed_before_its_end_fails_the_start_at_once() {
         "not by the 10 s stall rule"
     );
     env.emu.ignore_streaming_lists(false);
-    let before = env.emu.list_starts();
-    let objects = watches.start(&key(0), binding).await.unwrap();
-    assert_eq!(names(&objects), ["default/a"]);
-    assert_eq!(
-        env.emu.list_starts().1 - before.1,
-        1,
-        "later starts list in pages"
-    );
+    let objects = start_in_pages(&env, &watches, binding).await;
+    assert_eq!(names(&objects), ["default/a"], "later starts list in pages");
 }
 
 #[tokio::test]

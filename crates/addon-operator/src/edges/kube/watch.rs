@@ -248,13 +248,14 @@ impl Watch {
             self.streaming_lists_off("a streaming list was closed before its end");
         }
         let message = "the list began again before its end (the server closed the stream)";
+        self.list_failed(scope, client_failure(message, "ListRestarted"))
+    }
+
+    fn list_failed(&self, scope: &Option<String>, source: kube::Error) -> WatchError {
         WatchError::List {
             resource: self.resource.plural.clone(),
             scope: scope.clone(),
-            source: kube::Error::Api(Box::new(kube::core::Status::failure(
-                message,
-                "ListRestarted",
-            ))),
+            source,
         }
     }
 
@@ -267,24 +268,20 @@ impl Watch {
         streaming: bool,
         scope: &Option<String>,
     ) -> Result<Option<watcher::Event<RawObject>>, WatchError> {
-        let failed = |source| WatchError::List {
-            resource: self.resource.plural.clone(),
-            scope: scope.clone(),
-            source,
-        };
+        let failed = |e| self.list_failed(scope, client_error(e));
         if !streaming {
-            return stream.try_next().await.map_err(|e| failed(client_error(e)));
+            return stream.try_next().await.map_err(failed);
         }
         match tokio::time::timeout(STREAMING_PROBE, stream.try_next()).await {
-            Ok(next) => next.map_err(|e| failed(client_error(e))),
+            Ok(next) => next.map_err(failed),
             Err(_) => {
                 self.streaming_lists_off("the streaming list stopped before its end");
                 let message = format!(
                     "the streaming list sent nothing for {} s before its end",
                     STREAMING_PROBE.as_secs()
                 );
-                let status = kube::core::Status::failure(&message, "StreamingListStalled");
-                Err(failed(kube::Error::Api(Box::new(status))))
+                let source = client_failure(&message, "StreamingListStalled");
+                Err(self.list_failed(scope, source))
             }
         }
     }
@@ -423,11 +420,13 @@ fn client_error(error: watcher::Error) -> kube::Error {
         | watcher::Error::WatchStartFailed(e)
         | watcher::Error::WatchFailed(e) => e,
         watcher::Error::WatchError(status) => kube::Error::Api(status),
-        other => kube::Error::Api(Box::new(kube::core::Status::failure(
-            &other.to_string(),
-            "WatchFailed",
-        ))),
+        other => client_failure(&other.to_string(), "WatchFailed"),
     }
+}
+
+/// A failure of the client's own making, as the start's error carries it.
+fn client_failure(message: &str, reason: &str) -> kube::Error {
+    kube::Error::Api(Box::new(kube::core::Status::failure(message, reason)))
 }
 
 /// Upstream's `error_type` of a watch error: `expired` (410: the resume version is too old),
