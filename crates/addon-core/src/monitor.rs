@@ -9,7 +9,7 @@ use crate::words::Words;
 
 use serde_json::Value;
 
-use crate::binding_context::{KeptObject, ObjectAndFilterResult, ObjectId};
+use crate::binding_context::{IdRef, KeptObject, ObjectAndFilterResult, ObjectId};
 use crate::hook_config::{FilteredObject, KubernetesBinding, WatchEvent};
 use crate::jq::JqError;
 
@@ -27,26 +27,6 @@ struct Place {
 struct Key {
     place: Arc<Place>,
     name: Arc<str>,
-}
-
-/// An object's id as read from its JSON (missing fields are empty, as in [`ObjectId::of`]): finds
-/// a [`Key`] without making one (a listing looks up each object in its peers' caches).
-struct IdRef<'a> {
-    namespace: &'a str,
-    kind: &'a str,
-    name: &'a str,
-}
-
-impl<'a> IdRef<'a> {
-    fn of(object: &'a Value) -> Self {
-        let text = |v: Option<&'a Value>| v.and_then(Value::as_str).unwrap_or_default();
-        let metadata = object.get("metadata");
-        Self {
-            namespace: text(metadata.and_then(|m| m.get("namespace"))),
-            kind: text(object.get("kind")),
-            name: text(metadata.and_then(|m| m.get("name"))),
-        }
-    }
 }
 
 /// A key's parts in its order (namespace, kind, name): how a [`Key`] and an [`IdRef`] compare.

@@ -30,11 +30,31 @@ pub struct ObjectId {
 impl ObjectId {
     /// Reads `kind`, `metadata.namespace` and `metadata.name` of an object.
     pub fn of(object: &Value) -> Self {
-        let text = |v: &Value| Arc::from(v.as_str().unwrap_or_default());
+        let id = IdRef::of(object);
         Self {
-            namespace: text(&object["metadata"]["namespace"]),
-            kind: text(&object["kind"]),
-            name: text(&object["metadata"]["name"]),
+            namespace: Arc::from(id.namespace),
+            kind: Arc::from(id.kind),
+            name: Arc::from(id.name),
+        }
+    }
+}
+
+/// An object's id read in place from its JSON (a missing field is empty): what [`ObjectId::of`]
+/// copies, and what a cache looks an object up by without making a key.
+pub(crate) struct IdRef<'a> {
+    pub(crate) namespace: &'a str,
+    pub(crate) kind: &'a str,
+    pub(crate) name: &'a str,
+}
+
+impl<'a> IdRef<'a> {
+    pub(crate) fn of(object: &'a Value) -> Self {
+        let text = |v: Option<&'a Value>| v.and_then(Value::as_str).unwrap_or_default();
+        let metadata = object.get("metadata");
+        Self {
+            namespace: text(metadata.and_then(|m| m.get("namespace"))),
+            kind: text(object.get("kind")),
+            name: text(metadata.and_then(|m| m.get("name"))),
         }
     }
 }
